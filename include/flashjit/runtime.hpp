@@ -1,0 +1,79 @@
+// Runtime: owns the disk cache and the loaded kernels; picks, compiles or loads, and launches.
+// Thread-safe: one Runtime may serve many threads and several devices.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashjit/config.hpp"
+#include "flashjit/error.hpp"
+#include "flashjit/problem.hpp"
+
+namespace flashjit {
+
+struct RuntimeOptions {
+  // Disk cache folder; default FLASHJIT_CACHE_DIR, else $XDG_CACHE_HOME/flashjit, else ~/.cache/flashjit.
+  std::optional<std::filesystem::path> cache_dir;
+  // Size cap of the disk cache in MiB (0: none); default FLASHJIT_CACHE_MAX_MB.
+  std::optional<std::uint64_t> cache_max_mb;
+  // false: precompiled-only, a cache miss is an error; default FLASHJIT_JIT (unset or 1: true).
+  std::optional<bool> jit;
+};
+
+// ptxas resource report of a compiled kernel.
+struct PtxasStats {
+  int registers = -1;
+  int spill_stores = 0;  // bytes
+  int spill_loads = 0;   // bytes
+  int stack_frame = 0;   // bytes
+  int static_smem = 0;   // bytes
+  bool setmaxnreg_ignored = false;  // ptxas warning C7508
+};
+
+// What compile() reports about a kernel.
+struct KernelInfo {
+  std::string name;       // readable name
+  std::string key;        // cache key (hex)
+  bool cache_hit = false; // found on disk (or in memory)
+  double compile_ms = 0;  // NVRTC time when compiled now, else the time recorded in the cache entry
+  PtxasStats ptxas;
+  int dynamic_smem = 0;   // bytes requested at launch
+  std::string log;        // NVRTC log
+};
+
+class Runtime {
+ public:
+  static Result<std::unique_ptr<Runtime>> create(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Picks a config for the problem (algorithm auto), compiles or loads it, launches on problem.stream.
+  Status forward(const AttentionProblem& problem);
+  // Launches with an explicit config (tools, tests, autotuner); it must be valid and support the problem.
+  Status forward(const AttentionProblem& problem, const KernelConfig& config);
+
+  // The config forward() would use for this problem on its device.
+  Result<KernelConfig> select(const AttentionProblem& problem) const;
+  // Compiles (or finds in the cache) without a device: the CLI's compile and precompile.
+  Result<KernelInfo> compile(const KernelConfig& config);
+  // The generated CUDA source of a config.
+  Result<std::string> emit(const KernelConfig& config) const;
+
+  const std::filesystem::path& cache_dir() const;
+  bool cache_writable() const;
+
+ private:
+  struct Impl;
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The flashjit version string ("0.1.0").
+const char* version();
+
+}  // namespace flashjit

@@ -1,0 +1,116 @@
+#include "compile/nvrtc.hpp"
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+#include <chrono>
+#include <regex>
+
+#include "codegen/embedded_templates.hpp"
+#include "common/log.hpp"
+
+namespace flashjit::compile {
+namespace {
+
+Error nvrtc_error(nvrtcResult r, const char* call, std::string log = {}) {
+  return Error(ErrorCode::compile, fmt::format("{} failed: {}", call, nvrtcGetErrorString(r)), std::move(log));
+}
+
+// Owns an nvrtcProgram.
+struct Program {
+  nvrtcProgram handle = nullptr;
+  ~Program() {
+    if (handle) nvrtcDestroyProgram(&handle);
+  }
+};
+
+std::string program_log(nvrtcProgram prog) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+  log.resize(size - 1);
+  return log;
+}
+
+}  // namespace
+
+std::vector<std::string> options_for(const Arch& arch) {
+  return {
+      fmt::format("-arch={}", arch.to_string()),
+      "-std=c++17",
+      "-default-device",
+      "-Xptxas=-v",
+      "-Xptxas=-warn-spills",
+      "-lineinfo",
+  };
+}
+
+const std::string& nvrtc_version() {
+  static const std::string v = [] {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
+    return fmt::format("{}.{}", major, minor);
+  }();
+  return v;
+}
+
+Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+  const auto& headers = codegen::embedded_templates();
+  std::vector<const char*> header_texts, header_names;
+  for (const auto& h : headers) {
+    header_texts.push_back(h.text);
+    header_names.push_back(h.name);
+  }
+  Program prog;
+  std::string file_name = source.name + ".cu";
+  nvrtcResult r = nvrtcCreateProgram(&prog.handle, source.text.c_str(), file_name.c_str(),
+                                     static_cast<int>(headers.size()), header_texts.data(), header_names.data());
+  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcCreateProgram");
+
+  std::vector<const char*> opts;
+  for (const auto& o : options) opts.push_back(o.c_str());
+  log::debug("nvrtc compile {} with: {}", source.name, fmt::join(options, " "));
+
+  auto t0 = std::chrono::steady_clock::now();
+  r = nvrtcCompileProgram(prog.handle, static_cast<int>(opts.size()), opts.data());
+  auto t1 = std::chrono::steady_clock::now();
+  CompiledKernel out;
+  out.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  out.log = program_log(prog.handle);
+  if (r != NVRTC_SUCCESS)
+    return nvrtc_error(r, "nvrtcCompileProgram", out.log).with(fmt::format("while compiling {}", source.name));
+
+  size_t size = 0;
+  r = nvrtcGetCUBINSize(prog.handle, &size);
+  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBINSize");
+  out.cubin.resize(size);
+  r = nvrtcGetCUBIN(prog.handle, out.cubin.data());
+  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBIN");
+  out.ptxas = parse_ptxas(out.log, source.entry);
+  log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out.compile_ms,
+             out.ptxas.registers, out.ptxas.spill_stores + out.ptxas.spill_loads);
+  return out;
+}
+
+PtxasStats parse_ptxas(std::string_view log, std::string_view entry) {
+  PtxasStats s;
+  std::string text(log);
+  // The report of one function starts at "Compiling entry function 'NAME'" or "Function properties for NAME".
+  std::size_t start = text.find(fmt::format("Function properties for {}", entry));
+  if (start == std::string::npos) start = text.find(std::string(entry));
+  if (start == std::string::npos) start = 0;
+  std::string part = text.substr(start);
+  std::smatch m;
+  if (std::regex_search(part, m, std::regex(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
+    s.stack_frame = std::stoi(m[1]);
+    s.spill_stores = std::stoi(m[2]);
+    s.spill_loads = std::stoi(m[3]);
+  }
+  if (std::regex_search(part, m, std::regex(R"(Used (\d+) registers)"))) s.registers = std::stoi(m[1]);
+  if (std::regex_search(part, m, std::regex(R"((\d+) bytes smem)"))) s.static_smem = std::stoi(m[1]);
+  s.setmaxnreg_ignored = text.find("C7508") != std::string::npos;
+  return s;
+}
+
+}  // namespace flashjit::compile

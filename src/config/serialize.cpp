@@ -1,0 +1,115 @@
+// Canonical JSON, key=value pairs and readable names of a KernelConfig.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "flashjit/config.hpp"
+
+namespace flashjit {
+namespace {
+
+Error bad_field(const std::string& field, const std::string& why) {
+  return Error(ErrorCode::invalid_config, fmt::format("config field '{}': {}", field, why));
+}
+
+// Sets one field from its text form (shared by JSON and key=value parsing).
+Status set_field(KernelConfig& c, const std::string& key, const std::string& value) {
+  auto as_int = [&](int& dst) -> Status {
+    try {
+      std::size_t used = 0;
+      int v = std::stoi(value, &used);
+      if (used != value.size()) return bad_field(key, fmt::format("'{}' is not an integer", value));
+      dst = v;
+      return {};
+    } catch (const std::exception&) {
+      return bad_field(key, fmt::format("'{}' is not an integer", value));
+    }
+  };
+  if (key == "algorithm") {
+    auto a = parse_algorithm(value);
+    if (!a) return bad_field(key, fmt::format("'{}' is not one of naive, fa2, fa3, auto", value));
+    c.algorithm = *a;
+  } else if (key == "arch") {
+    auto a = Arch::parse(value);
+    if (!a) return bad_field(key, fmt::format("'{}' is not a CUDA target like sm_80 or sm_90a", value));
+    c.arch = *a;
+  } else if (key == "dtype") {
+    auto d = parse_dtype(value);
+    if (!d) return bad_field(key, fmt::format("'{}' is not one of bf16, fp16", value));
+    c.dtype = *d;
+  } else if (key == "mask") {
+    auto m = parse_mask(value);
+    if (!m)
+      return bad_field(key, fmt::format("'{}' is not one of none, causal, sliding_window, chunked, chunked_causal", value));
+    c.mask = *m;
+  } else if (key == "scheduler") {
+    auto s = parse_scheduler(value);
+    if (!s) return bad_field(key, fmt::format("'{}' is not one of grid", value));
+    c.scheduler = *s;
+  } else if (key == "head_dim") {
+    return as_int(c.head_dim);
+  } else if (key == "block_m") {
+    return as_int(c.block_m);
+  } else if (key == "block_n") {
+    return as_int(c.block_n);
+  } else if (key == "stages") {
+    return as_int(c.stages);
+  } else if (key == "warps") {
+    return as_int(c.warps);
+  } else {
+    return bad_field(key, "unknown field (known: algorithm, arch, dtype, head_dim, block_m, block_n, stages, "
+                          "warps, mask, scheduler)");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string to_json(const KernelConfig& c) {
+  return fmt::format(
+      R"({{"algorithm":"{}","arch":"{}","dtype":"{}","head_dim":{},"block_m":{},"block_n":{},"stages":{},)"
+      R"("warps":{},"mask":"{}","scheduler":"{}"}})",
+      to_string(c.algorithm), c.arch.to_string(), to_string(c.dtype), c.head_dim, c.block_m, c.block_n,
+      c.stages, c.warps, to_string(c.mask), to_string(c.scheduler));
+}
+
+Result<KernelConfig> config_from_json(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error(ErrorCode::invalid_config, "config is not valid JSON");
+  if (!j.is_object()) return Error(ErrorCode::invalid_config, "config JSON must be an object");
+  KernelConfig c;
+  for (const auto& [key, value] : j.items()) {
+    std::string text_value;
+    if (value.is_string()) {
+      text_value = value.get<std::string>();
+    } else if (value.is_number_integer()) {
+      text_value = std::to_string(value.get<long long>());
+    } else {
+      return bad_field(key, fmt::format("expected a string or an integer, got {}", value.dump()));
+    }
+    FLASHJIT_TRY(set_field(c, key, text_value));
+  }
+  return c;
+}
+
+Result<KernelConfig> config_from_pairs(const std::vector<std::string>& pairs) {
+  KernelConfig c;
+  for (const auto& p : pairs) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error(ErrorCode::invalid_config, fmt::format("'{}' is not a key=value pair", p));
+    FLASHJIT_TRY(set_field(c, p.substr(0, eq), p.substr(eq + 1)));
+  }
+  return c;
+}
+
+std::string readable_name(const KernelConfig& c) {
+  std::string arch = c.arch.to_string();
+  arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
+  if (c.algorithm == Algorithm::naive)
+    return fmt::format("naive_{}_d{}_w{}_{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), arch);
+  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_w{}_{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
+                     c.block_m, c.block_n, c.stages, c.warps, to_string(c.mask), arch);
+}
+
+}  // namespace flashjit

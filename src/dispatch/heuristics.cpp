@@ -1,0 +1,76 @@
+#include "dispatch/heuristics.hpp"
+
+#include <fmt/format.h>
+
+namespace flashjit::dispatch {
+
+KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
+  KernelConfig c;
+  c.algorithm = Algorithm::fa2;
+  c.arch = arch;
+  c.dtype = dtype;
+  c.head_dim = head_dim;
+  c.mask = mask;
+  if (head_dim <= 64) {
+    // Small rows: 32 rows per warp halves the shared-memory reads per FLOP, and O (32 regs) + S (64 regs)
+    // fit easily; 128-key tiles amortize the softmax bookkeeping.
+    c.block_m = 128, c.warps = 4, c.block_n = 128, c.stages = 2;
+  } else if (head_dim <= 128) {
+    // 8 warps x 16 rows: Q stays in registers (32 regs), O takes 64 and S 32, so ptxas keeps everything in
+    // registers; two K/V stages (Q 32 KB + 2 x 2 x 16 KB = 96 KB of shared memory) leave room for two CTAs
+    // per SM on sm_90.
+    c.block_m = 128, c.warps = 8, c.block_n = 64, c.stages = 2;
+  } else {
+    // Wide rows: O alone takes 16 x head_dim / 32 registers per thread, so 16 rows per warp, Q read from
+    // shared memory, and 32-key tiles keep S small.
+    c.block_m = 64, c.warps = 4, c.block_n = 32, c.stages = 2;
+  }
+  return c;
+}
+
+KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
+  KernelConfig c;
+  c.algorithm = Algorithm::naive;
+  c.arch = arch;
+  c.dtype = dtype;
+  c.head_dim = head_dim;
+  c.mask = mask;
+  // 4 warps: one key per thread per chunk, enough threads to cover head dims up to 128 in one pass.
+  c.block_m = 1, c.warps = 4, c.block_n = 128, c.stages = 1;
+  return c;
+}
+
+Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& device) {
+  std::vector<std::string> why;
+  if (c.dtype != p.dtype) why.push_back(fmt::format("dtype {} != problem dtype {}", to_string(c.dtype), to_string(p.dtype)));
+  if (c.head_dim != p.head_dim) why.push_back(fmt::format("head_dim {} != problem head_dim {}", c.head_dim, p.head_dim));
+  if (c.mask != p.mask) why.push_back(fmt::format("mask {} != problem mask {}", to_string(c.mask), to_string(p.mask)));
+  // A cubin for sm_XY runs on devices of the same major version and minor >= Y; an "a" target only on XY.
+  bool loadable = c.arch.accelerated ? c.arch.sm == device.sm
+                                     : (c.arch.sm / 10 == device.sm / 10 && c.arch.sm <= device.sm);
+  if (!loadable) why.push_back(fmt::format("a {} kernel cannot run on a {} device", c.arch.to_string(), device.to_string()));
+  if (why.empty()) return {};
+  return Error(ErrorCode::invalid_argument,
+               fmt::format("config {} does not fit the problem: {}", readable_name(c), fmt::join(why, "; ")));
+}
+
+Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested) {
+  switch (requested) {
+    case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch);
+    case Algorithm::fa2: {
+      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);
+      FLASHJIT_TRY(check(c));
+      return c;
+    }
+    case Algorithm::fa3:
+      return Error(ErrorCode::unsupported, "fa3 is not available in this version of flashjit");
+    case Algorithm::automatic: {
+      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);
+      if (validate(c).empty()) return c;
+      return naive_config(p.dtype, p.head_dim, p.mask, arch);  // head dims fa2 does not cover, pre-sm_80 GPUs
+    }
+  }
+  return Error(ErrorCode::internal, "unknown algorithm");
+}
+
+}  // namespace flashjit::dispatch

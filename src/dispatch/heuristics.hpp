@@ -1,0 +1,23 @@
+// The dispatcher: which config runs a problem. One pure heuristic function per algorithm and architecture,
+// with the reason for each choice next to it; support checks shared with explicit-config calls.
+#pragma once
+
+#include "flashjit/config.hpp"
+#include "flashjit/problem.hpp"
+
+namespace flashjit::dispatch {
+
+// FA2 tile choice for a head dim on an architecture.
+KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+// The reference kernel's config.
+KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+
+// Picks a config for the problem on a device of `arch`. `requested` = automatic picks the fastest algorithm
+// that supports the problem (fa2, else naive).
+Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
+                            Algorithm requested = Algorithm::automatic);
+
+// Whether a (valid) config can run the problem on a device of `device_arch`; the error says what differs.
+Status supports(const KernelConfig& config, const AttentionProblem& problem, const Arch& device_arch);
+
+}  // namespace flashjit::dispatch

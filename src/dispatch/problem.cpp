@@ -1,0 +1,113 @@
+// Checks of an AttentionProblem that need no device, and its FLOP count.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "flashjit/problem.hpp"
+
+namespace flashjit {
+namespace {
+
+Strides resolve(const Strides& s, int seqlen, int heads, int head_dim) {
+  Strides r = s;
+  if (r.head == 0) r.head = head_dim;
+  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;
+  if (r.batch == 0) r.batch = static_cast<std::int64_t>(seqlen) * heads * head_dim;
+  return r;
+}
+
+// Keys visible from query row i (bottom-right aligned), for FLOP counts.
+std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
+  std::int64_t a = i + p.seqlen_k - p.seqlen_q, lo = 0, hi = p.seqlen_k;
+  auto floor_div = [](std::int64_t x, std::int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
+  switch (p.mask) {
+    case MaskKind::none: break;
+    case MaskKind::causal: hi = std::min(hi, a + 1); break;
+    case MaskKind::sliding_window:
+      if (p.window_left >= 0) lo = std::max(lo, a - p.window_left);
+      if (p.window_right >= 0) hi = std::min(hi, a + p.window_right + 1);
+      break;
+    case MaskKind::chunked:
+    case MaskKind::chunked_causal: {
+      std::int64_t c = floor_div(a, p.chunk_size);
+      lo = std::max(lo, c * p.chunk_size);
+      hi = std::min(hi, p.mask == MaskKind::chunked ? (c + 1) * p.chunk_size : a + 1);
+      break;
+    }
+  }
+  return std::max<std::int64_t>(0, hi - lo);
+}
+
+}  // namespace
+
+Strides resolved_q_strides(const AttentionProblem& p) { return resolve(p.q_strides, p.seqlen_q, p.heads_q, p.head_dim); }
+Strides resolved_o_strides(const AttentionProblem& p) { return resolve(p.o_strides, p.seqlen_q, p.heads_q, p.head_dim); }
+Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s) {
+  return resolve(s, p.seqlen_k, p.heads_kv, p.head_dim);
+}
+
+Status check(const AttentionProblem& p) {
+  std::vector<std::string> issues;
+  auto add = [&](std::string s) { issues.push_back(std::move(s)); };
+  if (p.batch < 1) add(fmt::format("batch must be >= 1, got {}", p.batch));
+  if (p.seqlen_q < 1) add(fmt::format("seqlen_q must be >= 1, got {}", p.seqlen_q));
+  if (p.seqlen_k < 1) add(fmt::format("seqlen_k must be >= 1, got {}", p.seqlen_k));
+  if (p.heads_q < 1 || p.heads_kv < 1)
+    add(fmt::format("heads_q and heads_kv must be >= 1, got {} and {}", p.heads_q, p.heads_kv));
+  else if (p.heads_q % p.heads_kv != 0)
+    add(fmt::format("heads_q ({}) must be a multiple of heads_kv ({})", p.heads_q, p.heads_kv));
+  if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0)
+    add(fmt::format("head_dim must be a multiple of 8 in [8, 256], got {}", p.head_dim));
+  if (p.batch > 65535 || p.heads_q > 65535) add("batch and heads_q must be <= 65535 (grid limits)");
+
+  struct Tensor { const char* name; const void* ptr; Strides strides; };
+  const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p)},
+                            {"k", p.k, resolved_kv_strides(p, p.k_strides)},
+                            {"v", p.v, resolved_kv_strides(p, p.v_strides)},
+                            {"o", p.o, resolved_o_strides(p)}};
+  for (const auto& t : tensors) {
+    if (t.ptr == nullptr) {
+      add(fmt::format("{} is a null pointer", t.name));
+      continue;
+    }
+    if (reinterpret_cast<std::uintptr_t>(t.ptr) % 16 != 0)
+      add(fmt::format("{} ({}) must be 16-byte aligned", t.name, fmt::ptr(t.ptr)));
+    const std::int64_t s[] = {t.strides.batch, t.strides.seq, t.strides.head};
+    const char* names[] = {"batch", "sequence", "head"};
+    for (int i = 0; i < 3; ++i)
+      if (s[i] <= 0 || s[i] % 8 != 0)
+        add(fmt::format("{} {} stride must be a positive multiple of 8 elements (16 bytes), got {}", t.name,
+                        names[i], s[i]));
+  }
+  if (p.lse != nullptr && reinterpret_cast<std::uintptr_t>(p.lse) % 4 != 0) add("lse must be 4-byte aligned");
+  if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
+    add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
+  switch (p.mask) {
+    case MaskKind::sliding_window:
+      if (p.window_left < -1 || p.window_right < -1)
+        add(fmt::format("window sizes must be >= 0 or -1 (unbounded), got ({}, {})", p.window_left, p.window_right));
+      break;
+    case MaskKind::chunked:
+    case MaskKind::chunked_causal:
+      if (p.chunk_size < 1) add(fmt::format("chunk_size must be >= 1 for a chunked mask, got {}", p.chunk_size));
+      break;
+    default: break;
+  }
+  if (issues.empty()) return {};
+  std::string msg = "invalid attention problem:";
+  for (const auto& i : issues) msg += "\n  " + i;
+  return Error(ErrorCode::invalid_argument, msg);
+}
+
+double attention_flops(const AttentionProblem& p) {
+  double pairs = 0;
+  if (p.mask == MaskKind::none) {
+    pairs = double(p.seqlen_q) * p.seqlen_k;
+  } else {
+    for (std::int64_t i = 0; i < p.seqlen_q; ++i) pairs += double(visible_keys(p, i));
+  }
+  return 4.0 * p.batch * p.heads_q * pairs * p.head_dim;
+}
+
+}  // namespace flashjit

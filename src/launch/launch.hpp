@@ -1,0 +1,22 @@
+// From a problem and a config to kernel arguments, grid and a cuLaunchKernelEx on the caller's stream.
+#pragma once
+
+#include <cuda.h>
+
+#include "attention/params.cuh"
+#include "flashjit/config.hpp"
+#include "flashjit/problem.hpp"
+
+namespace flashjit::launch {
+
+AttentionParams make_params(const AttentionProblem& problem);
+
+struct Grid {
+  unsigned x = 1, y = 1, z = 1;
+};
+Grid grid_for(const KernelConfig& config, const AttentionProblem& problem);
+
+// Launches `function` (compiled from `config`) with dynamic shared memory from the config.
+Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem);
+
+}  // namespace flashjit::launch

@@ -1,0 +1,33 @@
+// Kernel arguments shared by the host launcher and every attention kernel. Plain C types only, so the host
+// (gcc) and NVRTC see the same layout; the host static_asserts its size.
+#pragma once
+
+namespace flashjit {
+
+struct AttentionParams {
+  const void* q;  // [B, Sq, Hq, D]
+  const void* k;  // [B, Sk, Hkv, D]
+  const void* v;  // [B, Sk, Hkv, D]
+  void* o;        // [B, Sq, Hq, D]
+  float* lse;     // [B, Hq, Sq] or null
+
+  // Element strides (batch, sequence, head); the last dimension is contiguous.
+  long long q_batch, q_seq, q_head;
+  long long k_batch, k_seq, k_head;
+  long long v_batch, v_seq, v_head;
+  long long o_batch, o_seq, o_head;
+
+  int batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  int group;           // heads_q / heads_kv
+  float scale_log2;    // softmax_scale * log2(e)
+  float softmax_scale;
+
+  // Mask constants (run-time, so one kernel serves every window). Query row i is aligned to key
+  // i + causal_offset (bottom-right alignment, causal_offset = seqlen_k - seqlen_q).
+  int causal_offset;
+  int window_left;   // -1: unbounded
+  int window_right;  // -1: unbounded
+  int chunk_size;
+};
+
+}  // namespace flashjit

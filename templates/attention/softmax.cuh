@@ -1,0 +1,71 @@
+// Online softmax over rows held in mma C fragments. A thread holds, per 16-row m-tile, two rows (g and
+// g + 8, g = lane / 4) and two adjacent columns per 8-column n-tile; the 4 threads of a quad share a row.
+// Phases: update() takes a tile of raw scores, moves the running max, turns the scores into probabilities
+// (exp2 with the scale folded into one FMA) and returns the factor O must be rescaled by; finalize() gives
+// 1/l and the log-sum-exp. Rows that see no key keep max = -inf and finish with O = 0, LSE = -inf.
+#pragma once
+
+#include "common/math.cuh"
+
+namespace flashjit {
+
+template <int kRows>  // rows per thread (2 per m-tile)
+struct OnlineSoftmax {
+  float row_max[kRows];  // raw-score units
+  float row_sum[kRows];  // this thread's partial sum; reduced over the quad in finalize()
+
+  __device__ void init() {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      row_max[r] = neg_infinity();
+      row_sum[r] = 0.f;
+    }
+  }
+
+  // s: a tile of raw scores as C fragments, [m-tile][n-tile][4] (masked ones are -inf); row r = 2 * mt + h
+  // owns elements 2h and 2h + 1 of each n-tile. Overwrites the scores with probabilities and writes into
+  // rescale[r] the factor the row's O accumulator must be multiplied by.
+  template <int kMT, int kNT>
+  __device__ void update(float (&s)[kMT][kNT][4], float scale_log2, float (&rescale)[kRows]) {
+    static_assert(kRows == 2 * kMT, "two rows per m-tile");
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 2 * mt + h;
+        float m = row_max[r];
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        m = quad_max(m);
+        // With no visible key yet the max is -inf; subtract 0 instead so exp2 gives 0, not NaN.
+        const float m_scaled = (m == neg_infinity()) ? 0.f : m * scale_log2;
+        rescale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
+        row_max[r] = m;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float p = exp2_approx(fmaf(s[mt][nt][2 * h + e], scale_log2, -m_scaled));
+            s[mt][nt][2 * h + e] = p;
+            sum += p;
+          }
+        }
+        row_sum[r] = row_sum[r] * rescale[r] + sum;
+      }
+    }
+  }
+
+  // inv_sum[r] = 1 / l (0 for empty rows); lse[r] = natural log-sum-exp of the scaled scores.
+  __device__ void finalize(float softmax_scale, float (&inv_sum)[kRows], float (&lse)[kRows]) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float l = quad_sum(row_sum[r]);
+      bool empty = !(l > 0.f);
+      inv_sum[r] = empty ? 0.f : 1.f / l;
+      lse[r] = empty ? neg_infinity() : row_max[r] * softmax_scale + log_approx(l);
+    }
+  }
+};
+
+}  // namespace flashjit

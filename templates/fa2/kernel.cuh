@@ -1,0 +1,234 @@
+// FA2 forward kernel (sm_80+): mma.sync m16n8k16, ldmatrix, a cp.async K/V pipeline of kStages tiles,
+// online softmax in registers. One CTA computes kBM query rows of one (batch, head); each warp owns
+// kBM / kWarps rows (one or two 16-row m-tiles) and loops over the key tiles its mask allows.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/softmax.cuh"
+#include "common/types.cuh"
+#include "fa2/smem_tile.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma.cuh"
+
+namespace flashjit::fa2 {
+
+template <class T, int kHeadDim, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask>
+struct Kernel {
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kRowsPerWarp = kBM / kWarps;
+  static constexpr int kMT = kRowsPerWarp / 16;   // m-tiles per warp
+  static constexpr int kNT = kBN / 8;             // n-tiles of S
+  static constexpr int kDT = kHeadDim / 8;        // n-tiles of O
+  static constexpr int kKS = kHeadDim / 16;       // k-steps of Q·Kᵀ
+  // Q fragments stay in registers when they fit beside the accumulators; else ldmatrix per k-step.
+  static constexpr bool kQInRegisters = kMT == 1 && kHeadDim <= 128;
+
+  using QTile = SmemTile<kBM, kHeadDim>;
+  using KVTile = SmemTile<kBN, kHeadDim>;
+  static constexpr int kSmemBytes = QTile::kBytes + 2 * kStages * KVTile::kBytes;
+
+  static_assert(kRowsPerWarp == 16 || kRowsPerWarp == 32, "16 or 32 rows per warp");
+  static_assert(kHeadDim % 16 == 0 && kBN % 16 == 0, "head_dim and block_n are multiples of 16");
+  static_assert(kStages >= 2, "the pipeline needs two stages");
+
+  static __device__ void run(const AttentionParams& p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned s_q = ptx::smem_addr(smem);
+    const unsigned s_k = s_q + QTile::kBytes;
+    const unsigned s_v = s_k + kStages * KVTile::kBytes;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int num_m_blocks = gridDim.x;
+    // Heavy tiles first when work grows with the row (causal).
+    const int m_block = Mask<kMask>::kWorkGrowsWithRow ? num_m_blocks - 1 - blockIdx.x : blockIdx.x;
+    const int head = blockIdx.y, batch = blockIdx.z;
+    const int kv_head = head / p.group;
+    const int m0 = m_block * kBM;
+    const int rows_valid = min(kBM, p.seqlen_q - m0);
+
+    const auto* q = static_cast<const unsigned short*>(p.q) + batch * p.q_batch + head * p.q_head + m0 * p.q_seq;
+    const auto* k = static_cast<const unsigned short*>(p.k) + batch * p.k_batch + kv_head * p.k_head;
+    const auto* v = static_cast<const unsigned short*>(p.v) + batch * p.v_batch + kv_head * p.v_head;
+
+    const Mask<kMask> mask(p);
+    int key_lo, key_hi;
+    mask.key_range(m0, m0 + rows_valid, key_lo, key_hi);
+    const int tile_begin = key_lo / kBN;
+    const int num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
+
+    auto load_kv = [&](int tile, int stage) {
+      const int n0 = (tile_begin + tile) * kBN;
+      const int valid = min(kBN, p.seqlen_k - n0);
+      KVTile::template load_async<kThreads>(s_k + stage * KVTile::kBytes, k + n0 * p.k_seq, p.k_seq, valid, tid);
+      KVTile::template load_async<kThreads>(s_v + stage * KVTile::kBytes, v + n0 * p.v_seq, p.v_seq, valid, tid);
+    };
+
+    // Prologue: Q and the first kStages - 1 K/V tiles in flight (one commit group per tile).
+    QTile::template load_async<kThreads>(s_q, q, p.q_seq, rows_valid, tid);
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < num_tiles) load_kv(s, s);
+      ptx::cp_async_commit();
+    }
+
+    float o[kMT][kDT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int d = 0; d < kDT; ++d)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[mt][d][c] = 0.f;
+    OnlineSoftmax<2 * kMT> softmax;
+    softmax.init();
+
+    const int warp_row0 = warp * kRowsPerWarp;  // within the CTA tile
+    const int q_row0 = m0 + warp_row0;
+    unsigned q_frag[kQInRegisters ? kKS : 1][4];
+    // ldmatrix lanes: Q as A operand (rows lane % 16, chunk lane / 16); K as B operand (keys
+    // (lane / 16) * 8 + lane % 8, chunk (lane / 8) % 2); V transposed (keys ((lane / 8) % 2) * 8 + lane % 8,
+    // chunk lane / 16).
+    const typename QTile::Fragments q_ld(warp_row0 + lane % 16, lane / 16);
+    const typename KVTile::Fragments k_ld((lane / 16) * 8 + lane % 8, (lane / 8) % 2);
+    const typename KVTile::Fragments v_ld(((lane / 8) % 2) * 8 + lane % 8, lane / 16);
+
+    for (int it = 0; it < num_tiles; ++it) {
+      ptx::cp_async_wait<kStages - 2>();
+      __syncthreads();  // tile `it` is visible to all; everyone is done with the stage refilled below
+      if (it + kStages - 1 < num_tiles) load_kv(it + kStages - 1, (it + kStages - 1) % kStages);
+      ptx::cp_async_commit();
+
+      if constexpr (kQInRegisters) {
+        if (it == 0) {
+#pragma unroll
+          for (int ks = 0; ks < kKS; ++ks)
+            ptx::ldmatrix_x4(q_frag[ks], q_ld.at(s_q, 0, ks));
+        }
+      }
+
+      const int stage = it % kStages;
+      const unsigned k_tile = s_k + stage * KVTile::kBytes;
+      const unsigned v_tile = s_v + stage * KVTile::kBytes;
+
+      // S = Q·Kᵀ
+      float s[kMT][kNT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) s[mt][nt][c] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) {
+        unsigned a[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (kQInRegisters) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) a[mt][c] = q_frag[ks][c];
+          } else {
+            ptx::ldmatrix_x4(a[mt], q_ld.at(s_q, mt, ks));
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kNT / 2; ++j) {
+          unsigned b[4];
+          ptx::ldmatrix_x4(b, k_ld.at(k_tile, j, ks));
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            ptx::mma_16816<T>(s[mt][2 * j], a[mt], b[0], b[1]);
+            ptx::mma_16816<T>(s[mt][2 * j + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+
+      // Per-element masking only on tiles the mask (or the end of the keys) cuts.
+      const int n0 = (tile_begin + it) * kBN;
+      if (n0 + kBN > p.seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
+              const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
+              if (key >= p.seqlen_k || !mask.visible(row, key)) s[mt][nt][c] = neg_infinity();
+            }
+      }
+
+      float rescale[2 * kMT];
+      softmax.update(s, p.scale_log2, rescale);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int d = 0; d < kDT; ++d) {
+          o[mt][d][0] *= rescale[2 * mt];
+          o[mt][d][1] *= rescale[2 * mt];
+          o[mt][d][2] *= rescale[2 * mt + 1];
+          o[mt][d][3] *= rescale[2 * mt + 1];
+        }
+
+      // O += P·V, P converted in registers from C fragments to A fragments (16 keys per k-step).
+#pragma unroll
+      for (int kk = 0; kk < kNT / 2; ++kk) {
+        unsigned a[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          a[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          a[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          a[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          a[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int e = 0; e < kDT / 2; ++e) {
+          unsigned b[4];
+          ptx::ldmatrix_x4_trans(b, v_ld.at(v_tile, kk, e));
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            ptx::mma_16816<T>(o[mt][2 * e], a[mt], b[0], b[1]);
+            ptx::mma_16816<T>(o[mt][2 * e + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+    ptx::cp_async_wait<0>();
+
+    // Epilogue: O / l as T, staged through shared memory (the Q tile) for 16-byte global stores.
+    float inv_sum[2 * kMT], lse[2 * kMT];
+    softmax.finalize(p.softmax_scale, inv_sum, lse);
+    __syncthreads();  // all warps are done with Q (when read from shared memory) before it is overwritten
+    unsigned char* s_o = smem;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int d = 0; d < kDT; ++d)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = warp_row0 + mt * 16 + lane / 4 + h * 8;
+          const unsigned off = QTile::offset(row, d) + 4 * (lane % 4);
+          *reinterpret_cast<unsigned*>(s_o + off) =
+              pack2<T>(o[mt][d][2 * h] * inv_sum[2 * mt + h], o[mt][d][2 * h + 1] * inv_sum[2 * mt + h]);
+        }
+    if (p.lse != nullptr && lane % 4 == 0) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = q_row0 + mt * 16 + lane / 4 + h * 8;
+          if (row < p.seqlen_q) p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.seqlen_q + row] = lse[2 * mt + h];
+        }
+    }
+    __syncthreads();
+    auto* out = static_cast<unsigned short*>(p.o) + batch * p.o_batch + head * p.o_head + m0 * p.o_seq;
+#pragma unroll
+    for (int i = tid; i < kBM * QTile::kChunks; i += kThreads) {
+      const int row = i / QTile::kChunks, chunk = i % QTile::kChunks;
+      if (row < rows_valid)
+        *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
+            *reinterpret_cast<const uint4*>(smem + QTile::offset(row, chunk));
+    }
+  }
+};
+
+}  // namespace flashjit::fa2

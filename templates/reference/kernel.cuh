@@ -1,0 +1,95 @@
+// The reference kernel (the seed's NAIVE): one CTA per (query row, head, batch), fp32 arithmetic with
+// precise exp/log, any head dim that is a multiple of 8 and every mask. Slow on purpose-simple code: it is
+// the yardstick for large-shape GPU tests and the fallback for problems no fast kernel supports.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "common/math.cuh"
+#include "common/types.cuh"
+
+namespace flashjit::reference {
+
+template <class T, int kHeadDim, int kBlockThreads, MaskKind kMask>
+struct Kernel {
+  static constexpr int kThreads = kBlockThreads;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kColsPerThread = (kHeadDim + kThreads - 1) / kThreads;
+  // probabilities of one key chunk, one float per warp for reductions, the query row
+  static constexpr int kSmemBytes = (kThreads + 2 * 32 + kHeadDim) * 4;
+
+  static __device__ float block_reduce(float x, float* scratch, bool is_max) {
+    x = is_max ? warp_max(x) : warp_sum(x);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    float r = is_max ? neg_infinity() : 0.f;
+    for (int w = 0; w < kWarps; ++w) r = is_max ? fmaxf(r, scratch[w]) : r + scratch[w];
+    return r;
+  }
+
+  static __device__ void run(const AttentionParams& p) {
+    extern __shared__ float smem[];
+    float* probs = smem;
+    float* scratch = smem + kThreads;
+    float* q_row = smem + kThreads + 2 * 32;
+
+    const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z, tid = threadIdx.x;
+    const int kv_head = head / p.group;
+    const T* q = static_cast<const T*>(p.q) + batch * p.q_batch + head * p.q_head + row * p.q_seq;
+    const T* k = static_cast<const T*>(p.k) + batch * p.k_batch + kv_head * p.k_head;
+    const T* v = static_cast<const T*>(p.v) + batch * p.v_batch + kv_head * p.v_head;
+    for (int d = tid; d < kHeadDim; d += kThreads) q_row[d] = to_float(q[d]);
+    __syncthreads();
+
+    const Mask<kMask> mask(p);
+    int lo, hi;
+    mask.key_range(row, row + 1, lo, hi);
+    auto score = [&](int key) {
+      const T* kr = k + key * p.k_seq;
+      float s = 0.f;
+      for (int d = 0; d < kHeadDim; ++d) s = fmaf(q_row[d], to_float(kr[d]), s);
+      return s;
+    };
+
+    // Pass 1: the row max over visible keys.
+    float m = neg_infinity();
+    for (int key = lo + tid; key < hi; key += kThreads)
+      if (mask.visible(row, key)) m = fmaxf(m, score(key));
+    m = block_reduce(m, scratch, true);
+
+    // Pass 2: probabilities chunk by chunk, accumulated into O columns owned by this thread.
+    float acc[kColsPerThread];
+    for (int c = 0; c < kColsPerThread; ++c) acc[c] = 0.f;
+    float sum = 0.f;
+    for (int base = lo; base < hi; base += kThreads) {
+      const int key = base + tid;
+      float pk = 0.f;
+      if (key < hi && mask.visible(row, key)) pk = expf((score(key) - m) * p.softmax_scale);
+      probs[tid] = pk;
+      sum += pk;
+      __syncthreads();
+      const int n = min(kThreads, hi - base);
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int d = tid + c * kThreads;
+        if (d < kHeadDim)
+          for (int j = 0; j < n; ++j) acc[c] = fmaf(probs[j], to_float(v[(base + j) * p.v_seq + d]), acc[c]);
+      }
+      __syncthreads();
+    }
+    sum = block_reduce(sum, scratch, false);
+
+    const bool empty = !(sum > 0.f);
+    T* o = static_cast<T*>(p.o) + batch * p.o_batch + head * p.o_head + row * p.o_seq;
+    for (int c = 0; c < kColsPerThread; ++c) {
+      const int d = tid + c * kThreads;
+      if (d < kHeadDim) o[d] = from_float<T>(empty ? 0.f : acc[c] / sum);
+    }
+    if (p.lse != nullptr && tid == 0)
+      p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.seqlen_q + row] =
+          empty ? neg_infinity() : m * p.softmax_scale + logf(sum);
+  }
+};
+
+}  // namespace flashjit::reference
