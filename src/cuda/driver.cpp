@@ -9,7 +9,8 @@
 namespace flashjit::cuda {
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+#define FLASHJIT_STRINGIZE(x) #x
+#define FLASHJIT_SYMBOL(x) FLASHJIT_STRINGIZE(x)
 
 Result<Api> load_driver() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -18,16 +19,16 @@ Result<Api> load_driver() {
     return Error(ErrorCode::no_device,
                  fmt::format("no CUDA driver: dlopen(libcuda.so.1) failed ({})", why ? why : "unknown"));
   }
-  auto get = reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (!get) return Error(ErrorCode::no_device, "the CUDA driver is too old: cuGetProcAddress_v2 is missing");
+  // Each entry point is looked up under the exact versioned symbol cuda.h binds its name to
+  // (cuMemAlloc -> cuMemAlloc_v2, cuCtxSynchronize -> cuCtxSynchronize), so the pointer's type matches
+  // the function; a newer default version (cuCtxSynchronize_v2 takes a context) is never picked by mistake.
   Api api;
   std::string missing;
-  auto resolve = [&](const char* name, void** slot) {
-    CUdriverProcAddressQueryResult status{};
-    if (get(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !*slot)
-      missing += std::string(missing.empty() ? "" : ", ") + name;
+  auto resolve = [&](const char* symbol, void** slot) {
+    *slot = dlsym(lib, symbol);
+    if (!*slot) missing += std::string(missing.empty() ? "" : ", ") + symbol;
   };
-#define FLASHJIT_DRIVER_FN(name) resolve(#name, reinterpret_cast<void**>(&api.name));
+#define FLASHJIT_DRIVER_FN(name) resolve(FLASHJIT_SYMBOL(name), reinterpret_cast<void**>(&api.name));
 #include "cuda/driver_functions.inc"
 #undef FLASHJIT_DRIVER_FN
   if (!missing.empty())

@@ -1,4 +1,4 @@
-// The CUDA driver, loaded at run time with dlopen("libcuda.so.1") and cuGetProcAddress, never linked:
+// The CUDA driver, loaded at run time with dlopen("libcuda.so.1") and dlsym, never linked:
 // every binary starts on a machine without a GPU and says so. Every CUresult becomes an Error naming the
 // call. Small RAII wrappers for what the runtime, tools and tests need.
 #pragma once

@@ -1,0 +1,196 @@
+// FA2 and reference kernels against a float64 CPU reference (and, for long sequences, against the reference
+// kernel, itself checked against float64 below): fresh random data, poisoned outputs, odd lengths, Sk < Sq,
+// GQA groups 1/4/8, every mask, bf16 and fp16, head dims 64/96/128/256.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "dispatch/heuristics.hpp"
+#include "harness.hpp"
+#include "support/catch.hpp"
+
+using namespace flashjit;
+using namespace flashjit::test;
+
+namespace {
+
+constexpr Arch kSm90a{90, true};
+
+struct MaskCase {
+  MaskKind kind;
+  int left, right, chunk;
+};
+const MaskCase kMasks[] = {{MaskKind::none, -1, -1, 0},
+                           {MaskKind::causal, -1, -1, 0},
+                           {MaskKind::sliding_window, 37, 5, 0},
+                           {MaskKind::chunked, -1, -1, 48},
+                           {MaskKind::chunked_causal, -1, -1, 100}};
+
+struct Lengths {
+  int sq, sk, group, batch;
+};
+// Odd lengths, Sk < Sq (rows with no visible key under causal masks), single rows and keys.
+const Lengths kLengths[] = {{1, 1, 1, 1},     {17, 17, 4, 2},   {128, 1000, 8, 1}, {1000, 128, 1, 1},
+                            {17, 4097, 4, 1}, {1000, 1000, 4, 1}, {128, 17, 8, 2}, {1, 1000, 8, 2},
+                            {300, 301, 1, 1}};
+
+std::uint64_t fresh_seed() {
+  static std::uint64_t n = 0x5eed;
+  return n += 0x9e3779b97f4a7c15ull;
+}
+
+// Runs `config` on a fresh case and checks it against float64; returns the comparison for reporting.
+void check_against_fp64(const Shape& shape, const KernelConfig& config) {
+  ensure_context();
+  INFO(shape.to_string() << " with " << readable_name(config));
+  auto c = Case::make(shape, fresh_seed());
+  REQUIRE(c.ok());
+  auto st = runtime().forward(c->problem(), config);
+  if (!st.ok()) FAIL(st.error().to_string());
+  std::vector<float> o, lse;
+  REQUIRE(c->read_outputs(o, lse).ok());
+  std::vector<double> ref_o, ref_lse;
+  reference_attention(shape, c->q(), c->k(), c->v(), ref_o, ref_lse);
+  Comparison cmp = compare(shape, o, lse, ref_o, ref_lse);
+  INFO(cmp.to_string());
+  CHECK(cmp.nan_count == 0);
+  CHECK(cmp.empty_row_violations == 0);
+  CHECK(cmp.rel_l2 <= tolerance(shape.dtype));
+  CHECK(cmp.lse_max_abs <= 2e-2);
+}
+
+Shape make_shape(const Lengths& l, const MaskCase& m, DType dtype, int head_dim) {
+  Shape s;
+  s.batch = l.batch, s.seqlen_q = l.sq, s.seqlen_k = l.sk, s.heads_q = 8, s.heads_kv = 8 / l.group;
+  s.head_dim = head_dim, s.dtype = dtype;
+  s.mask = m.kind, s.window_left = m.left, s.window_right = m.right, s.chunk_size = m.chunk;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("heuristic kernels match float64 on every mask, head dim and dtype", "[fa2][reference][gpu]") {
+  const Algorithm algorithm = GENERATE(Algorithm::fa2, Algorithm::naive);
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 96, 128, 256);
+  int index = 0;
+  for (const auto& m : kMasks) {
+    const KernelConfig config = algorithm == Algorithm::fa2
+                                    ? dispatch::fa2_heuristic(dtype, head_dim, m.kind, kSm90a)
+                                    : dispatch::naive_config(dtype, head_dim, m.kind, kSm90a);
+    // Three length sets per (mask, head dim, dtype), rotating so every set meets every mask.
+    for (int r = 0; r < 3; ++r) {
+      const auto& l = kLengths[(index++ * 3 + head_dim / 32 + r) % std::size(kLengths)];
+      check_against_fp64(make_shape(l, m, dtype, head_dim), config);
+    }
+  }
+}
+
+TEST_CASE("non-heuristic fa2 configs (tiles, warps, stages) match float64", "[fa2][gpu]") {
+  const char* configs[] = {
+      "head_dim=128 block_m=128 warps=4 block_n=32 stages=2",
+      "head_dim=128 block_m=128 warps=4 block_n=64 stages=3",
+      "head_dim=128 block_m=64 warps=4 block_n=64 stages=4",
+      "head_dim=128 block_m=128 warps=8 block_n=32 stages=5",
+      "head_dim=64 block_m=64 warps=2 block_n=128 stages=2",
+      "head_dim=64 block_m=16 warps=1 block_n=16 stages=2",
+      "head_dim=32 block_m=64 warps=4 block_n=64 stages=3",
+      "head_dim=192 block_m=64 warps=4 block_n=32 stages=2",
+      "head_dim=256 block_m=64 warps=4 block_n=64 stages=2",
+  };
+  for (const char* text : configs) {
+    std::vector<std::string> pairs;
+    std::string s(text);
+    for (std::size_t pos = 0; pos < s.size();) {
+      auto end = s.find(' ', pos);
+      if (end == std::string::npos) end = s.size();
+      pairs.push_back(s.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    pairs.push_back("arch=sm_90a");
+    for (const auto& m : {kMasks[0], kMasks[1], kMasks[4]}) {
+      auto parsed = config_from_pairs(pairs);
+      REQUIRE(parsed.ok());
+      KernelConfig config = *parsed;
+      config.mask = m.kind;
+      check_against_fp64(make_shape({300, 1000, 4, 1}, m, DType::bf16, config.head_dim), config);
+      config.dtype = DType::fp16;
+      check_against_fp64(make_shape({257, 129, 1, 1}, m, DType::fp16, config.head_dim), config);
+    }
+  }
+}
+
+TEST_CASE("fa2 on long sequences matches the reference kernel", "[fa2][gpu]") {
+  ensure_context();
+  const MaskCase m = GENERATE(MaskCase{MaskKind::none, -1, -1, 0}, MaskCase{MaskKind::causal, -1, -1, 0},
+                              MaskCase{MaskKind::sliding_window, 1024, 0, 0});
+  const Shape shape = make_shape({4097, 4097, 4, 1}, m, DType::bf16, 128);
+  INFO(shape.to_string());
+  auto c = Case::make(shape, fresh_seed());
+  REQUIRE(c.ok());
+  REQUIRE(runtime().forward(c->problem(), dispatch::naive_config(DType::bf16, 128, m.kind, kSm90a)).ok());
+  std::vector<float> ref_o, ref_lse, o, lse;
+  REQUIRE(c->read_outputs(ref_o, ref_lse).ok());
+  REQUIRE(c->poison_outputs().ok());
+  auto st = runtime().forward(c->problem());  // the dispatcher's choice
+  if (!st.ok()) FAIL(st.error().to_string());
+  REQUIRE(c->read_outputs(o, lse).ok());
+  Comparison cmp = compare(shape, o, lse, ref_o, ref_lse);
+  INFO(cmp.to_string());
+  CHECK(cmp.nan_count == 0);
+  CHECK(cmp.rel_l2 <= tolerance(DType::bf16));
+  CHECK(cmp.lse_max_abs <= 2e-2);
+
+  // Same inputs, same kernel: bitwise identical (a moving result would mean a race).
+  REQUIRE(c->poison_outputs().ok());
+  REQUIRE(runtime().forward(c->problem()).ok());
+  std::vector<float> o2, lse2;
+  REQUIRE(c->read_outputs(o2, lse2).ok());
+  CHECK(std::memcmp(o.data(), o2.data(), o.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("bad arguments are rejected before any launch", "[runtime][gpu]") {
+  ensure_context();
+  Shape shape = make_shape({17, 17, 4, 1}, kMasks[0], DType::bf16, 64);
+  auto c = Case::make(shape, fresh_seed());
+  REQUIRE(c.ok());
+  std::vector<float> host(1024);
+  auto expect_untouched = [&] {
+    std::vector<float> o, lse;
+    REQUIRE(c->read_outputs(o, lse).ok());
+    for (float x : o) REQUIRE(std::isnan(x));  // still poisoned: nothing ran
+  };
+  SECTION("host pointer") {
+    AttentionProblem p = c->problem();
+    p.k = host.data();
+    auto st = runtime().forward(p);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    CHECK(st.error().message.find("k (") != std::string::npos);
+    expect_untouched();
+  }
+  SECTION("misaligned pointer") {
+    AttentionProblem p = c->problem();
+    p.q = static_cast<const char*>(p.q) + 2;
+    auto st = runtime().forward(p);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message.find("16-byte aligned") != std::string::npos);
+    expect_untouched();
+  }
+  SECTION("explicit config for another head dim") {
+    auto st = runtime().forward(c->problem(), dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::none, kSm90a));
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message.find("head_dim") != std::string::npos);
+    expect_untouched();
+  }
+  SECTION("explicit config for another architecture") {
+    auto device = cuda::device_info(0);
+    REQUIRE(device.ok());
+    const Arch other = device->arch.sm >= 90 ? Arch{80, false} : Arch{90, true};
+    auto st = runtime().forward(c->problem(), dispatch::fa2_heuristic(DType::bf16, 64, MaskKind::none, other));
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message.find("cannot run") != std::string::npos);
+    expect_untouched();
+  }
+}

@@ -1,0 +1,67 @@
+// GPU test harness: a problem with device tensors filled with fresh random data, outputs poisoned, and a
+// float64 CPU reference of the same attention (on the same bf16/fp16-rounded inputs).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "flashjit/problem.hpp"
+#include "flashjit/runtime.hpp"
+
+namespace flashjit::test {
+
+struct Shape {
+  int batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 64;
+  DType dtype = DType::bf16;
+  MaskKind mask = MaskKind::none;
+  int window_left = -1, window_right = -1, chunk_size = 0;
+  std::string to_string() const;
+};
+
+// Host copies (as rounded floats) and device buffers of one problem.
+class Case {
+ public:
+  static Result<Case> make(const Shape& shape, std::uint64_t seed);
+  AttentionProblem problem() const;  // O and LSE point at the poisoned output buffers
+  Status poison_outputs();           // 0xFF bytes: NaN in bf16/fp16 and float
+  Status read_outputs(std::vector<float>& o, std::vector<float>& lse) const;
+  const Shape& shape() const { return shape_; }
+  const std::vector<float>& q() const { return q_; }
+  const std::vector<float>& k() const { return k_; }
+  const std::vector<float>& v() const { return v_; }
+
+ private:
+  Shape shape_;
+  std::vector<float> q_, k_, v_;
+  cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_;
+};
+
+// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows).
+void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
+                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse);
+
+struct Comparison {
+  double rel_l2 = 0;          // ||out - ref|| / ||ref||
+  double max_abs = 0;
+  double lse_max_abs = 0;     // over rows with finite reference LSE
+  std::int64_t nan_count = 0;
+  std::int64_t empty_row_violations = 0;  // rows with no visible key whose O is not exactly 0 / LSE not -inf
+  std::string to_string() const;
+};
+Comparison compare(const Shape& s, const std::vector<float>& o, const std::vector<float>& lse,
+                   const std::vector<double>& ref_o, const std::vector<double>& ref_lse);
+Comparison compare(const Shape& s, const std::vector<float>& o, const std::vector<float>& lse,
+                   const std::vector<float>& ref_o, const std::vector<float>& ref_lse);
+
+// Relative L2 tolerance for a dtype (bf16 1e-2, fp16 2e-3).
+double tolerance(DType d);
+
+// One Runtime for the whole test executable (cache under FLASHJIT_CACHE_DIR or the default).
+Runtime& runtime();
+// The primary context of device 0, current for the whole test executable.
+void ensure_context();
+
+}  // namespace flashjit::test

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One command for a GPU machine: builds flashjit, runs the CPU and GPU test suites, then the benchmark
+# against torch's kernels, writing logs and results into OUTDIR and printing a summary last.
+#   tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]
+set -uo pipefail
+out=${1:?usage: tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]}
+shift
+quick=0 tiles=0
+for a in "$@"; do
+  case $a in --quick) quick=1 ;; --tile-sweep) tiles=1 ;; *) echo "unknown option $a"; exit 2 ;; esac
+done
+mkdir -p "$out"
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${FLASHJIT_BUILD_DIR:-$root/build-gpu}
+export FLASHJIT_CACHE_DIR=${FLASHJIT_CACHE_DIR:-$build/kernel-cache}
+summary=()
+
+step() {  # name, command...
+  local name=$1; shift
+  local t0=$SECONDS
+  if "$@" >"$out/$name.log" 2>&1; then summary+=("$name: ok ($((SECONDS - t0)) s)")
+  else summary+=("$name: FAILED ($((SECONDS - t0)) s, see $name.log)"); fi
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -1; } >"$out/system.txt" 2>&1
+step build bash -c "cmake -S '$root' -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build' -j \$(nproc) --target flashjit_bench flashjit_gpu_tests"
+step cpu_tests bash -c "cmake --build '$build' -j \$(nproc) --target flashjit_tests && '$build/tests/flashjit_tests'"
+step gpu_tests "$build/tests/flashjit_gpu_tests" --durations yes
+bench="$out/bench.jsonl"
+rm -f "$bench"
+if [ $quick = 1 ]; then
+  shapes=(--shape 1,4096,4096,32,8,128,none --shape 1,4096,4096,32,8,128,causal
+          --shape 1,16384,16384,32,8,128,none --shape 1,16384,16384,32,8,128,causal)
+  step bench "$build/flashjit_bench" "${shapes[@]}" --overheads --out "$bench"
+else
+  step bench "$build/flashjit_bench" --sweep llama3 --sweep llama3_causal --sweep fa3 --sweep fa3_causal --overheads --out "$bench"
+fi
+if [ $tiles = 1 ]; then
+  step tile_sweep "$build/flashjit_bench" --shape 1,8192,8192,32,8,128,none --shape 1,8192,8192,32,8,128,causal \
+    --config "algorithm=fa2 block_m=128 warps=8 block_n=64 stages=2" --config "algorithm=fa2 block_m=128 warps=4 block_n=32 stages=2" \
+    --config "algorithm=fa2 block_m=128 warps=4 block_n=64 stages=2" --config "algorithm=fa2 block_m=128 warps=8 block_n=64 stages=3" \
+    --config "algorithm=fa2 block_m=64 warps=4 block_n=64 stages=2" --config "algorithm=fa2 block_m=128 warps=4 block_n=32 stages=3" \
+    --config "algorithm=fa2 block_m=128 warps=8 block_n=32 stages=3" --config "algorithm=fa2 block_m=256 warps=8 block_n=32 stages=2" \
+    --out "$out/tiles.jsonl"
+fi
+step compare python3 "$root/tools/bench/compare.py" "$bench" --name "$(date -u +%Y-%m-%d)-fa2" --outdir "$out"
+for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
+[ -f "$out/tiles.jsonl" ] && python3 -c "
+import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l); print(r['shape'], r['config'], r.get('tflops'), 'regs', r.get('registers'), 'spill', r.get('spill_bytes'), 'err', r.get('rel_l2'))
+" "$out/tiles.jsonl"
+echo; printf '%s\n' "${summary[@]}"
+grep -E "test cases|All tests passed|skipped" "$out"/gpu_tests.log "$out"/cpu_tests.log 2>/dev/null | tail -4
+# Everything in one archive beside the markdown tables (the device tool returns at most 8 files).
+(cd "$out" && tar czf logs.tgz --exclude=logs.tgz --exclude='*.md' . && find . -type f ! -name logs.tgz ! -name '*.md' -delete)
