@@ -11,19 +11,19 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
   c.dtype = dtype;
   c.head_dim = head_dim;
   c.mask = mask;
+  // Measured on the H200 (bench/NOTES.md, 2026-11-29, S 8192, llama3 heads): 32 rows per warp halves the
+  // shared-memory reads per FLOP and wins wherever O and S still fit in 255 registers without spills.
   if (head_dim <= 64) {
-    // Small rows: 32 rows per warp halves the shared-memory reads per FLOP, and O (32 regs) + S (64 regs)
-    // fit easily; 128-key tiles amortize the softmax bookkeeping.
-    c.block_m = 128, c.warps = 4, c.block_n = 128, c.stages = 2;
-  } else if (head_dim <= 128) {
-    // 8 warps x 16 rows: Q stays in registers (32 regs), O takes 64 and S 32, so ptxas keeps everything in
-    // registers; two K/V stages (Q 32 KB + 2 x 2 x 16 KB = 96 KB of shared memory) leave room for two CTAs
-    // per SM on sm_90.
-    c.block_m = 128, c.warps = 8, c.block_n = 64, c.stages = 2;
+    // O 32 + S 64 registers: 128-key tiles would spill (68 B), 64-key tiles do not.
+    c.block_m = 128, c.warps = 4, c.block_n = 64, c.stages = 2;
+  } else if (head_dim <= 128 && mask != MaskKind::sliding_window) {
+    // O takes 128 registers, so 32-key tiles (S 32): 296 TFLOP/s against 272 for 8 warps x 16 rows; the
+    // third stage hides more of the K/V latency at no occupancy cost (2 CTAs/SM either way).
+    c.block_m = 128, c.warps = 4, c.block_n = 32, c.stages = 3;
   } else {
-    // Wide rows: O alone takes 16 x head_dim / 32 registers per thread, so 16 rows per warp, Q read from
-    // shared memory, and 32-key tiles keep S small.
-    c.block_m = 64, c.warps = 4, c.block_n = 32, c.stages = 2;
+    // Wide rows (or the sliding window's two-sided test, which tips the 32-row variant into spills):
+    // 16 rows per warp with Q in shared memory for d > 128, 8 warps sharing each K/V tile.
+    c.block_m = 128, c.warps = 8, c.block_n = 64, c.stages = 2;
   }
   return c;
 }
