@@ -18,7 +18,8 @@ summary=()
 step() {  # name, command...
   local name=$1; shift
   local t0=$SECONDS
-  if "$@" >"$out/$name.log" 2>&1; then summary+=("$name: ok ($((SECONDS - t0)) s)")
+  # A kernel that deadlocks must not eat the whole session: every step has a time limit.
+  if timeout "${FLASHJIT_STEP_TIMEOUT:-900}" "$@" >"$out/$name.log" 2>&1; then summary+=("$name: ok ($((SECONDS - t0)) s)")
   else summary+=("$name: FAILED ($((SECONDS - t0)) s, see $name.log)"); fi
 }
 

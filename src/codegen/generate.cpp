@@ -20,6 +20,14 @@ std::string kernel_type(const KernelConfig& c) {
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("block_m", c.block_m), fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages),
           fmt::arg("warps", c.warps), fmt::arg("mask", mask_enum(c.mask)));
+    case Algorithm::fa3:
+      return fmt::format(
+          "flashjit::fa3::Kernel<\n"
+          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*block_n=*/{block_n}, /*stages=*/{stages},\n"
+          "    /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}>",
+          fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
+          fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.warps),
+          fmt::arg("mask", mask_enum(c.mask)));
     case Algorithm::naive:
       return fmt::format(
           "flashjit::reference::Kernel<\n"
@@ -31,7 +39,18 @@ std::string kernel_type(const KernelConfig& c) {
   }
 }
 
-const char* kernel_header(Algorithm a) { return a == Algorithm::fa2 ? "fa2/kernel.cuh" : "reference/kernel.cuh"; }
+const char* kernel_header(Algorithm a) {
+  switch (a) {
+    case Algorithm::fa2: return "fa2/kernel.cuh";
+    case Algorithm::fa3: return "fa3/kernel.cuh";
+    default: return "reference/kernel.cuh";
+  }
+}
+
+// FA3 kernels take the TMA descriptors as a second parameter.
+const char* extra_parameters(Algorithm a) {
+  return a == Algorithm::fa3 ? ",\n    const __grid_constant__ flashjit::fa3::TensorMaps maps" : "";
+}
 
 }  // namespace
 
@@ -51,13 +70,14 @@ Result<GeneratedSource> generate(const KernelConfig& config) {
       "static_assert(Kernel::kThreads == {threads}, \"host and template disagree on the CTA size\");\n"
       "\n"
       "extern \"C\" __global__ void __launch_bounds__({threads}, 1)\n"
-      "{entry}(const __grid_constant__ flashjit::AttentionParams params) {{\n"
-      "  Kernel::run(params);\n"
+      "{entry}(const __grid_constant__ flashjit::AttentionParams params{extra}) {{\n"
+      "  Kernel::run(params{extra_args});\n"
       "}}\n",
       fmt::arg("version", FLASHJIT_VERSION), fmt::arg("name", out.name), fmt::arg("json", to_json(config)),
       fmt::arg("header", kernel_header(config.algorithm)), fmt::arg("kernel", kernel_type(config)),
       fmt::arg("smem", shared_memory_bytes(config)), fmt::arg("threads", threads_per_cta(config)),
-      fmt::arg("entry", out.entry));
+      fmt::arg("entry", out.entry), fmt::arg("extra", extra_parameters(config.algorithm)),
+      fmt::arg("extra_args", config.algorithm == Algorithm::fa3 ? ", maps" : ""));
   return out;
 }
 

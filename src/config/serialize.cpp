@@ -108,8 +108,10 @@ std::string readable_name(const KernelConfig& c) {
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
   if (c.algorithm == Algorithm::naive)
     return fmt::format("naive_{}_d{}_w{}_{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), arch);
-  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_w{}_{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
-                     c.block_m, c.block_n, c.stages, c.warps, to_string(c.mask), arch);
+  // fa3 counts consumer warpgroups ("wg"), fa2 warps ("w").
+  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
+                     c.block_m, c.block_n, c.stages, c.algorithm == Algorithm::fa3 ? "wg" : "w", c.warps,
+                     to_string(c.mask), arch);
 }
 
 }  // namespace flashjit

@@ -53,6 +53,33 @@ void validate_fa2(const KernelConfig& c, std::vector<ConfigIssue>& out) {
                                regs, c.block_m, c.block_n, c.head_dim, c.warps, kMaxRegisters));
 }
 
+// Per-thread registers of an FA3 consumer: O (head_dim / 2), S (block_n / 2), P (block_n / 4), softmax
+// state, descriptors and addressing.
+int fa3_consumer_registers(const KernelConfig& c) { return c.head_dim / 2 + c.block_n / 2 + c.block_n / 4 + 40; }
+int fa3_consumer_budget(int consumers) { return consumers == 1 ? 256 : consumers == 2 ? 240 : 160; }
+
+void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
+  auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
+  if (!(c.arch.sm == 90 && c.arch.accelerated))
+    add("arch", fmt::format("fa3 needs sm_90a (wgmma, setmaxnreg, TMA), got {}", c.arch.to_string()));
+  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
+    add("head_dim", fmt::format("fa3 supports head_dim 64, 128 or 256, got {}", c.head_dim));
+  if (c.warps < 1 || c.warps > 3)
+    add("warps", fmt::format("fa3 counts consumer warpgroups: 1, 2 or 3, got {}", c.warps));
+  else if (c.block_m != 64 * c.warps)
+    add("block_m", fmt::format("fa3 gives each consumer warpgroup 64 rows: block_m must be {} for {} warpgroups, got {}",
+                               64 * c.warps, c.warps, c.block_m));
+  if (c.block_n % 16 != 0 || c.block_n < 64 || c.block_n > 256)
+    add("block_n", fmt::format("fa3 needs a multiple of 16 in [64, 256] (wgmma N), got {}", c.block_n));
+  if (c.stages < 2 || c.stages > 4) add("stages", fmt::format("fa3 needs 2 to 4 stages, got {}", c.stages));
+  if (!out.empty()) return;
+  int regs = fa3_consumer_registers(c), budget = fa3_consumer_budget(c.warps);
+  if (regs > budget)
+    add("block_n", fmt::format("register budget exceeded: about {} registers per consumer thread for head_dim {} / "
+                               "block_n {} (budget {} with {} consumer warpgroups)",
+                               regs, c.head_dim, c.block_n, budget, c.warps));
+}
+
 void validate_naive(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
   if (c.head_dim % 8 != 0 || c.head_dim < 8 || c.head_dim > 256)
@@ -67,7 +94,9 @@ void validate_naive(const KernelConfig& c, std::vector<ConfigIssue>& out) {
 
 }  // namespace
 
-int threads_per_cta(const KernelConfig& c) { return 32 * c.warps; }
+int threads_per_cta(const KernelConfig& c) {
+  return c.algorithm == Algorithm::fa3 ? 128 * (c.warps + 1) : 32 * c.warps;
+}
 
 int shared_memory_bytes(const KernelConfig& c) {
   int elem = 2;
@@ -76,6 +105,9 @@ int shared_memory_bytes(const KernelConfig& c) {
       int dp = padded_head_dim(c.head_dim);
       return c.block_m * dp * elem + 2 * c.stages * c.block_n * dp * elem;
     }
+    case Algorithm::fa3:
+      // Q tile, K and V stages, 1 + 3 * stages barriers, and 1024 bytes to align the base for 128B swizzling.
+      return c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem + (1 + 3 * c.stages) * 8 + 1024;
     case Algorithm::naive:
       // Probabilities of one key chunk, reduction scratch, the query row (floats).
       return (c.block_n + 2 * 32 + c.head_dim) * 4;
@@ -88,11 +120,9 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
   std::vector<ConfigIssue> out;
   switch (c.algorithm) {
     case Algorithm::automatic:
-      out.push_back({"algorithm", "'auto' is resolved by the dispatcher; a compiled config names naive or fa2"});
+      out.push_back({"algorithm", "'auto' is resolved by the dispatcher; a compiled config names naive, fa2 or fa3"});
       return out;
-    case Algorithm::fa3:
-      out.push_back({"algorithm", "fa3 is not available in this version of flashjit (use fa2 or naive)"});
-      return out;
+    case Algorithm::fa3: validate_fa3(c, out); break;
     case Algorithm::fa2: validate_fa2(c, out); break;
     case Algorithm::naive: validate_naive(c, out); break;
   }

@@ -28,6 +28,26 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
   return c;
 }
 
+KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
+  KernelConfig c;
+  c.algorithm = Algorithm::fa3;
+  c.arch = arch;
+  c.dtype = dtype;
+  c.head_dim = head_dim;
+  c.mask = mask;
+  // Two consumer warpgroups (128 query rows) with 240 registers each: O (head_dim / 2 registers) and S
+  // (block_n / 2) must fit beside P and the softmax state; two K/V stages.
+  c.block_m = 128, c.warps = 2, c.stages = 2;
+  if (head_dim <= 64) {
+    c.block_n = 128;  // O is small: wide key tiles amortize the per-tile softmax work
+  } else if (head_dim <= 128) {
+    c.block_n = 128;  // O 64 + S 64 + P 32 registers; 160 KB of shared memory with two stages
+  } else {
+    c.block_n = 80;   // O alone takes 128 registers; 80 keys keep S + P at 60 (FA3's d256 tile)
+  }
+  return c;
+}
+
 KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
   KernelConfig c;
   c.algorithm = Algorithm::naive;
@@ -62,9 +82,14 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
       FLASHJIT_TRY(check(c));
       return c;
     }
-    case Algorithm::fa3:
-      return Error(ErrorCode::unsupported, "fa3 is not available in this version of flashjit");
+    case Algorithm::fa3: {
+      auto c = fa3_heuristic(p.dtype, p.head_dim, p.mask, arch);
+      FLASHJIT_TRY(check(c));
+      return c;
+    }
     case Algorithm::automatic: {
+      // FA3 where the GPU has wgmma/TMA (sm_90a) and the head dim is one it covers; FA2 elsewhere.
+      if (auto c3 = fa3_heuristic(p.dtype, p.head_dim, p.mask, arch); validate(c3).empty()) return c3;
       auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);
       if (validate(c).empty()) return c;
       return naive_config(p.dtype, p.head_dim, p.mask, arch);  // head dims fa2 does not cover, pre-sm_80 GPUs

@@ -9,11 +9,13 @@ namespace flashjit::dispatch {
 
 // FA2 tile choice for a head dim on an architecture.
 KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+// FA3 (sm_90a) tile choice for a head dim.
+KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
 // The reference kernel's config.
 KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
 
 // Picks a config for the problem on a device of `arch`. `requested` = automatic picks the fastest algorithm
-// that supports the problem (fa2, else naive).
+// that supports the problem (fa3 on sm_90a, else fa2, else naive).
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
                             Algorithm requested = Algorithm::automatic);
 

@@ -2,7 +2,10 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "cuda/driver.hpp"
+#include "fa3/tensor_maps.cuh"
 
 namespace flashjit::launch {
 
@@ -38,17 +41,53 @@ Grid grid_for(const KernelConfig& c, const AttentionProblem& p) {
   return g;
 }
 
+static_assert(sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) == alignof(CUtensorMap),
+              "TensorMap must mirror CUtensorMap");
+
+// A 4-D TMA view (head_dim, sequence, head, batch) of a BSHD tensor, boxes of 64 x `rows` elements with
+// 128-byte swizzling (the layout the FA3 templates and their wgmma descriptors expect).
+static Status encode_bshd(const cuda::Api& api, TensorMap& map, const char* name, const void* ptr, DType dtype,
+                          int head_dim, int seqlen, int heads, int batch, const Strides& strides, int rows) {
+  const cuuint64_t dims[4] = {cuuint64_t(head_dim), cuuint64_t(seqlen), cuuint64_t(heads), cuuint64_t(batch)};
+  const cuuint64_t byte_strides[3] = {cuuint64_t(strides.seq) * 2, cuuint64_t(strides.head) * 2,
+                                      cuuint64_t(strides.batch) * 2};
+  const cuuint32_t box[4] = {64, cuuint32_t(rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUresult r = api.cuTensorMapEncodeTiled(
+      reinterpret_cast<CUtensorMap*>(&map),
+      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+      const_cast<void*>(ptr), dims, byte_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return cuda::check(r, "cuTensorMapEncodeTiled")
+        .error()
+        .with(fmt::format("TMA cannot describe tensor {} (strides must be multiples of 16 bytes below 2^40)", name));
+  return {};
+}
+
 Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem) {
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   AttentionParams params = make_params(problem);
+  fa3::TensorMaps maps{};
+  if (config.algorithm == Algorithm::fa3) {
+    const cuda::Api& a = **api;
+    const Strides q = resolved_q_strides(problem), k = resolved_kv_strides(problem, problem.k_strides),
+                  v = resolved_kv_strides(problem, problem.v_strides);
+    FLASHJIT_TRY(encode_bshd(a, maps.q, "q", problem.q, problem.dtype, problem.head_dim, problem.seqlen_q,
+                             problem.heads_q, problem.batch, q, config.block_m));
+    FLASHJIT_TRY(encode_bshd(a, maps.k, "k", problem.k, problem.dtype, problem.head_dim, problem.seqlen_k,
+                             problem.heads_kv, problem.batch, k, config.block_n));
+    FLASHJIT_TRY(encode_bshd(a, maps.v, "v", problem.v, problem.dtype, problem.head_dim, problem.seqlen_k,
+                             problem.heads_kv, problem.batch, v, config.block_n));
+  }
   Grid g = grid_for(config, problem);
   CUlaunchConfig lc{};
   lc.gridDimX = g.x, lc.gridDimY = g.y, lc.gridDimZ = g.z;
   lc.blockDimX = static_cast<unsigned>(threads_per_cta(config)), lc.blockDimY = 1, lc.blockDimZ = 1;
   lc.sharedMemBytes = static_cast<unsigned>(shared_memory_bytes(config));
   lc.hStream = static_cast<CUstream>(problem.stream);
-  void* args[] = {&params};
+  void* args[] = {&params, &maps};  // kernels without a second parameter ignore the extra pointer
   return cuda::check((*api)->cuLaunchKernelEx(&lc, function, args, nullptr), "cuLaunchKernelEx");
 }
 

@@ -70,15 +70,22 @@ Shape make_shape(const Lengths& l, const MaskCase& m, DType dtype, int head_dim)
 
 }  // namespace
 
-TEST_CASE("heuristic kernels match float64 on every mask, head dim and dtype", "[fa2][reference][gpu]") {
-  const Algorithm algorithm = GENERATE(Algorithm::fa2, Algorithm::naive);
+KernelConfig heuristic(Algorithm algorithm, DType dtype, int head_dim, MaskKind mask) {
+  switch (algorithm) {
+    case Algorithm::fa3: return dispatch::fa3_heuristic(dtype, head_dim, mask, kSm90a);
+    case Algorithm::fa2: return dispatch::fa2_heuristic(dtype, head_dim, mask, kSm90a);
+    default: return dispatch::naive_config(dtype, head_dim, mask, kSm90a);
+  }
+}
+
+TEST_CASE("heuristic kernels match float64 on every mask, head dim and dtype", "[fa3][fa2][reference][gpu]") {
+  const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int head_dim = GENERATE(64, 96, 128, 256);
+  if (algorithm == Algorithm::fa3 && head_dim == 96) return;  // fa3 covers 64, 128, 256
   int index = 0;
   for (const auto& m : kMasks) {
-    const KernelConfig config = algorithm == Algorithm::fa2
-                                    ? dispatch::fa2_heuristic(dtype, head_dim, m.kind, kSm90a)
-                                    : dispatch::naive_config(dtype, head_dim, m.kind, kSm90a);
+    const KernelConfig config = heuristic(algorithm, dtype, head_dim, m.kind);
     // Three length sets per (mask, head dim, dtype), rotating so every set meets every mask.
     for (int r = 0; r < 3; ++r) {
       const auto& l = kLengths[(index++ * 3 + head_dim / 32 + r) % std::size(kLengths)];
@@ -87,7 +94,7 @@ TEST_CASE("heuristic kernels match float64 on every mask, head dim and dtype", "
   }
 }
 
-TEST_CASE("non-heuristic fa2 configs (tiles, warps, stages) match float64", "[fa2][gpu]") {
+TEST_CASE("non-heuristic configs (tiles, warps, stages) match float64", "[fa3][fa2][gpu]") {
   const char* configs[] = {
       "head_dim=128 block_m=128 warps=4 block_n=32 stages=2",
       "head_dim=128 block_m=128 warps=4 block_n=64 stages=3",
@@ -98,6 +105,11 @@ TEST_CASE("non-heuristic fa2 configs (tiles, warps, stages) match float64", "[fa
       "head_dim=32 block_m=64 warps=4 block_n=64 stages=3",
       "head_dim=192 block_m=64 warps=4 block_n=32 stages=2",
       "head_dim=256 block_m=64 warps=4 block_n=64 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=176 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=64 stages=4",
+      "algorithm=fa3 head_dim=128 block_m=64 warps=1 block_n=128 stages=3",
+      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=2",
+      "algorithm=fa3 head_dim=256 block_m=128 warps=2 block_n=64 stages=2",
   };
   for (const char* text : configs) {
     std::vector<std::string> pairs;
@@ -121,7 +133,7 @@ TEST_CASE("non-heuristic fa2 configs (tiles, warps, stages) match float64", "[fa
   }
 }
 
-TEST_CASE("fa2 on long sequences matches the reference kernel", "[fa2][gpu]") {
+TEST_CASE("the dispatcher's kernel on long sequences matches the reference kernel", "[fa3][fa2][gpu]") {
   ensure_context();
   const MaskCase m = GENERATE(MaskCase{MaskKind::none, -1, -1, 0}, MaskCase{MaskKind::causal, -1, -1, 0},
                               MaskCase{MaskKind::sliding_window, 1024, 0, 0});

@@ -1,0 +1,137 @@
+// FA3 consumer warpgroup: 64 query rows. Per key tile i it issues S_i = Q·K_iᵀ (SS wgmma) and, behind it,
+// O += P_{i-1}·V_{i-1} (RS wgmma, P in registers), then runs the softmax of S_i while P·V is still on the
+// tensor cores; the stage of tile i-1 is released once its P·V has completed.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/softmax.cuh"
+#include "common/types.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/wgmma.cuh"
+
+namespace flashjit::fa3 {
+
+template <class T, class Storage, int kHeadDim, int kBM, int kBN, int kStages, MaskKind kMask>
+struct Consumer {
+  static constexpr bool kBf16 = MmaName<T>::is_bf16;
+  static constexpr int kKS = kHeadDim / 16;  // k-steps of Q·Kᵀ
+  static constexpr int kPK = kBN / 16;       // k-steps of P·V
+
+  float s[1][kBN / 8][4];       // scores, then probabilities (fp32)
+  float o[kHeadDim / 8][4];     // output accumulator
+  unsigned pf[kPK][4];          // P as A fragments
+  OnlineSoftmax<2> softmax;
+
+  int wg;        // consumer index: rows [64 * wg, 64 * wg + 64) of the CTA tile
+  int row0;      // global query row of this thread's first row (the second is row0 + 8)
+  int lane;
+
+  __device__ unsigned long long q_desc(const Storage& smem, int ks) const {
+    return ptx::smem_descriptor(smem.q() + (ks / 4) * kBM * 128 + wg * 64 * 128 + (ks % 4) * 32, 16, 1024);
+  }
+  __device__ unsigned long long k_desc(const Storage& smem, int stage, int ks) const {
+    return ptx::smem_descriptor(smem.k(stage) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024);
+  }
+  __device__ unsigned long long v_desc(const Storage& smem, int stage, int kk) const {
+    return ptx::smem_descriptor(smem.v(stage) + kk * 16 * 128, kBN * 128, 1024);
+  }
+
+  __device__ void issue_qk(const Storage& smem, int stage) {
+    ptx::fence_registers(s[0]);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kKS; ++ks)
+      ptx::WgmmaSS<kBN>::template run<kBf16>(s[0], q_desc(smem, ks), k_desc(smem, stage, ks), ks > 0 ? 1 : 0);
+    ptx::wgmma_commit();
+    ptx::fence_registers(s[0]);
+  }
+
+  __device__ void issue_pv(const Storage& smem, int stage) {
+    ptx::fence_registers(o);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kPK; ++kk) ptx::WgmmaRS<kHeadDim>::template run<kBf16>(o, pf[kk], v_desc(smem, stage, kk));
+    ptx::wgmma_commit();
+    ptx::fence_registers(o);
+  }
+
+  __device__ void pack_p() {
+#pragma unroll
+    for (int kk = 0; kk < kPK; ++kk) {
+      pf[kk][0] = pack2<T>(s[0][2 * kk][0], s[0][2 * kk][1]);
+      pf[kk][1] = pack2<T>(s[0][2 * kk][2], s[0][2 * kk][3]);
+      pf[kk][2] = pack2<T>(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+      pf[kk][3] = pack2<T>(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+    }
+  }
+
+  // Masks the scores of key tile n0 (per element only where the tile is cut), then the online softmax.
+  __device__ void softmax_step(const Mask<kMask>& mask, int n0, int seqlen_k, float scale_log2, float (&rescale)[2]) {
+    const int wg_row0 = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4);  // first row of the warpgroup
+    if (n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_row0, wg_row0 + 64, n0, n0 + kBN)) {
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int row = row0 + (c / 2) * 8, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
+          if (key >= seqlen_k || !mask.visible(row, key)) s[0][j][c] = neg_infinity();
+        }
+    }
+    softmax.update(s, scale_log2, rescale);
+  }
+
+  __device__ void rescale_o(const float (&rescale)[2]) {
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j) {
+      o[j][0] *= rescale[0];
+      o[j][1] *= rescale[0];
+      o[j][2] *= rescale[1];
+      o[j][3] *= rescale[1];
+    }
+  }
+
+  __device__ void mainloop(const Storage& smem, const AttentionParams& p, int tile_begin, int num_tiles) {
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
+    softmax.init();
+    ptx::mbarrier_wait(smem.q_full(), 0);  // also before an early return: the epilogue reuses Q's memory
+    if (num_tiles == 0) return;
+    const Mask<kMask> mask(p);
+    const bool leader = threadIdx.x % 128 == 0;
+    float rescale[2];
+
+    ptx::mbarrier_wait(smem.k_full(0), 0);
+    issue_qk(smem, 0);
+    ptx::wgmma_wait<0>();
+    ptx::fence_registers(s[0]);
+    softmax_step(mask, tile_begin * kBN, p.seqlen_k, p.scale_log2, rescale);
+
+    for (int i = 1; i < num_tiles; ++i) {
+      const int stage = i % kStages, prev = (i - 1) % kStages;
+      pack_p();  // frees the score registers for S_i
+      ptx::mbarrier_wait(smem.k_full(stage), (i / kStages) & 1);
+      issue_qk(smem, stage);
+      ptx::mbarrier_wait(smem.v_full(prev), ((i - 1) / kStages) & 1);
+      issue_pv(smem, prev);
+      ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
+      ptx::fence_registers(s[0]);
+      softmax_step(mask, (tile_begin + i) * kBN, p.seqlen_k, p.scale_log2, rescale);
+      ptx::wgmma_wait<0>();
+      ptx::fence_registers(o);
+      if (leader) ptx::mbarrier_arrive(smem.empty(prev));
+      rescale_o(rescale);
+    }
+    const int last = (num_tiles - 1) % kStages;
+    pack_p();
+    ptx::mbarrier_wait(smem.v_full(last), ((num_tiles - 1) / kStages) & 1);
+    issue_pv(smem, last);
+    ptx::wgmma_wait<0>();
+    ptx::fence_registers(o);
+    if (leader) ptx::mbarrier_arrive(smem.empty(last));
+  }
+};
+
+}  // namespace flashjit::fa3

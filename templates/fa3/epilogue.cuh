@@ -1,0 +1,51 @@
+// FA3 epilogue of one consumer warpgroup: O / l as T written into the warpgroup's rows of the Q tile
+// (same swizzled layout, so stores are conflict-free), then copied to global memory with 16-byte stores;
+// the log-sum-exp of each row goes straight to global memory.
+#pragma once
+
+#include "attention/params.cuh"
+#include "common/types.cuh"
+#include "ptx/regs.cuh"
+
+namespace flashjit::fa3 {
+
+template <class T, class Storage, int kHeadDim, int kBM>
+struct Epilogue {
+  template <class Consumer>
+  static __device__ void run(Consumer& c, unsigned char* smem_q, const AttentionParams& p, int m0, int head,
+                             int batch) {
+    float inv_sum[2], lse[2];
+    c.softmax.finalize(p.softmax_scale, inv_sum, lse);
+    const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    const int barrier = 1 + c.wg;
+    ptx::named_barrier_sync(barrier, 128);  // every warp of the group is done reading its Q rows
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = 64 * c.wg + 16 * warp + lane / 4 + 8 * h;
+        const unsigned off = Storage::swizzled(kBM, row, j) + 4 * (lane % 4);
+        *reinterpret_cast<unsigned*>(smem_q + off) =
+            pack2<T>(c.o[j][2 * h] * inv_sum[h], c.o[j][2 * h + 1] * inv_sum[h]);
+      }
+    if (p.lse != nullptr && lane % 4 == 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = c.row0 + 8 * h;
+        if (row < p.seqlen_q) p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.seqlen_q + row] = lse[h];
+      }
+    }
+    ptx::named_barrier_sync(barrier, 128);
+    auto* out = static_cast<unsigned short*>(p.o) + batch * p.o_batch + head * p.o_head;
+    constexpr int kChunks = kHeadDim / 8;
+#pragma unroll
+    for (int i = tid; i < 64 * kChunks; i += 128) {
+      const int r = i / kChunks, chunk = i % kChunks, row = m0 + 64 * c.wg + r;
+      if (row < p.seqlen_q)
+        *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
+            *reinterpret_cast<const uint4*>(smem_q + Storage::swizzled(kBM, 64 * c.wg + r, chunk));
+    }
+  }
+};
+
+}  // namespace flashjit::fa3

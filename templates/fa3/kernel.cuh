@@ -1,0 +1,75 @@
+// FA3 forward kernel (sm_90a): one producer warpgroup (TMA, registers given away with setmaxnreg) and
+// kConsumers consumer warpgroups of 64 query rows each (wgmma, softmax in registers). One CTA per
+// (m-block, head, batch); heavy m-blocks first under a causal mask.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "fa3/consumer.cuh"
+#include "fa3/epilogue.cuh"
+#include "fa3/producer.cuh"
+#include "fa3/shared_storage.cuh"
+#include "fa3/tensor_maps.cuh"
+#include "ptx/cp_async.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/regs.cuh"
+
+namespace flashjit::fa3 {
+
+template <int kConsumers> struct RegisterSplit;
+template <> struct RegisterSplit<1> { static constexpr int kProducer = 56, kConsumer = 256; };
+template <> struct RegisterSplit<2> { static constexpr int kProducer = 24, kConsumer = 240; };
+template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kConsumer = 160; };
+
+template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind kMask>
+struct Kernel {
+  static constexpr int kBM = 64 * kConsumers;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  using Storage = SharedStorage<kHeadDim, kBM, kBN, kStages>;
+  static constexpr int kSmemBytes = Storage::kAllocBytes;
+  using ConsumerT = Consumer<T, Storage, kHeadDim, kBM, kBN, kStages, kMask>;
+
+  static __device__ void run(const AttentionParams& p, const TensorMaps& maps) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = ptx::smem_addr(smem_raw);
+    const unsigned aligned = (raw + 1023u) & ~1023u;
+    const Storage smem{aligned};
+    unsigned char* smem_ptr = smem_raw + (aligned - raw);
+
+    if (threadIdx.x == 0) {
+      ptx::mbarrier_init(smem.q_full(), 1);
+      for (int s = 0; s < kStages; ++s) {
+        ptx::mbarrier_init(smem.k_full(s), 1);
+        ptx::mbarrier_init(smem.v_full(s), 1);
+        ptx::mbarrier_init(smem.empty(s), kConsumers);
+      }
+      ptx::mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    const int m_block = Mask<kMask>::kWorkGrowsWithRow ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / p.group;
+    const int m0 = m_block * kBM;
+    int key_lo, key_hi;
+    Mask<kMask>(p).key_range(m0, min(m0 + kBM, p.seqlen_q), key_lo, key_hi);
+    const int tile_begin = key_lo / kBN;
+    const int num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
+
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+      ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
+      if (threadIdx.x == 0)
+        Producer<Storage, kHeadDim, kBM, kBN, kStages>::run(smem, maps, m0, head, kv_head, batch, tile_begin, num_tiles);
+    } else {
+      ptx::setmaxnreg_inc<RegisterSplit<kConsumers>::kConsumer>();
+      ConsumerT c;
+      c.wg = wg - 1;
+      c.lane = threadIdx.x % 32;
+      c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
+      c.mainloop(smem, p, tile_begin, num_tiles);
+      Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::kQOffset, p, m0, head, batch);
+    }
+  }
+};
+
+}  // namespace flashjit::fa3

@@ -1,0 +1,42 @@
+// FA3 producer warpgroup: one elected thread issues every TMA load (Q once, then K and V tiles into a ring
+// of stages), each completing on its "full" barrier; a stage is refilled once the consumers have released
+// it on its "empty" barrier.
+#pragma once
+
+#include "fa3/shared_storage.cuh"
+#include "fa3/tensor_maps.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+
+namespace flashjit::fa3 {
+
+template <class Storage, int kHeadDim, int kBM, int kBN, int kStages>
+struct Producer {
+  static __device__ void run(const Storage& smem, const TensorMaps& maps, int m0, int head, int kv_head, int batch,
+                             int tile_begin, int num_tiles) {
+    ptx::tma_prefetch_descriptor(&maps.q);
+    ptx::tma_prefetch_descriptor(&maps.k);
+    ptx::tma_prefetch_descriptor(&maps.v);
+    ptx::mbarrier_arrive_expect_tx(smem.q_full(), Storage::kQBytes);
+#pragma unroll
+    for (int cb = 0; cb < kHeadDim / 64; ++cb)
+      ptx::tma_load_4d(smem.q() + cb * kBM * 128, &maps.q, smem.q_full(), cb * 64, m0, head, batch);
+
+    for (int i = 0; i < num_tiles; ++i) {
+      const int stage = i % kStages;
+      // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
+      ptx::mbarrier_wait(smem.empty(stage), ((i / kStages) & 1) ^ 1);
+      const int n0 = (tile_begin + i) * kBN;
+      ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKVBytes);
+#pragma unroll
+      for (int cb = 0; cb < kHeadDim / 64; ++cb)
+        ptx::tma_load_4d(smem.k(stage) + cb * kBN * 128, &maps.k, smem.k_full(stage), cb * 64, n0, kv_head, batch);
+      ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kKVBytes);
+#pragma unroll
+      for (int cb = 0; cb < kHeadDim / 64; ++cb)
+        ptx::tma_load_4d(smem.v(stage) + cb * kBN * 128, &maps.v, smem.v_full(stage), cb * 64, n0, kv_head, batch);
+    }
+  }
+};
+
+}  // namespace flashjit::fa3
