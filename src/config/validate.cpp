@@ -106,8 +106,8 @@ int shared_memory_bytes(const KernelConfig& c) {
       return c.block_m * dp * elem + 2 * c.stages * c.block_n * dp * elem;
     }
     case Algorithm::fa3:
-      // Q tile, K and V stages, 1 + 3 * stages barriers, and 1024 bytes to align the base for 128B swizzling.
-      return c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem + (1 + 3 * c.stages) * 8 + 1024;
+      // Q tile, K and V stages, 1 + 4 * stages barriers, and 1024 bytes to align the base for 128B swizzling.
+      return c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem + (1 + 4 * c.stages) * 8 + 1024;
     case Algorithm::naive:
       // Probabilities of one key chunk, reduction scratch, the query row (floats).
       return (c.block_n + 2 * 32 + c.head_dim) * 4;

@@ -1,6 +1,8 @@
 // FA3 consumer warpgroup: 64 query rows. Per key tile i it issues S_i = Q·K_iᵀ (SS wgmma) and, behind it,
 // O += P_{i-1}·V_{i-1} (RS wgmma, P in registers), then runs the softmax of S_i while P·V is still on the
-// tensor cores; the stage of tile i-1 is released once its P·V has completed.
+// tensor cores. Between warpgroups, a ping-pong on named barriers lets one warpgroup issue its GEMMs while
+// the other runs its softmax: warpgroup w waits for its turn before issuing and hands the turn to w + 1
+// after. K of a stage is released once S is done, V once P·V is.
 #pragma once
 
 #include "attention/mask.cuh"
@@ -8,6 +10,7 @@
 #include "attention/softmax.cuh"
 #include "common/types.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/regs.cuh"
 #include "ptx/wgmma.cuh"
 
 namespace flashjit::fa3 {
@@ -24,6 +27,7 @@ struct Consumer {
   OnlineSoftmax<2> softmax;
 
   int wg;        // consumer index: rows [64 * wg, 64 * wg + 64) of the CTA tile
+  int consumers; // consumer warpgroups in the CTA
   int row0;      // global query row of this thread's first row (the second is row0 + 8)
   int lane;
 
@@ -81,6 +85,18 @@ struct Consumer {
     softmax.update(s, scale_log2, rescale);
   }
 
+  // Ping-pong turns: barrier kTurnBarrier + w is "warpgroup w may issue"; 256 threads = its 128 syncing
+  // plus the 128 of the warpgroup before it arriving.
+  static constexpr int kTurnBarrier = 4;
+  __device__ void wait_turn() const {
+    if (consumers > 1) ptx::named_barrier_sync(kTurnBarrier + wg, 256);
+  }
+  __device__ void pass_turn(bool last_phase) const {
+    // The last warpgroup skips its final hand-over so every barrier ends with as many arrivals as syncs.
+    if (consumers > 1 && !(last_phase && wg == consumers - 1))
+      ptx::named_barrier_arrive(kTurnBarrier + (wg + 1) % consumers, 256);
+  }
+
   __device__ void rescale_o(const float (&rescale)[2]) {
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j) {
@@ -103,34 +119,45 @@ struct Consumer {
     const bool leader = threadIdx.x % 128 == 0;
     float rescale[2];
 
+    // The last warpgroup opens the first turn.
+    if (consumers > 1 && wg == consumers - 1) ptx::named_barrier_arrive(kTurnBarrier, 256);
+
     ptx::mbarrier_wait(smem.k_full(0), 0);
+    wait_turn();
     issue_qk(smem, 0);
+    pass_turn(false);
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
+    if (leader) ptx::mbarrier_arrive(smem.k_empty(0));
     softmax_step(mask, tile_begin * kBN, p.seqlen_k, p.scale_log2, rescale);
 
     for (int i = 1; i < num_tiles; ++i) {
       const int stage = i % kStages, prev = (i - 1) % kStages;
       pack_p();  // frees the score registers for S_i
       ptx::mbarrier_wait(smem.k_full(stage), (i / kStages) & 1);
-      issue_qk(smem, stage);
       ptx::mbarrier_wait(smem.v_full(prev), ((i - 1) / kStages) & 1);
+      wait_turn();
+      issue_qk(smem, stage);
       issue_pv(smem, prev);
+      pass_turn(false);
       ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
       ptx::fence_registers(s[0]);
+      if (leader) ptx::mbarrier_arrive(smem.k_empty(stage));
       softmax_step(mask, (tile_begin + i) * kBN, p.seqlen_k, p.scale_log2, rescale);
       ptx::wgmma_wait<0>();
       ptx::fence_registers(o);
-      if (leader) ptx::mbarrier_arrive(smem.empty(prev));
+      if (leader) ptx::mbarrier_arrive(smem.v_empty(prev));
       rescale_o(rescale);
     }
     const int last = (num_tiles - 1) % kStages;
     pack_p();
     ptx::mbarrier_wait(smem.v_full(last), ((num_tiles - 1) / kStages) & 1);
+    wait_turn();
     issue_pv(smem, last);
+    pass_turn(true);
     ptx::wgmma_wait<0>();
     ptx::fence_registers(o);
-    if (leader) ptx::mbarrier_arrive(smem.empty(last));
+    if (leader) ptx::mbarrier_arrive(smem.v_empty(last));
   }
 };
 

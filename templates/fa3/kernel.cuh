@@ -41,7 +41,8 @@ struct Kernel {
       for (int s = 0; s < kStages; ++s) {
         ptx::mbarrier_init(smem.k_full(s), 1);
         ptx::mbarrier_init(smem.v_full(s), 1);
-        ptx::mbarrier_init(smem.empty(s), kConsumers);
+        ptx::mbarrier_init(smem.k_empty(s), kConsumers);
+        ptx::mbarrier_init(smem.v_empty(s), kConsumers);
       }
       ptx::mbarrier_init_fence();
     }
@@ -64,6 +65,7 @@ struct Kernel {
       ptx::setmaxnreg_inc<RegisterSplit<kConsumers>::kConsumer>();
       ConsumerT c;
       c.wg = wg - 1;
+      c.consumers = kConsumers;
       c.lane = threadIdx.x % 32;
       c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
       c.mainloop(smem, p, tile_begin, num_tiles);

@@ -1,6 +1,6 @@
 // FA3 producer warpgroup: one elected thread issues every TMA load (Q once, then K and V tiles into a ring
-// of stages), each completing on its "full" barrier; a stage is refilled once the consumers have released
-// it on its "empty" barrier.
+// of stages), each completing on its "full" barrier. K and V have their own "empty" barriers: consumers
+// release K as soon as S = Q·Kᵀ is done and V after P·V, so the next K load starts a softmax earlier.
 #pragma once
 
 #include "fa3/shared_storage.cuh"
@@ -25,12 +25,14 @@ struct Producer {
     for (int i = 0; i < num_tiles; ++i) {
       const int stage = i % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
-      ptx::mbarrier_wait(smem.empty(stage), ((i / kStages) & 1) ^ 1);
+      const unsigned free_parity = ((i / kStages) & 1) ^ 1;
       const int n0 = (tile_begin + i) * kBN;
+      ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
       ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
         ptx::tma_load_4d(smem.k(stage) + cb * kBN * 128, &maps.k, smem.k_full(stage), cb * 64, n0, kv_head, batch);
+      ptx::mbarrier_wait(smem.v_empty(stage), free_parity);
       ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
