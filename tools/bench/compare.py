@@ -43,7 +43,18 @@ def flops(b, sq, sk, hq, d, mask):
     return 4.0 * b * hq * pairs * d
 
 
-def time_peers(shape, dtype, iters):
+_flex = None
+
+
+def flex_runner():
+    global _flex
+    if _flex is None:
+        from torch.nn.attention.flex_attention import flex_attention, create_block_mask
+        _flex = (torch.compile(flex_attention), create_block_mask)
+    return _flex
+
+
+def time_peers(shape, dtype, iters, with_flex=False):
     b, sq, sk, hq, hkv, d, mask = shape
     dt = torch.bfloat16 if dtype == "bf16" else torch.float16
     set_bytes = 2 * (b * sq * hq * d * 2 + 2 * b * sk * hkv * d * 2)
@@ -67,6 +78,18 @@ def time_peers(shape, dtype, iters):
             out[name] = {"median_ms": ms, "tflops": flops(b, sq, sk, hq, d, mask) / (ms * 1e-3) / 1e12}
         except Exception as e:  # a backend that does not support the shape
             out[name] = {"error": str(e).splitlines()[0][:160]}
+    if with_flex:
+        try:
+            flex, create_block_mask = flex_runner()
+            block_mask = None
+            if causal:
+                off = sk - sq
+                block_mask = create_block_mask(lambda b_, h_, q_, k_: q_ + off >= k_, None, None, sq, sk)
+            run = lambda i: flex(*inputs[i % sets], block_mask=block_mask, enable_gqa=hq != hkv)
+            ms = median_ms(run, iters)
+            out["flex"] = {"median_ms": ms, "tflops": flops(b, sq, sk, hq, d, mask) / (ms * 1e-3) / 1e12}
+        except Exception as e:
+            out["flex"] = {"error": str(e).splitlines()[0][:160]}
     return out
 
 
@@ -86,6 +109,8 @@ def main():
     ap.add_argument("--name", required=True)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--outdir", default="bench/results")
+    ap.add_argument("--flex-min-seqlen", type=int, default=0,
+                    help="also time FlexAttention (torch.compile) on shapes with at least this many queries (0: never)")
     args = ap.parse_args()
 
     rows = [json.loads(l) for l in open(args.flashjit_jsonl) if l.strip()]
@@ -107,7 +132,8 @@ def main():
         key = (r["shape"], r["dtype"])
         if key not in peers_cache:
             b, sq, sk, hq, hkv, d = map(int, shape[:6])
-            peers_cache[key] = time_peers((b, sq, sk, hq, hkv, d, shape[6]), r["dtype"], args.iters)
+            with_flex = args.flex_min_seqlen > 0 and sq >= args.flex_min_seqlen
+            peers_cache[key] = time_peers((b, sq, sk, hq, hkv, d, shape[6]), r["dtype"], args.iters, with_flex)
         results.append({"flashjit": r, "peers": peers_cache[key]})
 
     def tf(p):
@@ -118,14 +144,14 @@ def main():
              f"Ceilings measured in this run: cuBLAS bf16 {ceil['cublas_bf16_tflops']:.0f} TFLOP/s, "
              f"copy {ceil['copy_tb_s']:.2f} TB/s.", "",
              "TFLOP/s (FLOPs = 4·B·H·visible pairs·D); ratios are flashjit / peer, same process, same inputs method.", "",
-             "| shape B,Sq,Sk,Hq,Hkv,D,mask | flashjit config | flashjit | torch flash (FA2) | cuDNN | torch efficient | ×FA2 | ×cuDNN | % cuBLAS | rel err |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| shape B,Sq,Sk,Hq,Hkv,D,mask | flashjit config | flashjit | torch flash (FA2) | cuDNN | FlexAttention | torch efficient | ×FA2 | ×cuDNN | % cuBLAS | rel err |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for x in results:
         r, p = x["flashjit"], x["peers"]
-        f2, cd, ef = tf(p["torch_flash"]), tf(p["cudnn"]), tf(p["torch_efficient"])
+        f2, cd, ef, fx = tf(p["torch_flash"]), tf(p["cudnn"]), tf(p["torch_efficient"]), tf(p.get("flex", {}))
         fmt = lambda v: f"{v:.0f}" if v else "–"
         ratio = lambda a, b: f"{a / b:.2f}" if a and b else "–"
-        lines.append(f"| {r['shape']} | {r['config']} | {r['tflops']:.0f} | {fmt(f2)} | {fmt(cd)} | {fmt(ef)} | "
+        lines.append(f"| {r['shape']} | {r['config']} | {r['tflops']:.0f} | {fmt(f2)} | {fmt(cd)} | {fmt(fx)} | {fmt(ef)} | "
                      f"{ratio(r['tflops'], f2)} | {ratio(r['tflops'], cd)} | {100 * r['tflops'] / ceil['cublas_bf16_tflops']:.0f}% | "
                      f"{r['rel_l2']:.1e} |")
     if overheads:

@@ -1,0 +1,27 @@
+// CONFIG arguments: inline key=value pairs (all of them together form one config) or paths of .json files
+// (one config each).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flashjit/config.hpp"
+
+namespace flashjit::cli {
+
+struct NamedConfig {
+  std::string origin;  // the file, or the pairs joined by spaces
+  KernelConfig config;
+};
+
+struct ConfigArgs {
+  std::vector<NamedConfig> configs;
+  int exit_code = 0;  // non-zero: the problem was printed, exit with this code
+};
+
+// Parses and validates the CONFIG tokens. A token neither key=value nor *.json, or more than `max_configs`
+// configs, is a usage error (2); an unreadable file, a bad field or a config failing validate() is a
+// failure (1), printed with every issue naming its field.
+ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_configs);
+
+}  // namespace flashjit::cli
