@@ -43,7 +43,7 @@ void validate_fa2(const KernelConfig& c, std::vector<ConfigIssue>& out) {
                                16 * c.warps, 32 * c.warps, c.warps, c.block_m));
   if (c.block_n % 16 != 0 || c.block_n < 16 || c.block_n > 256)
     add("block_n", fmt::format("fa2 needs a multiple of 16 in [16, 256], got {}", c.block_n));
-  if (c.stages < 1 || c.stages > 5) add("stages", fmt::format("fa2 needs 1 to 5 stages, got {}", c.stages));
+  if (c.stages < 2 || c.stages > 5) add("stages", fmt::format("fa2 needs 2 to 5 stages, got {}", c.stages));
   if (!out.empty()) return;
   int regs = fa2_register_estimate(c);
   if (regs > kMaxRegisters)

@@ -20,10 +20,15 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
     // O takes 128 registers, so 32-key tiles (S 32): 296 TFLOP/s against 272 for 8 warps x 16 rows; the
     // third stage hides more of the K/V latency at no occupancy cost (2 CTAs/SM either way).
     c.block_m = 128, c.warps = 4, c.block_n = 32, c.stages = 3;
-  } else {
+  } else if (arch.sm >= 90) {
     // Wide rows (or the sliding window's two-sided test, which tips the 32-row variant into spills):
-    // 16 rows per warp with Q in shared memory for d > 128, 8 warps sharing each K/V tile.
+    // 16 rows per warp with Q in shared memory for d > 128, 8 warps sharing each K/V tile (192 KB of
+    // shared memory at d256, which only sm_90's 227 KB holds).
     c.block_m = 128, c.warps = 8, c.block_n = 64, c.stages = 2;
+  } else {
+    // sm_80 (163 KB) and sm_86/89 (99 KB): the 64 x 32 tile keeps d256 at 96 KB of shared memory.
+    c.block_m = head_dim <= 128 ? 128 : 64, c.warps = head_dim <= 128 ? 8 : 4;
+    c.block_n = head_dim <= 128 ? 64 : 32, c.stages = 2;
   }
   return c;
 }

@@ -30,9 +30,10 @@ std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
       break;
     case MaskKind::chunked:
     case MaskKind::chunked_causal: {
-      std::int64_t c = floor_div(a, p.chunk_size);
-      lo = std::max(lo, c * p.chunk_size);
-      hi = std::min(hi, p.mask == MaskKind::chunked ? (c + 1) * p.chunk_size : a + 1);
+      const std::int64_t w = std::max(1, p.chunk_size);  // check() rejects 0; never divide by it here
+      std::int64_t c = floor_div(a, w);
+      lo = std::max(lo, c * w);
+      hi = std::min(hi, p.mask == MaskKind::chunked ? (c + 1) * w : a + 1);
       break;
     }
   }

@@ -1,0 +1,303 @@
+// Tests of code generation and of the embedded templates: what the generated translation unit contains, and
+// that every include resolves to an embedded template (NVRTC never reads a file, never needs the toolkit's
+// headers).
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "codegen/embedded_templates.hpp"
+#include "codegen/generate.hpp"
+#include "dispatch/heuristics.hpp"
+#include "support/catch.hpp"
+
+using flashjit::Algorithm;
+using flashjit::Arch;
+using flashjit::DType;
+using flashjit::ErrorCode;
+using flashjit::KernelConfig;
+using flashjit::MaskKind;
+using flashjit::codegen::embedded_templates;
+using flashjit::codegen::generate;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+struct Include {
+  bool angled;       // <...>
+  std::string path;  // as written
+};
+
+// Every #include directive of a text (any spacing, "..." or <...>). Directives inside comments are not
+// special-cased: the templates have none.
+std::vector<Include> includes(const std::string& text) {
+  static const std::regex re(R"(^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"])", std::regex::multiline);
+  std::vector<Include> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back({(*it)[1] == "<", (*it)[2]});
+  return out;
+}
+
+// Lines that mention #include at all (to catch forms the regex above would miss, e.g. macro includes).
+int include_lines(const std::string& text) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    auto p = line.find_first_not_of(" \t");
+    if (p != std::string::npos && line[p] == '#' && contains(line, "include")) ++n;
+  }
+  return n;
+}
+
+std::set<std::string> embedded_names() {
+  std::set<std::string> names;
+  for (const auto& t : embedded_templates()) names.insert(t.name);
+  return names;
+}
+
+// The heuristic and reference configs (only the valid ones: the validity of the heuristic's configs is the
+// dispatch tests' business).
+std::vector<KernelConfig> sample_configs() {
+  std::vector<KernelConfig> out;
+  for (MaskKind m : {MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
+                     MaskKind::chunked_causal})
+    for (DType t : {DType::bf16, DType::fp16}) {
+      for (int d : {64, 96, 128, 256})
+        for (Arch a : {Arch{90, true}, Arch{80, false}}) {
+          auto c = flashjit::dispatch::fa2_heuristic(t, d, m, a);
+          if (validate(c).empty()) out.push_back(c);
+        }
+      for (int d : {40, 64, 128, 256}) out.push_back(flashjit::dispatch::naive_config(t, d, m, Arch{90, true}));
+      for (int d : {64, 128, 256}) out.push_back(flashjit::dispatch::fa3_heuristic(t, d, m, Arch{90, true}));
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("generate: the source of a fa2 config", "[codegen]") {
+  KernelConfig c;
+  c.algorithm = Algorithm::fa2;
+  c.arch = Arch{90, true};
+  c.dtype = DType::bf16;
+  c.head_dim = 128, c.block_m = 128, c.block_n = 64, c.stages = 2, c.warps = 8;
+  c.mask = MaskKind::causal;
+  REQUIRE(validate(c).empty());
+  auto g = generate(c);
+  REQUIRE(g.ok());
+  const std::string& text = g->text;
+  INFO(text);
+  CHECK(g->name == "fa2_bf16_d128_bm128_bn64_s2_w8_causal_sm90a");
+  CHECK(g->entry == "flashjit_fa2_bf16_d128_bm128_bn64_s2_w8_causal_sm90a");
+  CHECK(contains(text, "extern \"C\" __global__"));
+  CHECK(contains(text, g->entry + "(const __grid_constant__ flashjit::AttentionParams params)"));
+  CHECK(contains(text, "// config: " + to_json(c) + "\n"));
+  CHECK(contains(text, "#include \"fa2/kernel.cuh\""));
+  CHECK_FALSE(contains(text, "reference/kernel.cuh"));
+  CHECK(contains(text, "flashjit::fa2::Kernel<"));
+  CHECK(contains(text, "/*element=*/flashjit::bf16"));
+  CHECK(contains(text, "/*head_dim=*/128"));
+  CHECK(contains(text, "/*block_m=*/128"));
+  CHECK(contains(text, "/*block_n=*/64"));
+  CHECK(contains(text, "/*stages=*/2"));
+  CHECK(contains(text, "/*warps=*/8"));
+  CHECK(contains(text, "/*mask=*/flashjit::MaskKind::causal"));
+  CHECK(contains(text, fmt::format("static_assert(Kernel::kSmemBytes == {},", shared_memory_bytes(c))));
+  CHECK(contains(text, "static_assert(Kernel::kThreads == 256,"));
+  CHECK(contains(text, "__launch_bounds__(256, 1)"));
+  CHECK(contains(text, FLASHJIT_VERSION));
+}
+
+TEST_CASE("generate: the source of a naive config", "[codegen]") {
+  KernelConfig c;
+  c.algorithm = Algorithm::naive;
+  c.arch = Arch{80, false};
+  c.dtype = DType::fp16;
+  c.head_dim = 40, c.block_m = 1, c.block_n = 128, c.stages = 1, c.warps = 4;
+  c.mask = MaskKind::sliding_window;
+  REQUIRE(validate(c).empty());
+  auto g = generate(c);
+  REQUIRE(g.ok());
+  const std::string& text = g->text;
+  INFO(text);
+  CHECK(g->name == "naive_fp16_d40_w4_sliding_window_sm80");
+  CHECK(g->entry == "flashjit_naive_fp16_d40_w4_sliding_window_sm80");
+  CHECK(contains(text, g->entry + "("));
+  CHECK(contains(text, "// config: " + to_json(c) + "\n"));
+  CHECK(contains(text, "#include \"reference/kernel.cuh\""));
+  CHECK_FALSE(contains(text, "fa2/kernel.cuh"));
+  CHECK(contains(text, "flashjit::reference::Kernel<"));
+  CHECK(contains(text, "/*element=*/flashjit::fp16"));
+  CHECK(contains(text, "/*head_dim=*/40"));
+  CHECK(contains(text, "/*threads=*/128"));
+  CHECK(contains(text, "/*mask=*/flashjit::MaskKind::sliding_window"));
+  CHECK(contains(text, fmt::format("static_assert(Kernel::kSmemBytes == {},", (128 + 64 + 40) * 4)));
+  CHECK(contains(text, "static_assert(Kernel::kThreads == 128,"));
+}
+
+TEST_CASE("generate: every sample config names its entry, embeds its JSON and asserts its resources",
+          "[codegen]") {
+  std::set<std::string> texts, entries;
+  const auto configs = sample_configs();
+  REQUIRE(configs.size() >= 5 * 2 * (4 + 3 + 4 + 3));  // fa2 sm_90a d64-256, sm_80 d64-128, naive, fa3
+  for (const auto& c : configs) {
+    auto g = generate(c);
+    INFO(readable_name(c));
+    CHECK(g.ok());
+    if (!g.ok()) continue;
+    CHECK(g->name == readable_name(c));
+    CHECK(g->entry == "flashjit_" + readable_name(c));
+    CHECK(contains(g->text, "extern \"C\" __global__"));
+    CHECK(contains(g->text, "\n" + g->entry + "("));
+    CHECK(contains(g->text, "// config: " + to_json(c) + "\n"));
+    const char* header = c.algorithm == Algorithm::fa2   ? "#include \"fa2/kernel.cuh\""
+                         : c.algorithm == Algorithm::fa3 ? "#include \"fa3/kernel.cuh\""
+                                                         : "#include \"reference/kernel.cuh\"";
+    CHECK(contains(g->text, header));
+    CHECK(contains(g->text, fmt::format("static_assert(Kernel::kSmemBytes == {},", shared_memory_bytes(c))));
+    CHECK(contains(g->text, fmt::format("static_assert(Kernel::kThreads == {},", threads_per_cta(c))));
+    CHECK(contains(g->text, std::string("flashjit::MaskKind::") + to_string(c.mask) + ">"));
+    // Deterministic.
+    auto again = generate(c);
+    REQUIRE(again.ok());
+    CHECK(again->text == g->text);
+    texts.insert(g->text);
+    entries.insert(g->entry);
+  }
+  CHECK(texts.size() == configs.size());  // also fails when some config did not generate
+  CHECK(entries.size() == configs.size());
+}
+
+TEST_CASE("generate: an invalid config is invalid_config", "[codegen]") {
+  KernelConfig c;
+  SECTION("bad head_dim") { c.head_dim = 65; }
+  SECTION("bad block_n") { c.block_n = 24; }
+  SECTION("algorithm auto") { c.algorithm = Algorithm::automatic; }
+  SECTION("algorithm fa3 on sm_80") {
+    c.algorithm = Algorithm::fa3;
+    c.arch = Arch{80, false};
+  }
+  SECTION("naive with fa2 tiles") { c.algorithm = Algorithm::naive; }
+  SECTION("sm_80a") { c.arch = Arch{80, true}; }
+  SECTION("over the shared memory limit") {
+    c.arch = Arch{86, false};
+    c.stages = 4;
+  }
+  INFO(to_json(c));
+  REQUIRE(!validate(c).empty());
+  auto g = generate(c);
+  REQUIRE(!g.ok());
+  CHECK(g.error().code == ErrorCode::invalid_config);
+  CHECK(g.error().message == check(c).error().message);
+}
+
+TEST_CASE("embedded templates: unique .cuh names; relative paths; non-empty; #pragma once", "[codegen]") {
+  const auto& ts = embedded_templates();
+  REQUIRE(!ts.empty());
+  std::set<std::string> names;
+  for (const auto& t : ts) {
+    REQUIRE(t.name != nullptr);
+    REQUIRE(t.text != nullptr);
+    const std::string name = t.name, text = t.text;
+    INFO(name);
+    CHECK(names.insert(name).second);
+    CHECK(name.size() > 4);
+    CHECK(name.ends_with(".cuh"));
+    CHECK(!name.starts_with("/"));
+    CHECK(!contains(name, ".."));
+    CHECK(!contains(name, "\\"));
+    CHECK(!text.empty());
+    // Headers are included from several others (params.cuh by mask.cuh and the kernels).
+    CHECK(contains(text, "#pragma once"));
+  }
+  for (const char* expected : {"fa2/kernel.cuh", "reference/kernel.cuh", "attention/mask.cuh",
+                               "attention/params.cuh", "common/types.cuh"})
+    CHECK(names.count(expected) == 1);
+}
+
+TEST_CASE("embedded templates are the files under templates/", "[codegen]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(FLASHJIT_SOURCE_DIR) / "templates";
+  REQUIRE(fs::is_directory(root));
+  std::map<std::string, std::string> on_disk;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || e.path().extension() != ".cuh") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    on_disk[fs::relative(e.path(), root).generic_string()] =
+        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::map<std::string, std::string> embedded;
+  for (const auto& t : embedded_templates()) embedded[t.name] = t.text;
+  std::set<std::string> disk_names, embedded_names_;
+  for (const auto& [n, _] : on_disk) disk_names.insert(n);
+  for (const auto& [n, _] : embedded) embedded_names_.insert(n);
+  REQUIRE(disk_names == embedded_names_);
+  for (const auto& [name, text] : on_disk) {
+    INFO(name << " differs from its embedded copy (stale build?)");
+    CHECK(embedded[name] == text);
+  }
+}
+
+TEST_CASE("every include of the templates and of generated sources is an embedded template", "[codegen]") {
+  const auto names = embedded_names();
+  auto check_text = [&](const std::string& what, const std::string& text) {
+    const auto incs = includes(text);
+    INFO(what);
+    // The regex saw every directive (no macro includes or odd spellings slipped by).
+    CHECK(static_cast<int>(incs.size()) == include_lines(text));
+    for (const auto& inc : incs) {
+      INFO((inc.angled ? "<" : "\"") << inc.path << (inc.angled ? ">" : "\""));
+      // No toolkit or system header at all: <cuda_bf16.h>, <cuda_fp16.h>, <cstdint>, <cuda/...>, ...
+      CHECK_FALSE(inc.angled);
+      CHECK(names.count(inc.path) == 1);
+    }
+  };
+  SECTION("templates") {
+    int total = 0;
+    for (const auto& t : embedded_templates()) {
+      check_text(t.name, t.text);
+      total += static_cast<int>(includes(t.text).size());
+    }
+    CHECK(total > 0);  // the parser found the templates' own includes
+  }
+  SECTION("generated sources") {
+    for (const auto& c : sample_configs()) {
+      auto g = generate(c);
+      INFO(readable_name(c));
+      CHECK(g.ok());
+      if (!g.ok()) continue;
+      CHECK(includes(g->text).size() == 1);
+      check_text(g->name, g->text);
+    }
+  }
+  SECTION("the include scanner itself") {
+    const std::string sample =
+        "#include \"a/b.cuh\"\n  #  include <cuda_bf16.h>\n#include<cstdint>\n// not #include here\nint x;\n";
+    auto incs = includes(sample);
+    REQUIRE(incs.size() == 3);
+    CHECK((!incs[0].angled && incs[0].path == "a/b.cuh"));
+    CHECK((incs[1].angled && incs[1].path == "cuda_bf16.h"));
+    CHECK((incs[2].angled && incs[2].path == "cstdint"));
+    CHECK(include_lines(sample) == 3);
+  }
+}
+
+TEST_CASE("the templates use no toolkit type headers by any spelling", "[codegen]") {
+  // Belt and braces for the include check: no directive may name a toolkit header, even quoted.
+  for (const auto& t : embedded_templates()) {
+    for (const auto& inc : includes(t.text)) {
+      INFO(t.name << " includes " << inc.path);
+      CHECK_FALSE(inc.path.starts_with("cuda"));
+      CHECK_FALSE(inc.path.ends_with(".h"));
+      CHECK_FALSE(contains(inc.path, "cuda/"));
+    }
+  }
+}

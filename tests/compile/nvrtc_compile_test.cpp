@@ -1,0 +1,315 @@
+// NVRTC compiles of every shipped kernel variant (no GPU needed): generate + compile + options_for for the FA2
+// heuristic configs (sm_90a: mask x head_dim x dtype; sm_80: mask x head_dim in bf16), the FA3 heuristic
+// configs (sm_90a: mask x {64, 128, 256} x dtype) and the reference kernel (sm_90a: mask x {64, 128, 256, 40}
+// x dtype). Each must compile to a non-empty cubin with a ptxas
+// report; the heuristic configs must not spill. Plus the error path: a broken source is ErrorCode::compile with
+// the NVRTC log.
+//
+// This is the slow suite (about 140 NVRTC runs). Compiles run on all cores (NVRTC programs are independent)
+// and each result is kept for the process, so the test cases that look at the same kernels share one compile.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/generate.hpp"
+#include "compile/nvrtc.hpp"
+#include "dispatch/heuristics.hpp"
+#include "support/catch.hpp"
+
+using flashjit::Arch;
+using flashjit::DType;
+using flashjit::ErrorCode;
+using flashjit::KernelConfig;
+using flashjit::MaskKind;
+using flashjit::Result;
+using flashjit::codegen::GeneratedSource;
+using flashjit::compile::CompiledKernel;
+
+namespace {
+
+const MaskKind kMasks[] = {MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
+                           MaskKind::chunked_causal};
+const Arch kSm80{80, false};
+const Arch kSm90a{90, true};
+
+struct Outcome {
+  KernelConfig config;
+  std::string entry;
+  bool generated = false;
+  std::string generate_error;
+  std::unique_ptr<Result<CompiledKernel>> result;  // null when generation failed
+};
+
+// Compiles each config once per process, in parallel; later calls return the stored outcomes.
+class CompileCache {
+ public:
+  static CompileCache& get() {
+    static CompileCache cache;
+    return cache;
+  }
+
+  std::vector<const Outcome*> compile_all(const std::vector<KernelConfig>& configs) {
+    std::vector<KernelConfig> todo;
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& c : configs)
+        if (!done_.count(to_json(c)) && std::find(todo.begin(), todo.end(), c) == todo.end()) todo.push_back(c);
+    }
+    std::vector<std::unique_ptr<Outcome>> fresh(todo.size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next++) < todo.size();) {
+        auto o = std::make_unique<Outcome>();
+        o->config = todo[i];
+        auto g = flashjit::codegen::generate(todo[i]);
+        if (g.ok()) {
+          o->generated = true;
+          o->entry = g->entry;
+          o->result = std::make_unique<Result<CompiledKernel>>(
+              flashjit::compile::compile(*g, flashjit::compile::options_for(todo[i].arch)));
+        } else {
+          o->generate_error = g.error().to_string();
+        }
+        fresh[i] = std::move(o);
+      }
+    };
+    const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8));
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < n && t < todo.size(); ++t) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    compiles_ += todo.size();
+
+    std::lock_guard lock(mutex_);
+    for (auto& o : fresh) done_.emplace(to_json(o->config), std::move(o));
+    std::vector<const Outcome*> out;
+    for (const auto& c : configs) out.push_back(done_.at(to_json(c)).get());
+    return out;
+  }
+
+  double seconds() const { return seconds_; }
+  std::size_t compiles() const { return compiles_; }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Outcome>> done_;
+  double seconds_ = 0;
+  std::size_t compiles_ = 0;
+};
+
+// The FA2 heuristic's configs for an arch: every mask x the given head dims x the given dtypes.
+std::vector<KernelConfig> fa2_configs(const Arch& arch, std::initializer_list<int> head_dims,
+                                      std::initializer_list<DType> dtypes) {
+  std::vector<KernelConfig> out;
+  for (MaskKind m : kMasks)
+    for (int d : head_dims)
+      for (DType t : dtypes) out.push_back(flashjit::dispatch::fa2_heuristic(t, d, m, arch));
+  return out;
+}
+
+std::vector<KernelConfig> fa2_sm90a_configs() {
+  return fa2_configs(kSm90a, {64, 96, 128, 256}, {DType::bf16, DType::fp16});
+}
+
+std::vector<KernelConfig> reference_configs() {
+  std::vector<KernelConfig> out;
+  for (MaskKind m : kMasks)
+    for (int d : {64, 128, 256, 40})
+      for (DType t : {DType::bf16, DType::fp16}) out.push_back(flashjit::dispatch::naive_config(t, d, m, kSm90a));
+  return out;
+}
+
+// Must hold for every kernel that is expected to compile.
+void check_compiled(const Outcome& o) {
+  INFO(readable_name(o.config));
+  INFO(o.generate_error);
+  CHECK(o.generated);  // CHECK and return, not REQUIRE: one bad variant must not hide the others
+  if (!o.generated) return;
+  const auto& r = *o.result;
+  if (!r.ok()) FAIL_CHECK(r.error().to_string());
+  if (!r.ok()) return;
+  INFO(r->log);
+  CHECK(!r->cubin.empty());
+  CHECK(r->cubin.size() > 4);
+  CHECK(r->cubin.compare(0, 4, "\x7f" "ELF") == 0);  // a cubin is an ELF image
+  CHECK(r->ptxas.registers > 0);
+  CHECK(r->ptxas.registers <= 255);
+  CHECK(r->compile_ms > 0);
+  CHECK(r->log.find(o.entry) != std::string::npos);  // the ptxas report is about this entry
+}
+
+void check_no_spills(const Outcome& o) {
+  INFO(readable_name(o.config));
+  INFO(o.generate_error);
+  CHECK((o.result != nullptr && o.result->ok()));  // reported in detail by the "compiles" test cases
+  if (o.result == nullptr || !o.result->ok()) return;
+  const auto& r = **o.result;
+  INFO(r.log);
+  CHECK(r.ptxas.spill_stores == 0);
+  CHECK(r.ptxas.spill_loads == 0);
+  CHECK(r.ptxas.stack_frame == 0);
+}
+
+}  // namespace
+
+TEST_CASE("nvrtc: every FA2 heuristic variant for sm_90a compiles without spills", "[compile]") {
+  auto outcomes = CompileCache::get().compile_all(fa2_sm90a_configs());
+  REQUIRE(outcomes.size() == 5 * 4 * 2);
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    check_no_spills(*o);
+  }
+}
+
+TEST_CASE("nvrtc: the FA2 heuristic variants for sm_80 (bf16; head_dim 64 96 128) compile without spills",
+          "[compile]") {
+  auto outcomes = CompileCache::get().compile_all(fa2_configs(kSm80, {64, 96, 128}, {DType::bf16}));
+  REQUIRE(outcomes.size() == 5 * 3);
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    check_no_spills(*o);
+  }
+}
+
+// The sm_80 heuristic for head_dim 256 must be a valid, spill-free config (sm_80 has 163 KB of shared memory).
+TEST_CASE("nvrtc: the FA2 heuristic variants for sm_80 (bf16; head_dim 256) compile without spills",
+          "[compile]") {
+  auto outcomes = CompileCache::get().compile_all(fa2_configs(kSm80, {256}, {DType::bf16}));
+  REQUIRE(outcomes.size() == 5);
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    check_no_spills(*o);
+  }
+}
+
+std::vector<KernelConfig> fa3_sm90a_configs() {
+  std::vector<KernelConfig> out;
+  for (MaskKind m : kMasks)
+    for (int d : {64, 128, 256})
+      for (DType t : {DType::bf16, DType::fp16}) out.push_back(flashjit::dispatch::fa3_heuristic(t, d, m, kSm90a));
+  return out;
+}
+
+// The kernels choose() picks on sm_90a. setmaxnreg must not be dropped (ptxas C7508).
+TEST_CASE("nvrtc: every FA3 heuristic variant for sm_90a compiles without spills", "[compile]") {
+  auto outcomes = CompileCache::get().compile_all(fa3_sm90a_configs());
+  REQUIRE(outcomes.size() == 5 * 3 * 2);
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    check_no_spills(*o);
+    if (o->result && o->result->ok()) {
+      INFO(readable_name(o->config));
+      CHECK_FALSE((*o->result)->ptxas.setmaxnreg_ignored);
+    }
+  }
+}
+
+TEST_CASE("nvrtc: every reference variant compiles", "[compile]") {
+  auto outcomes = CompileCache::get().compile_all(reference_configs());
+  REQUIRE(outcomes.size() == 5 * 4 * 2);
+  for (const auto* o : outcomes) check_compiled(*o);
+}
+
+TEST_CASE("nvrtc: a broken source is ErrorCode::compile with the NVRTC log", "[compile]") {
+  GeneratedSource src;
+  src.name = "broken_source";
+  src.entry = "flashjit_broken_source";
+  src.text =
+      "#include \"attention/params.cuh\"\n"
+      "extern \"C\" __global__ void flashjit_broken_source(const flashjit::AttentionParams params) {\n"
+      "  int x = ;\n"
+      "}\n";
+  auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm90a));
+  REQUIRE(!r.ok());
+  const auto& e = r.error();
+  INFO(e.to_string());
+  CHECK(e.code == ErrorCode::compile);
+  CHECK(e.message.find("nvrtcCompileProgram") != std::string::npos);
+  CHECK(e.details.find("error") != std::string::npos);
+  CHECK(e.details.find("broken_source.cu") != std::string::npos);  // the log points at the source line
+  CHECK(e.details.find("(3)") != std::string::npos);
+  bool names_it = false;
+  for (const auto& ctx : e.context) names_it = names_it || ctx.find("broken_source") != std::string::npos;
+  CHECK(names_it);
+  CHECK(e.to_string().find(e.details) != std::string::npos);
+}
+
+TEST_CASE("nvrtc: includes resolve to the embedded templates only", "[compile]") {
+  SECTION("an embedded template") {
+    GeneratedSource src{"embedded_include", "flashjit_embedded_include",
+                        "#include \"common/math.cuh\"\n"
+                        "extern \"C\" __global__ void flashjit_embedded_include(float* x) {\n"
+                        "  x[threadIdx.x] = flashjit::exp2_approx(x[threadIdx.x]);\n"
+                        "}\n"};
+    auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm80));
+    if (!r.ok()) FAIL_CHECK(r.error().to_string());
+    REQUIRE(r.ok());
+    CHECK(!r->cubin.empty());
+    CHECK(r->ptxas.registers > 0);
+  }
+  SECTION("a header that is not embedded") {
+    GeneratedSource src{"missing_include", "flashjit_missing_include",
+                        "#include \"fa2/not_a_template.cuh\"\n"
+                        "extern \"C\" __global__ void flashjit_missing_include() {}\n"};
+    auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm80));
+    REQUIRE(!r.ok());
+    INFO(r.error().to_string());
+    CHECK(r.error().code == ErrorCode::compile);
+    CHECK(r.error().details.find("not_a_template.cuh") != std::string::npos);
+  }
+}
+
+// Configs validate() accepts beyond the heuristic ones: they must compile too (the autotuner and the CLI can
+// ask for any valid config).
+TEST_CASE("nvrtc: other valid FA2 tiles compile", "[compile]") {
+  std::vector<KernelConfig> configs;
+  auto make = [](int d, int bm, int bn, int stages, int warps, MaskKind m, DType t = DType::bf16) {
+    KernelConfig c;
+    c.algorithm = flashjit::Algorithm::fa2;
+    c.arch = kSm90a;
+    c.dtype = t;
+    c.head_dim = d, c.block_m = bm, c.block_n = bn, c.stages = stages, c.warps = warps;
+    c.mask = m;
+    return c;
+  };
+  configs.push_back(make(16, 16, 16, 2, 1, MaskKind::causal));
+  configs.push_back(make(80, 64, 32, 3, 2, MaskKind::sliding_window, DType::fp16));
+  configs.push_back(make(160, 64, 32, 2, 4, MaskKind::chunked_causal));
+  configs.push_back(make(64, 256, 64, 4, 8, MaskKind::none));
+  for (const auto& c : configs) {
+    INFO(readable_name(c));
+    REQUIRE(validate(c).empty());
+  }
+  for (const auto* o : CompileCache::get().compile_all(configs)) check_compiled(*o);
+}
+
+// The FA2 pipeline needs two stages (the kernel static_asserts it): validate() must say so before NVRTC does.
+TEST_CASE("nvrtc: a single-stage FA2 config is rejected by validate, naming stages", "[compile]") {
+  KernelConfig c;
+  c.algorithm = flashjit::Algorithm::fa2;
+  c.arch = kSm90a;
+  c.head_dim = 64, c.block_m = 64, c.block_n = 64, c.stages = 1, c.warps = 4;
+  auto issues = validate(c);
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].field == "stages");
+}
+
+TEST_CASE("nvrtc: compile timing summary", "[compile]") {
+  auto& cache = CompileCache::get();
+  // Make sure the grids are compiled when this test runs alone.
+  (void)cache.compile_all(fa2_sm90a_configs());
+  (void)cache.compile_all(fa2_configs(kSm80, {64, 96, 128, 256}, {DType::bf16}));
+  (void)cache.compile_all(reference_configs());
+  (void)cache.compile_all(fa3_sm90a_configs());
+  WARN("compiled " << cache.compiles() << " kernels with NVRTC in " << cache.seconds() << " s ("
+                   << std::thread::hardware_concurrency() << " threads)");
+  CHECK(cache.compiles() >= 5 * 4 * 2 + 5 * 4 + 5 * 4 * 2 + 5 * 3 * 2);
+}

@@ -1,0 +1,356 @@
+// Tests of the dispatcher: which config choose() picks, what supports() accepts, and that every heuristic
+// config is valid.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "dispatch/heuristics.hpp"
+#include "flashjit/config.hpp"
+#include "flashjit/problem.hpp"
+#include "support/catch.hpp"
+
+using flashjit::Algorithm;
+using flashjit::Arch;
+using flashjit::AttentionProblem;
+using flashjit::DType;
+using flashjit::ErrorCode;
+using flashjit::KernelConfig;
+using flashjit::MaskKind;
+using flashjit::dispatch::choose;
+using flashjit::dispatch::fa2_heuristic;
+using flashjit::dispatch::fa3_heuristic;
+using flashjit::dispatch::naive_config;
+using flashjit::dispatch::supports;
+
+namespace {
+
+const Arch kSm75{75, false};
+const Arch kSm80{80, false};
+const Arch kSm86{86, false};
+const Arch kSm89{89, false};
+const Arch kSm90{90, false};
+const Arch kSm90a{90, true};
+
+const MaskKind kMasks[] = {MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
+                           MaskKind::chunked_causal};
+
+// A problem that passes check(): fake, 16-byte aligned device pointers (never dereferenced here).
+AttentionProblem problem(DType dtype, int head_dim, MaskKind mask) {
+  AttentionProblem p;
+  p.dtype = dtype;
+  p.batch = 2;
+  p.seqlen_q = 100;
+  p.seqlen_k = 300;
+  p.heads_q = 8;
+  p.heads_kv = 2;
+  p.head_dim = head_dim;
+  p.q = reinterpret_cast<const void*>(std::uintptr_t{0x100000});
+  p.k = reinterpret_cast<const void*>(std::uintptr_t{0x200000});
+  p.v = reinterpret_cast<const void*>(std::uintptr_t{0x300000});
+  p.o = reinterpret_cast<void*>(std::uintptr_t{0x400000});
+  p.mask = mask;
+  if (mask == MaskKind::sliding_window) p.window_left = 64, p.window_right = 0;
+  if (mask == MaskKind::chunked || mask == MaskKind::chunked_causal) p.chunk_size = 128;
+  return p;
+}
+
+std::string issues_text(const KernelConfig& c) {
+  std::string s;
+  for (const auto& i : validate(c)) s += i.field + ": " + i.message + "\n";
+  return s;
+}
+
+// choose() must pick fa2_heuristic's config (and explicitly asking for fa2 must give the same).
+void check_chooses_fa2(std::initializer_list<int> head_dims, std::initializer_list<Arch> arches) {
+  for (int d : head_dims)
+    for (MaskKind mask : kMasks)
+      for (DType dtype : {DType::bf16, DType::fp16})
+        for (Arch a : arches) {
+          auto p = problem(dtype, d, mask);
+          REQUIRE(check(p).ok());
+          auto r = choose(p, a);
+          INFO(a.to_string() << " d" << d << " " << to_string(mask) << " " << to_string(dtype));
+          REQUIRE(r.ok());
+          INFO("chose " << readable_name(*r));
+          CHECK(r->algorithm == Algorithm::fa2);
+          CHECK(*r == fa2_heuristic(dtype, d, mask, a));
+          CHECK(r->arch == a);
+          CHECK(r->dtype == dtype);
+          CHECK(r->head_dim == d);
+          CHECK(r->mask == mask);
+          auto explicit_fa2 = choose(p, a, Algorithm::fa2);
+          CHECK(explicit_fa2.ok());
+          if (explicit_fa2.ok()) CHECK(*explicit_fa2 == *r);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("choose: fa2 for head_dim 64 96 128 256 on sm_90", "[dispatch]") {
+  check_chooses_fa2({64, 96, 128, 256}, {kSm90});
+}
+
+// On sm_90a fa3 takes the head dims it covers (64, 128, 256) and fa2 the others; fa2 stays available on
+// request.
+TEST_CASE("choose: fa3 for head_dim 64 128 256 and fa2 for 96 on sm_90a", "[dispatch]") {
+  for (int d : {64, 96, 128, 256})
+    for (MaskKind mask : kMasks)
+      for (DType dtype : {DType::bf16, DType::fp16}) {
+        auto p = problem(dtype, d, mask);
+        auto r = choose(p, kSm90a);
+        INFO("d" << d << " " << to_string(mask) << " " << to_string(dtype));
+        REQUIRE(r.ok());
+        INFO("chose " << readable_name(*r));
+        CHECK(validate(*r).empty());
+        CHECK(supports(*r, p, kSm90a).ok());
+        if (d == 96) {
+          CHECK(*r == fa2_heuristic(dtype, d, mask, kSm90a));
+        } else {
+          CHECK(*r == fa3_heuristic(dtype, d, mask, kSm90a));
+          auto explicit_fa3 = choose(p, kSm90a, Algorithm::fa3);
+          REQUIRE(explicit_fa3.ok());
+          CHECK(*explicit_fa3 == *r);
+        }
+        auto explicit_fa2 = choose(p, kSm90a, Algorithm::fa2);
+        REQUIRE(explicit_fa2.ok());
+        CHECK(*explicit_fa2 == fa2_heuristic(dtype, d, mask, kSm90a));
+      }
+}
+
+TEST_CASE("choose: fa2 for head_dim 64 96 128 on sm_80 sm_86 sm_89", "[dispatch]") {
+  check_chooses_fa2({64, 96, 128}, {kSm80, kSm86, kSm89});
+}
+
+// Before Hopper the head_dim 256 tile must fit the smaller shared memory, or choose() would silently fall
+// back to the reference kernel (and choose(..., Algorithm::fa2) would fail with invalid_config).
+TEST_CASE("choose: fa2 for head_dim 256 on sm_80 sm_86 sm_89", "[dispatch]") {
+  check_chooses_fa2({256}, {kSm80, kSm86, kSm89});
+}
+
+TEST_CASE("choose: naive for head_dim 40 and for sm_75", "[dispatch]") {
+  auto mask = GENERATE(MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
+                       MaskKind::chunked_causal);
+  auto dtype = GENERATE(DType::bf16, DType::fp16);
+  SECTION("head_dim 40 (and other multiples of 8 that are not of 16)") {
+    for (int d : {8, 24, 40, 72, 136, 248}) {
+      for (Arch a : {kSm80, kSm86, kSm90a}) {
+        auto r = choose(problem(dtype, d, mask), a);
+        INFO(a.to_string() << " d" << d);
+        REQUIRE(r.ok());
+        CHECK(r->algorithm == Algorithm::naive);
+        CHECK(*r == naive_config(dtype, d, mask, a));
+      }
+    }
+  }
+  SECTION("sm_75: fa2 needs sm_80") {
+    for (int d : {64, 128, 256}) {
+      auto r = choose(problem(dtype, d, mask), kSm75);
+      INFO("d" << d);
+      REQUIRE(r.ok());
+      CHECK(r->algorithm == Algorithm::naive);
+      CHECK(*r == naive_config(dtype, d, mask, kSm75));
+    }
+  }
+}
+
+TEST_CASE("choose: explicit algorithms", "[dispatch]") {
+  SECTION("naive when asked, even where fa2 would do") {
+    auto p = problem(DType::bf16, 128, MaskKind::causal);
+    auto r = choose(p, kSm90a, Algorithm::naive);
+    REQUIRE(r.ok());
+    CHECK(*r == naive_config(DType::bf16, 128, MaskKind::causal, kSm90a));
+  }
+  SECTION("fa2 for a head dim it does not support is invalid_config") {
+    auto r = choose(problem(DType::bf16, 40, MaskKind::none), kSm90a, Algorithm::fa2);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == ErrorCode::invalid_config);
+    CHECK(r.error().message.find("head_dim") != std::string::npos);
+  }
+  SECTION("fa2 on sm_75 is invalid_config naming the arch") {
+    auto r = choose(problem(DType::bf16, 128, MaskKind::none), kSm75, Algorithm::fa2);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == ErrorCode::invalid_config);
+    CHECK(r.error().message.find("arch") != std::string::npos);
+  }
+  SECTION("fa3 where it cannot run is invalid_config") {
+    auto r = choose(problem(DType::bf16, 128, MaskKind::none), kSm80, Algorithm::fa3);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == ErrorCode::invalid_config);
+    CHECK(r.error().message.find("arch") != std::string::npos);
+    r = choose(problem(DType::bf16, 96, MaskKind::none), kSm90a, Algorithm::fa3);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == ErrorCode::invalid_config);
+    CHECK(r.error().message.find("head_dim") != std::string::npos);
+  }
+}
+
+TEST_CASE("choose: for every valid problem the choice is a valid config that supports it", "[dispatch]") {
+  auto dtype = GENERATE(DType::bf16, DType::fp16);
+  for (Arch a : {kSm75, kSm80, kSm86, kSm89, kSm90a})
+    for (MaskKind m : kMasks)
+      for (int d = 8; d <= 256; d += 8) {
+        auto p = problem(dtype, d, m);
+        REQUIRE(check(p).ok());
+        auto r = choose(p, a);
+        INFO(a.to_string() << " d" << d << " " << to_string(m));
+        REQUIRE(r.ok());
+        INFO(readable_name(*r) << "\n" << issues_text(*r));
+        CHECK(validate(*r).empty());
+        CHECK(supports(*r, p, a).ok());
+      }
+}
+
+// fa2 covers every multiple of 16 up to 256 on sm_80 and newer, so a fast kernel (fa2, or fa3 on sm_90a)
+// should be chosen for all of them.
+TEST_CASE("choose: a fast kernel whenever fa2 can run the problem", "[dispatch]") {
+  for (Arch a : {kSm75, kSm80, Arch{87, false}, kSm86, kSm89, kSm90a})
+    for (MaskKind m : kMasks)
+      for (int d = 8; d <= 256; d += 8) {
+        auto r = choose(problem(DType::bf16, d, m), a);
+        INFO(a.to_string() << " d" << d << " " << to_string(m));
+        REQUIRE(r.ok());
+        CHECK((r->algorithm != Algorithm::naive) == (a.sm >= 80 && d % 16 == 0));
+      }
+}
+
+namespace {
+
+void check_heuristic_valid(int d_min, int d_max, std::initializer_list<Arch> arches) {
+  for (DType dtype : {DType::bf16, DType::fp16})
+    for (Arch a : arches)
+      for (MaskKind m : kMasks)
+        for (int d = d_min; d <= d_max; d += 16) {
+          auto c = fa2_heuristic(dtype, d, m, a);
+          INFO(readable_name(c) << "\n" << issues_text(c));
+          CHECK(validate(c).empty());
+          CHECK(c.algorithm == Algorithm::fa2);
+          CHECK(c.arch == a);
+          CHECK(c.dtype == dtype);
+          CHECK(c.head_dim == d);
+          CHECK(c.mask == m);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("fa2_heuristic: every config for sm_90 and newer is valid", "[dispatch]") {
+  check_heuristic_valid(16, 256, {kSm90, kSm90a, Arch{100, true}, Arch{120, false}});
+}
+
+TEST_CASE("fa2_heuristic: every config up to head_dim 128 is valid on sm_80 sm_86 sm_87 sm_89", "[dispatch]") {
+  check_heuristic_valid(16, 128, {kSm80, kSm86, Arch{87, false}, kSm89});
+}
+
+// Above head_dim 128 the sm_90 tile (block_m 128, block_n 64, 2 stages) needs 768 * round_up(head_dim, 64)
+// bytes of shared memory: over 101376 (sm_86 / sm_89) from head_dim 144 and over 166912 (sm_80 / sm_87)
+// from head_dim 208; older archs get a smaller tile.
+TEST_CASE("fa2_heuristic: every config above head_dim 128 is valid on sm_80 sm_86 sm_87 sm_89",
+          "[dispatch]") {
+  check_heuristic_valid(144, 256, {kSm80, kSm86, Arch{87, false}, kSm89});
+}
+
+TEST_CASE("fa3_heuristic: valid on sm_90a for head_dim 64 128 256; invalid elsewhere", "[dispatch]") {
+  for (DType dtype : {DType::bf16, DType::fp16})
+    for (MaskKind m : kMasks) {
+      for (int d : {64, 128, 256}) {
+        auto c = fa3_heuristic(dtype, d, m, kSm90a);
+        INFO(readable_name(c) << "\n" << issues_text(c));
+        CHECK(validate(c).empty());
+        CHECK(c.algorithm == Algorithm::fa3);
+        CHECK(c.head_dim == d);
+        CHECK(c.mask == m);
+        CHECK(c.dtype == dtype);
+        for (Arch other : {kSm80, kSm90}) CHECK(!validate(fa3_heuristic(dtype, d, m, other)).empty());
+      }
+      CHECK(!validate(fa3_heuristic(dtype, 96, m, kSm90a)).empty());
+    }
+}
+
+TEST_CASE("naive_config: valid for every multiple of 8 up to 256", "[dispatch]") {
+  for (Arch a : {kSm75, kSm80, kSm90a})
+    for (MaskKind m : kMasks)
+      for (int d = 8; d <= 256; d += 8) {
+        auto c = naive_config(DType::fp16, d, m, a);
+        INFO(readable_name(c) << "\n" << issues_text(c));
+        CHECK(validate(c).empty());
+        CHECK(c.algorithm == Algorithm::naive);
+      }
+}
+
+TEST_CASE("supports: a matching config", "[dispatch]") {
+  auto p = problem(DType::fp16, 128, MaskKind::sliding_window);
+  CHECK(supports(fa2_heuristic(DType::fp16, 128, MaskKind::sliding_window, kSm90a), p, kSm90a).ok());
+  CHECK(supports(naive_config(DType::fp16, 128, MaskKind::sliding_window, kSm80), p, kSm80).ok());
+}
+
+TEST_CASE("supports: rejects dtype / head_dim / mask mismatches", "[dispatch]") {
+  auto p = problem(DType::bf16, 128, MaskKind::causal);
+  auto c = fa2_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a);
+  std::string what;
+  SECTION("dtype") {
+    c.dtype = DType::fp16;
+    what = "dtype";
+  }
+  SECTION("head_dim") {
+    c = fa2_heuristic(DType::bf16, 64, MaskKind::causal, kSm90a);
+    what = "head_dim";
+  }
+  SECTION("mask") {
+    c.mask = MaskKind::none;
+    what = "mask";
+  }
+  SECTION("mask: chunked vs chunked_causal") {
+    p = problem(DType::bf16, 128, MaskKind::chunked);
+    c.mask = MaskKind::chunked_causal;
+    what = "mask";
+  }
+  auto st = supports(c, p, kSm90a);
+  REQUIRE(!st.ok());
+  INFO(st.error().message);
+  CHECK(st.error().code == ErrorCode::invalid_argument);
+  CHECK(st.error().message.find(what) != std::string::npos);
+  CHECK(st.error().message.find(readable_name(c)) != std::string::npos);
+}
+
+TEST_CASE("supports: every mismatch is listed", "[dispatch]") {
+  auto p = problem(DType::bf16, 128, MaskKind::causal);
+  auto c = fa2_heuristic(DType::fp16, 64, MaskKind::none, kSm90a);
+  auto st = supports(c, p, kSm80);
+  REQUIRE(!st.ok());
+  const auto& msg = st.error().message;
+  INFO(msg);
+  for (const char* part : {"dtype", "head_dim", "mask", "sm_90a", "sm_80"}) CHECK(msg.find(part) != std::string::npos);
+}
+
+TEST_CASE("supports: which architectures can load a kernel", "[dispatch]") {
+  auto p = problem(DType::bf16, 128, MaskKind::none);
+  auto on = [&](Arch kernel, Arch device) {
+    return supports(fa2_heuristic(DType::bf16, 128, MaskKind::none, kernel), p, device).ok();
+  };
+  SECTION("sm_90a kernels run only on sm_90 devices") {
+    CHECK_FALSE(on(kSm90a, kSm80));
+    CHECK_FALSE(on(kSm90a, kSm86));
+    CHECK_FALSE(on(kSm90a, Arch{100, true}));
+    CHECK(on(kSm90a, kSm90a));
+    CHECK(on(kSm90a, kSm90));
+    auto st = supports(fa2_heuristic(DType::bf16, 128, MaskKind::none, kSm90a), p, kSm80);
+    REQUIRE(!st.ok());
+    CHECK(st.error().message.find("sm_90a") != std::string::npos);
+    CHECK(st.error().message.find("sm_80") != std::string::npos);
+  }
+  SECTION("sm_80 kernels run on sm_80, sm_86, sm_87, sm_89") {
+    CHECK(on(kSm80, kSm80));
+    CHECK(on(kSm80, kSm86));
+    CHECK(on(kSm80, Arch{87, false}));
+    CHECK(on(kSm80, kSm89));
+  }
+  SECTION("not on an older minor version nor on another major version") {
+    CHECK_FALSE(on(kSm86, kSm80));
+    CHECK_FALSE(on(kSm89, kSm86));
+    CHECK_FALSE(on(kSm80, kSm90a));
+    CHECK_FALSE(on(kSm80, kSm90));
+    CHECK_FALSE(on(kSm80, kSm75));
+    CHECK_FALSE(on(kSm90, Arch{100, true}));
+  }
+  SECTION("a plain sm_90 kernel runs on an sm_90 device") { CHECK(on(kSm90, kSm90a)); }
+}
