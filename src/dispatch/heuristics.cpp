@@ -3,14 +3,23 @@
 #include <fmt/format.h>
 
 namespace flashjit::dispatch {
+namespace {
 
-KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
+// The fields a config takes from the problem and the device; the heuristics choose the rest.
+KernelConfig problem_fields(Algorithm algorithm, DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
   KernelConfig c;
-  c.algorithm = Algorithm::fa2;
+  c.algorithm = algorithm;
   c.arch = arch;
   c.dtype = dtype;
   c.head_dim = head_dim;
   c.mask = mask;
+  return c;
+}
+
+}  // namespace
+
+KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
+  KernelConfig c = problem_fields(Algorithm::fa2, dtype, head_dim, mask, arch);
   // Measured on the H200 (bench/NOTES.md, 2026-11-29, S 8192, llama3 heads): 32 rows per warp halves the
   // shared-memory reads per FLOP and wins wherever O and S still fit in 255 registers without spills.
   if (head_dim <= 64) {
@@ -34,12 +43,7 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
 }
 
 KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
-  KernelConfig c;
-  c.algorithm = Algorithm::fa3;
-  c.arch = arch;
-  c.dtype = dtype;
-  c.head_dim = head_dim;
-  c.mask = mask;
+  KernelConfig c = problem_fields(Algorithm::fa3, dtype, head_dim, mask, arch);
   // Measured on the H200 at S 8192 (bench/NOTES.md, 2026-11-29), TFLOP/s non-causal / causal.
   c.stages = 2;  // a third stage gave nothing (670 vs 672 at d128): the ping-pong already hides the loads
   if (head_dim <= 64) {
@@ -59,12 +63,7 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
 }
 
 KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
-  KernelConfig c;
-  c.algorithm = Algorithm::naive;
-  c.arch = arch;
-  c.dtype = dtype;
-  c.head_dim = head_dim;
-  c.mask = mask;
+  KernelConfig c = problem_fields(Algorithm::naive, dtype, head_dim, mask, arch);
   // 4 warps: one key per thread per chunk, enough threads to cover head dims up to 128 in one pass.
   c.block_m = 1, c.warps = 4, c.block_n = 128, c.stages = 1;
   return c;
