@@ -44,7 +44,7 @@ if [ $tiles = 1 ]; then
     --config "algorithm=fa2 block_m=128 warps=8 block_n=32 stages=3" --config "algorithm=fa2 block_m=256 warps=8 block_n=32 stages=2" \
     --out "$out/tiles.jsonl"
 fi
-step compare python3 "$root/tools/bench/compare.py" "$bench" --name "$(date -u +%Y-%m-%d)-fa2" --outdir "$out"
+step compare python3 "$root/tools/bench/compare.py" "$bench" --name "$(date -u +%Y-%m-%d)-h200" --flex-min-seqlen 16384 --outdir "$out"
 for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
 [ -f "$out/tiles.jsonl" ] && python3 -c "
 import json,sys
