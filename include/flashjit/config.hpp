@@ -15,7 +15,9 @@ namespace flashjit {
 enum class Algorithm { naive, fa2, fa3, automatic };
 enum class DType { bf16, fp16 };
 enum class MaskKind { none, causal, sliding_window, chunked, chunked_causal };
-enum class Scheduler { grid };  // one tile per CTA (heavy tiles first for causal masks)
+// grid: one tile per CTA (heavy tiles first for causal masks); persistent (fa3): one CTA per SM strides
+// over all tiles.
+enum class Scheduler { grid, persistent };
 
 const char* to_string(Algorithm a);
 const char* to_string(DType d);

@@ -24,10 +24,10 @@ std::string kernel_type(const KernelConfig& c) {
       return fmt::format(
           "flashjit::fa3::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*block_n=*/{block_n}, /*stages=*/{stages},\n"
-          "    /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}>",
+          "    /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent}>",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.warps),
-          fmt::arg("mask", mask_enum(c.mask)));
+          fmt::arg("mask", mask_enum(c.mask)), fmt::arg("persistent", c.scheduler == Scheduler::persistent));
     case Algorithm::naive:
       return fmt::format(
           "flashjit::reference::Kernel<\n"

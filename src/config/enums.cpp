@@ -29,7 +29,8 @@ constexpr std::pair<MaskKind, const char*> kMasks[] = {{MaskKind::none, "none"},
                                                        {MaskKind::sliding_window, "sliding_window"},
                                                        {MaskKind::chunked, "chunked"},
                                                        {MaskKind::chunked_causal, "chunked_causal"}};
-constexpr std::pair<Scheduler, const char*> kSchedulers[] = {{Scheduler::grid, "grid"}};
+constexpr std::pair<Scheduler, const char*> kSchedulers[] = {{Scheduler::grid, "grid"},
+                                                             {Scheduler::persistent, "persistent"}};
 
 }  // namespace
 

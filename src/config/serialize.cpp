@@ -44,7 +44,7 @@ Status set_field(KernelConfig& c, const std::string& key, const std::string& val
     c.mask = *m;
   } else if (key == "scheduler") {
     auto s = parse_scheduler(value);
-    if (!s) return bad_field(key, fmt::format("'{}' is not one of grid", value));
+    if (!s) return bad_field(key, fmt::format("'{}' is not one of grid, persistent", value));
     c.scheduler = *s;
   } else if (key == "head_dim") {
     return as_int(c.head_dim);
@@ -109,9 +109,9 @@ std::string readable_name(const KernelConfig& c) {
   if (c.algorithm == Algorithm::naive)
     return fmt::format("naive_{}_d{}_w{}_{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), arch);
   // fa3 counts consumer warpgroups ("wg"), fa2 warps ("w").
-  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
+  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
                      c.block_m, c.block_n, c.stages, c.algorithm == Algorithm::fa3 ? "wg" : "w", c.warps,
-                     to_string(c.mask), arch);
+                     to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "", arch);
 }
 
 }  // namespace flashjit

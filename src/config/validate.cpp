@@ -106,8 +106,8 @@ int shared_memory_bytes(const KernelConfig& c) {
       return c.block_m * dp * elem + 2 * c.stages * c.block_n * dp * elem;
     }
     case Algorithm::fa3:
-      // Q tile, K and V stages, 1 + 4 * stages barriers, and 1024 bytes to align the base for 128B swizzling.
-      return c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem + (1 + 4 * c.stages) * 8 + 1024;
+      // Q tile, K and V stages, 2 + 4 * stages barriers, and 1024 bytes to align the base for 128B swizzling.
+      return c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem + (2 + 4 * c.stages) * 8 + 1024;
     case Algorithm::naive:
       // Probabilities of one key chunk, reduction scratch, the query row (floats).
       return (c.block_n + 2 * 32 + c.head_dim) * 4;
@@ -126,6 +126,9 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
     case Algorithm::fa2: validate_fa2(c, out); break;
     case Algorithm::naive: validate_naive(c, out); break;
   }
+  if (c.scheduler == Scheduler::persistent && c.algorithm != Algorithm::fa3)
+    out.push_back({"scheduler", fmt::format("the persistent scheduler is implemented by fa3 only, not {}",
+                                            to_string(c.algorithm))});
   if (c.arch.accelerated && c.arch.sm < 90)
     out.push_back({"arch", fmt::format("the 'a' targets start at sm_90a, got {}", c.arch.to_string())});
   if (out.empty()) {

@@ -1,5 +1,8 @@
 #include "launch/launch.hpp"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -33,12 +36,33 @@ AttentionParams make_params(const AttentionProblem& p) {
   return a;
 }
 
-Grid grid_for(const KernelConfig& c, const AttentionProblem& p) {
+Grid grid_for(const KernelConfig& c, const AttentionProblem& p, int sms) {
   Grid g;
-  g.x = static_cast<unsigned>((p.seqlen_q + c.block_m - 1) / c.block_m);
+  const long long m_blocks = (p.seqlen_q + c.block_m - 1) / c.block_m;
+  if (c.scheduler == Scheduler::persistent) {
+    g.x = static_cast<unsigned>(std::min<long long>(m_blocks * p.heads_q * p.batch, std::max(sms, 1)));
+    return g;
+  }
+  g.x = static_cast<unsigned>(m_blocks);
   g.y = static_cast<unsigned>(p.heads_q);
   g.z = static_cast<unsigned>(p.batch);
   return g;
+}
+
+// Multiprocessors of the current context's device, queried once per device.
+static Result<int> current_device_sms(const cuda::Api& api) {
+  static std::array<std::atomic<int>, 64> cache{};
+  CUdevice dev = 0;
+  FLASHJIT_TRY(cuda::check(api.cuCtxGetDevice(&dev), "cuCtxGetDevice"));
+  const bool cached = dev >= 0 && dev < static_cast<int>(cache.size());
+  if (cached) {
+    if (int n = cache[dev].load(std::memory_order_relaxed); n > 0) return n;
+  }
+  int n = 0;
+  FLASHJIT_TRY(cuda::check(api.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                           "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"));
+  if (cached) cache[dev].store(n, std::memory_order_relaxed);
+  return n;
 }
 
 static_assert(sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) == alignof(CUtensorMap),
@@ -81,7 +105,13 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
     FLASHJIT_TRY(encode_bshd(a, maps.v, "v", problem.v, problem.dtype, problem.head_dim, problem.seqlen_k,
                              problem.heads_kv, problem.batch, v, config.block_n));
   }
-  Grid g = grid_for(config, problem);
+  int sms = 0;
+  if (config.scheduler == Scheduler::persistent) {
+    auto n = current_device_sms(**api);
+    if (!n.ok()) return n.error();
+    sms = *n;
+  }
+  Grid g = grid_for(config, problem, sms);
   CUlaunchConfig lc{};
   lc.gridDimX = g.x, lc.gridDimY = g.y, lc.gridDimZ = g.z;
   lc.blockDimX = static_cast<unsigned>(threads_per_cta(config)), lc.blockDimY = 1, lc.blockDimZ = 1;

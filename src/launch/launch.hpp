@@ -14,7 +14,8 @@ AttentionParams make_params(const AttentionProblem& problem);
 struct Grid {
   unsigned x = 1, y = 1, z = 1;
 };
-Grid grid_for(const KernelConfig& config, const AttentionProblem& problem);
+// The launch grid; a persistent config gets min(work tiles, `sms`) CTAs.
+Grid grid_for(const KernelConfig& config, const AttentionProblem& problem, int sms);
 
 // Launches `function` (compiled from `config`) with dynamic shared memory from the config.
 Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem);

@@ -107,13 +107,16 @@ struct Consumer {
     }
   }
 
-  __device__ void mainloop(const Storage& smem, const AttentionParams& p, int tile_begin, int num_tiles) {
+  // One work tile: `local` counts the CTA's work tiles (Q buffer phase), `ring` is the running index of its
+  // first K/V tile in the stage ring.
+  __device__ void mainloop(const Storage& smem, const AttentionParams& p, int tile_begin, int num_tiles, int local,
+                           int ring) {
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j)
 #pragma unroll
       for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
     softmax.init();
-    ptx::mbarrier_wait(smem.q_full(), 0);  // also before an early return: the epilogue reuses Q's memory
+    ptx::mbarrier_wait(smem.q_full(), local & 1);  // also before an early return: the epilogue reuses Q's memory
     if (num_tiles == 0) return;
     const Mask<kMask> mask(p);
     const bool leader = threadIdx.x % 128 == 0;
@@ -122,20 +125,21 @@ struct Consumer {
     // The last warpgroup opens the first turn.
     if (consumers > 1 && wg == consumers - 1) ptx::named_barrier_arrive(kTurnBarrier, 256);
 
-    ptx::mbarrier_wait(smem.k_full(0), 0);
+    const int first = ring % kStages;
+    ptx::mbarrier_wait(smem.k_full(first), (ring / kStages) & 1);
     wait_turn();
-    issue_qk(smem, 0);
+    issue_qk(smem, first);
     pass_turn(false);
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
-    if (leader) ptx::mbarrier_arrive(smem.k_empty(0));
+    if (leader) ptx::mbarrier_arrive(smem.k_empty(first));
     softmax_step(mask, tile_begin * kBN, p.seqlen_k, p.scale_log2, rescale);
 
     for (int i = 1; i < num_tiles; ++i) {
-      const int stage = i % kStages, prev = (i - 1) % kStages;
+      const int r = ring + i, stage = r % kStages, prev = (r - 1) % kStages;
       pack_p();  // frees the score registers for S_i
-      ptx::mbarrier_wait(smem.k_full(stage), (i / kStages) & 1);
-      ptx::mbarrier_wait(smem.v_full(prev), ((i - 1) / kStages) & 1);
+      ptx::mbarrier_wait(smem.k_full(stage), (r / kStages) & 1);
+      ptx::mbarrier_wait(smem.v_full(prev), ((r - 1) / kStages) & 1);
       wait_turn();
       issue_qk(smem, stage);
       issue_pv(smem, prev);
@@ -149,9 +153,9 @@ struct Consumer {
       if (leader) ptx::mbarrier_arrive(smem.v_empty(prev));
       rescale_o(rescale);
     }
-    const int last = (num_tiles - 1) % kStages;
+    const int r_last = ring + num_tiles - 1, last = r_last % kStages;
     pack_p();
-    ptx::mbarrier_wait(smem.v_full(last), ((num_tiles - 1) / kStages) & 1);
+    ptx::mbarrier_wait(smem.v_full(last), (r_last / kStages) & 1);
     wait_turn();
     issue_pv(smem, last);
     pass_turn(true);

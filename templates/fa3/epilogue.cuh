@@ -1,10 +1,12 @@
 // FA3 epilogue of one consumer warpgroup: O / l as T written into the warpgroup's rows of the Q tile
 // (same swizzled layout, so stores are conflict-free), then copied to global memory with 16-byte stores;
-// the log-sum-exp of each row goes straight to global memory.
+// the log-sum-exp of each row goes straight to global memory. Afterwards the warpgroup releases the Q
+// buffer (q_empty) so the producer may load the next work tile's Q.
 #pragma once
 
 #include "attention/params.cuh"
 #include "common/types.cuh"
+#include "ptx/mbarrier.cuh"
 #include "ptx/regs.cuh"
 
 namespace flashjit::fa3 {
@@ -12,8 +14,8 @@ namespace flashjit::fa3 {
 template <class T, class Storage, int kHeadDim, int kBM>
 struct Epilogue {
   template <class Consumer>
-  static __device__ void run(Consumer& c, unsigned char* smem_q, const AttentionParams& p, int m0, int head,
-                             int batch) {
+  static __device__ void run(Consumer& c, unsigned char* smem_q, unsigned q_empty, const AttentionParams& p, int m0,
+                             int head, int batch) {
     float inv_sum[2], lse[2];
     c.softmax.finalize(p.softmax_scale, inv_sum, lse);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
@@ -45,6 +47,8 @@ struct Epilogue {
         *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
             *reinterpret_cast<const uint4*>(smem_q + Storage::swizzled(kBM, 64 * c.wg + r, chunk));
     }
+    ptx::named_barrier_sync(barrier, 128);  // every thread is done reading the staged O
+    if (tid == 0) ptx::mbarrier_arrive(q_empty);
   }
 };
 

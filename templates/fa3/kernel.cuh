@@ -1,6 +1,7 @@
 // FA3 forward kernel (sm_90a): one producer warpgroup (TMA, registers given away with setmaxnreg) and
 // kConsumers consumer warpgroups of 64 query rows each (wgmma, softmax in registers). One CTA per
-// (m-block, head, batch); heavy m-blocks first under a causal mask.
+// (m-block, head, batch), heavy m-blocks first under a causal mask, or persistent CTAs striding over the
+// work tiles (fa3/scheduler.cuh).
 //
 // Status (H200, 2026-11-29, bench/NOTES.md): llama3 D128 S 8192 674 / 630 TFLOP/s (non-causal / causal),
 // 1.08-1.10x cuDNN in the same run. The ping-pong between consumer warpgroups gave +29% over the
@@ -12,6 +13,7 @@
 #include "fa3/consumer.cuh"
 #include "fa3/epilogue.cuh"
 #include "fa3/producer.cuh"
+#include "fa3/scheduler.cuh"
 #include "fa3/shared_storage.cuh"
 #include "fa3/tensor_maps.cuh"
 #include "ptx/cp_async.cuh"
@@ -25,13 +27,23 @@ template <> struct RegisterSplit<1> { static constexpr int kProducer = 56, kCons
 template <> struct RegisterSplit<2> { static constexpr int kProducer = 24, kConsumer = 240; };
 template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kConsumer = 160; };
 
-template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind kMask>
+template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind kMask, bool kPersistent>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   using Storage = SharedStorage<kHeadDim, kBM, kBN, kStages>;
   static constexpr int kSmemBytes = Storage::kAllocBytes;
   using ConsumerT = Consumer<T, Storage, kHeadDim, kBM, kBN, kStages, kMask>;
+  using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
+
+  // Key tiles [tile_begin, tile_begin + num_tiles) that the rows of m-block `m_block` may see.
+  static __device__ void key_tiles(const AttentionParams& p, int m_block, int& tile_begin, int& num_tiles) {
+    const int m0 = m_block * kBM;
+    int key_lo, key_hi;
+    Mask<kMask>(p).key_range(m0, min(m0 + kBM, p.seqlen_q), key_lo, key_hi);
+    tile_begin = key_lo / kBN;
+    num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
+  }
 
   static __device__ void run(const AttentionParams& p, const TensorMaps& maps) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -48,32 +60,44 @@ struct Kernel {
         ptx::mbarrier_init(smem.k_empty(s), kConsumers);
         ptx::mbarrier_init(smem.v_empty(s), kConsumers);
       }
+      ptx::mbarrier_init(smem.q_empty(), kConsumers);
       ptx::mbarrier_init_fence();
     }
     __syncthreads();
 
-    const int m_block = Mask<kMask>::kWorkGrowsWithRow ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-    const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / p.group;
-    const int m0 = m_block * kBM;
-    int key_lo, key_hi;
-    Mask<kMask>(p).key_range(m0, min(m0 + kBM, p.seqlen_q), key_lo, key_hi);
-    const int tile_begin = key_lo / kBN;
-    const int num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
-
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
-      if (threadIdx.x == 0)
-        Producer<Storage, kHeadDim, kBM, kBN, kStages>::run(smem, maps, m0, head, kv_head, batch, tile_begin, num_tiles);
+      if (threadIdx.x != 0) return;
+      using ProducerT = Producer<Storage, kHeadDim, kBM, kBN, kStages>;
+      ProducerT::prefetch_descriptors(maps);
+      int ring = 0, local = 0;
+      for (Scheduler sched(p, kBM); sched.valid(); sched.advance(), ++local) {
+        const WorkTile t = sched.tile();
+        int tile_begin, num_tiles;
+        key_tiles(p, t.m_block, tile_begin, num_tiles);
+        ProducerT::load_tile(smem, maps, local, t.m_block * kBM, t.head, t.head / p.group, t.batch, tile_begin,
+                             num_tiles, ring);
+        ring += num_tiles;
+      }
     } else {
       ptx::setmaxnreg_inc<RegisterSplit<kConsumers>::kConsumer>();
       ConsumerT c;
       c.wg = wg - 1;
       c.consumers = kConsumers;
       c.lane = threadIdx.x % 32;
-      c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
-      c.mainloop(smem, p, tile_begin, num_tiles);
-      Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::kQOffset, p, m0, head, batch);
+      int ring = 0, local = 0;
+      for (Scheduler sched(p, kBM); sched.valid(); sched.advance(), ++local) {
+        const WorkTile t = sched.tile();
+        int tile_begin, num_tiles;
+        key_tiles(p, t.m_block, tile_begin, num_tiles);
+        const int m0 = t.m_block * kBM;
+        c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
+        c.mainloop(smem, p, tile_begin, num_tiles, local, ring);
+        Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::kQOffset, smem.q_empty(), p, m0, t.head,
+                                                 t.batch);
+        ring += num_tiles;
+      }
     }
   }
 };

@@ -12,20 +12,26 @@ namespace flashjit::fa3 {
 
 template <class Storage, int kHeadDim, int kBM, int kBN, int kStages>
 struct Producer {
-  static __device__ void run(const Storage& smem, const TensorMaps& maps, int m0, int head, int kv_head, int batch,
-                             int tile_begin, int num_tiles) {
+  static __device__ void prefetch_descriptors(const TensorMaps& maps) {
     ptx::tma_prefetch_descriptor(&maps.q);
     ptx::tma_prefetch_descriptor(&maps.k);
     ptx::tma_prefetch_descriptor(&maps.v);
+  }
+
+  // Loads the Q tile of the CTA's `local`-th work tile (after the consumers released the previous one) and
+  // its K/V tiles into the ring, whose running index starts at `ring` (it continues across work tiles).
+  static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, int local, int m0, int head,
+                                   int kv_head, int batch, int tile_begin, int num_tiles, int ring) {
+    if (local > 0) ptx::mbarrier_wait(smem.q_empty(), (local - 1) & 1);
     ptx::mbarrier_arrive_expect_tx(smem.q_full(), Storage::kQBytes);
 #pragma unroll
     for (int cb = 0; cb < kHeadDim / 64; ++cb)
       ptx::tma_load_4d(smem.q() + cb * kBM * 128, &maps.q, smem.q_full(), cb * 64, m0, head, batch);
 
     for (int i = 0; i < num_tiles; ++i) {
-      const int stage = i % kStages;
+      const int r = ring + i, stage = r % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
-      const unsigned free_parity = ((i / kStages) & 1) ^ 1;
+      const unsigned free_parity = ((r / kStages) & 1) ^ 1;
       const int n0 = (tile_begin + i) * kBN;
       ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
       ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKVBytes);

@@ -13,8 +13,8 @@ struct SharedStorage {
   static constexpr int kKOffset = kQBytes;
   static constexpr int kVOffset = kKOffset + kStages * kKVBytes;
   static constexpr int kBarrierOffset = kVOffset + kStages * kKVBytes;
-  // q_full, then per stage k_full, v_full, k_empty, v_empty
-  static constexpr int kBarriers = 1 + 4 * kStages;
+  // q_full, then per stage k_full, v_full, k_empty, v_empty, then q_empty
+  static constexpr int kBarriers = 2 + 4 * kStages;
   static constexpr int kBytes = kBarrierOffset + kBarriers * 8;
   // The dynamic allocation adds 1024 bytes so the base can be rounded up to a 1024-byte boundary.
   static constexpr int kAllocBytes = kBytes + 1024;
@@ -32,6 +32,7 @@ struct SharedStorage {
   __device__ unsigned v_full(int stage) const { return base + kBarrierOffset + 8 * (1 + kStages + stage); }
   __device__ unsigned k_empty(int stage) const { return base + kBarrierOffset + 8 * (1 + 2 * kStages + stage); }
   __device__ unsigned v_empty(int stage) const { return base + kBarrierOffset + 8 * (1 + 3 * kStages + stage); }
+  __device__ unsigned q_empty() const { return base + kBarrierOffset + 8 * (1 + 4 * kStages); }
 
   // Byte offset of 16-byte chunk `chunk` (0 .. kHeadDim/8) of `row` in a tile of `rows` rows.
   static __device__ __forceinline__ unsigned swizzled(int rows, int row, int chunk) {

@@ -164,7 +164,7 @@ TEST_CASE("generate: every sample config names its entry, embeds its JSON and as
     CHECK(contains(g->text, header));
     CHECK(contains(g->text, fmt::format("static_assert(Kernel::kSmemBytes == {},", shared_memory_bytes(c))));
     CHECK(contains(g->text, fmt::format("static_assert(Kernel::kThreads == {},", threads_per_cta(c))));
-    CHECK(contains(g->text, std::string("flashjit::MaskKind::") + to_string(c.mask) + ">"));
+    CHECK(contains(g->text, std::string("/*mask=*/flashjit::MaskKind::") + to_string(c.mask)));
     // Deterministic.
     auto again = generate(c);
     REQUIRE(again.ok());

@@ -187,7 +187,7 @@ TEST_CASE("config_from_json: bad enum values name the field", "[config]") {
       {R"({"dtype":"bfloat16"})", "dtype"},
       {R"({"mask":"causal_window"})", "mask"},
       {R"({"mask":""})", "mask"},
-      {R"({"scheduler":"persistent"})", "scheduler"},
+      {R"({"scheduler":"dynamic"})", "scheduler"},
       {R"({"arch":"sm_80a"})", "arch"},
       {R"({"arch":"gfx90a"})", "arch"},
       {R"({"arch":"90a"})", "arch"},
@@ -315,11 +315,12 @@ TEST_CASE("enum names round-trip", "[config]") {
   CHECK(std::string(to_string(Algorithm::automatic)) == "auto");
   CHECK(std::string(to_string(MaskKind::chunked_causal)) == "chunked_causal");
   CHECK(flashjit::parse_scheduler("grid") == Scheduler::grid);
+  CHECK(flashjit::parse_scheduler("persistent") == Scheduler::persistent);
   CHECK(!flashjit::parse_algorithm("automatic"));
   CHECK(!flashjit::parse_algorithm(""));
   CHECK(!flashjit::parse_dtype("BF16"));
   CHECK(!flashjit::parse_mask("Causal"));
-  CHECK(!flashjit::parse_scheduler("persistent"));
+  CHECK(!flashjit::parse_scheduler("dynamic"));
 }
 
 TEST_CASE("Arch::parse / to_string", "[config]") {

@@ -442,3 +442,15 @@ TEST_CASE("resource formulas", "[config]") {
     CHECK(shared_memory_bytes(c) == (128 + 64 + 40) * 4);
   }
 }
+
+TEST_CASE("validate: the persistent scheduler is fa3's only", "[config]") {
+  KernelConfig c;  // fa2 by default
+  c.scheduler = flashjit::Scheduler::persistent;
+  auto issues = validate(c);
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].field == "scheduler");
+  c.algorithm = flashjit::Algorithm::fa3;
+  c.arch = flashjit::Arch{90, true};
+  c.block_m = 128, c.warps = 2, c.block_n = 128, c.stages = 2;
+  CHECK(validate(c).empty());
+}

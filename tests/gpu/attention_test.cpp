@@ -114,6 +114,8 @@ TEST_CASE("non-heuristic configs (tiles, warps, stages) match float64", "[fa3][f
       "algorithm=fa3 head_dim=128 block_m=64 warps=1 block_n=128 stages=3",
       "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=2",
       "algorithm=fa3 head_dim=256 block_m=128 warps=2 block_n=64 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=128 scheduler=persistent",
+      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=3 scheduler=persistent",
   };
   for (const char* text : configs) {
     std::vector<std::string> pairs;
@@ -164,6 +166,30 @@ TEST_CASE("the dispatcher's kernel on long sequences matches the reference kerne
   std::vector<float> o2, lse2;
   REQUIRE(c->read_outputs(o2, lse2).ok());
   CHECK(std::memcmp(o.data(), o2.data(), o.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("the persistent fa3 scheduler over more work tiles than SMs matches the reference kernel",
+          "[fa3][gpu]") {
+  ensure_context();
+  const MaskCase m = GENERATE(MaskCase{MaskKind::none, -1, -1, 0}, MaskCase{MaskKind::causal, -1, -1, 0});
+  Shape shape = make_shape({4097, 3001, 4, 2}, m, DType::bf16, 128);  // 33 m-blocks x 8 heads x 2 batches
+  INFO(shape.to_string());
+  auto c = Case::make(shape, fresh_seed());
+  REQUIRE(c.ok());
+  REQUIRE(runtime().forward(c->problem(), dispatch::naive_config(DType::bf16, 128, m.kind, kSm90a)).ok());
+  std::vector<float> ref_o, ref_lse, o, lse;
+  REQUIRE(c->read_outputs(ref_o, ref_lse).ok());
+  REQUIRE(c->poison_outputs().ok());
+  KernelConfig config = dispatch::fa3_heuristic(DType::bf16, 128, m.kind, kSm90a);
+  config.scheduler = Scheduler::persistent;
+  auto st = runtime().forward(c->problem(), config);
+  if (!st.ok()) FAIL(st.error().to_string());
+  REQUIRE(c->read_outputs(o, lse).ok());
+  Comparison cmp = compare(shape, o, lse, ref_o, ref_lse);
+  INFO(cmp.to_string());
+  CHECK(cmp.nan_count == 0);
+  CHECK(cmp.empty_row_violations == 0);
+  CHECK(cmp.rel_l2 <= tolerance(DType::bf16));
 }
 
 TEST_CASE("bad arguments are rejected before any launch", "[runtime][gpu]") {
