@@ -45,6 +45,13 @@ struct KernelInfo {
   std::string log;        // NVRTC log
 };
 
+// What the disk cache holds.
+struct CacheStats {
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t max_bytes = 0;  // size cap, 0: none
+};
+
 class Runtime {
  public:
   static Result<std::unique_ptr<Runtime>> create(RuntimeOptions options = {});
@@ -57,6 +64,12 @@ class Runtime {
   // Launches with an explicit config (tools, tests, autotuner); it must be valid and support the problem.
   Status forward(const AttentionProblem& problem, const KernelConfig& config);
 
+  // Everything forward() does but the launch: picks (or checks) the config, compiles or loads it and loads
+  // it on the problem's device; the tensors are not read. A later forward() of the same kind of problem then
+  // neither compiles nor loads, so it may be captured into a CUDA graph. Returns the config.
+  Result<KernelConfig> prepare(const AttentionProblem& problem);
+  Result<KernelConfig> prepare(const AttentionProblem& problem, const KernelConfig& config);
+
   // The config forward() would use for this problem on its device.
   Result<KernelConfig> select(const AttentionProblem& problem) const;
   // Compiles (or finds in the cache) without a device: the CLI's compile and precompile.
@@ -66,6 +79,8 @@ class Runtime {
 
   const std::filesystem::path& cache_dir() const;
   bool cache_writable() const;
+  // Entries and bytes in the disk cache (scans its folder).
+  Result<CacheStats> cache_stats() const;
 
  private:
   struct Impl;

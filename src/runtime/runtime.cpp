@@ -96,12 +96,21 @@ struct Runtime::Impl {
     return *q;
   }
 
-  Result<CUfunction> function(const KernelConfig& config, const Device& dev) {
+  // The kernel of a config on a device: loaded before, or compiled / read from the cache and loaded now,
+  // which cannot be captured into a CUDA graph: on a capturing stream that is an error saying so.
+  Result<CUfunction> function(const KernelConfig& config, const Device& dev, CUstream stream) {
     runtime::DeviceConfig key{dev.info.ordinal, config};
     {
       std::shared_lock lock(mutex);
       if (auto it = loaded.find(key); it != loaded.end()) return it->second->function;
     }
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if ((*cuda::api())->cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("kernel {} is not loaded on device {} yet and the stream is capturing a CUDA graph, "
+                               "during which it cannot be compiled or loaded: run the same problem once before "
+                               "capturing (Runtime::prepare, flashjit_prepare, flashjit.warmup)",
+                               readable_name(config), dev.info.ordinal));
     auto artifact = artifacts.get(config);
     if (!artifact.ok()) return std::move(artifact).error();
     std::unique_lock lock(mutex);
@@ -123,7 +132,8 @@ struct Runtime::Impl {
     return f;
   }
 
-  Status run(const AttentionProblem& problem, const KernelConfig* explicit_config) {
+  // Resolves the config, makes its kernel loaded on the problem's device and, when `launch_it`, launches it.
+  Result<KernelConfig> run(const AttentionProblem& problem, const KernelConfig* explicit_config, bool launch_it) {
     FLASHJIT_TRY(check(problem));
     auto ordinal = problem_device(problem);
     if (!ordinal.ok()) return std::move(ordinal).error();
@@ -146,16 +156,17 @@ struct Runtime::Impl {
     const bool push = current != (*dev)->context;
     if (push) FLASHJIT_TRY(cuda::check(api.cuCtxPushCurrent((*dev)->context), "cuCtxPushCurrent"));
     Status st = [&]() -> Status {
-      auto fn = function(config, **dev);
+      auto fn = function(config, **dev, static_cast<CUstream>(problem.stream));
       if (!fn.ok()) return std::move(fn).error();
-      return launch::launch(*fn, config, problem);
+      return launch_it ? launch::launch(*fn, config, problem) : Status{};
     }();
     if (push) {
       CUcontext popped;
       api.cuCtxPopCurrent(&popped);
     }
-    if (!st.ok()) return std::move(st).error().with(fmt::format("while running {}", readable_name(config)));
-    return {};
+    if (!st.ok())
+      return std::move(st).error().with(fmt::format("while {} {}", launch_it ? "running" : "preparing", readable_name(config)));
+    return config;
   }
 
 };
@@ -173,9 +184,20 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   return std::unique_ptr<Runtime>(new Runtime(std::make_unique<Impl>(std::move(*disk), jit)));
 }
 
-Status Runtime::forward(const AttentionProblem& problem) { return impl_->run(problem, nullptr); }
+Status Runtime::forward(const AttentionProblem& problem) {
+  auto r = impl_->run(problem, nullptr, true);
+  if (!r.ok()) return std::move(r).error();
+  return {};
+}
 Status Runtime::forward(const AttentionProblem& problem, const KernelConfig& config) {
-  return impl_->run(problem, &config);
+  auto r = impl_->run(problem, &config, true);
+  if (!r.ok()) return std::move(r).error();
+  return {};
+}
+
+Result<KernelConfig> Runtime::prepare(const AttentionProblem& problem) { return impl_->run(problem, nullptr, false); }
+Result<KernelConfig> Runtime::prepare(const AttentionProblem& problem, const KernelConfig& config) {
+  return impl_->run(problem, &config, false);
 }
 
 Result<KernelConfig> Runtime::select(const AttentionProblem& problem) const {
@@ -201,6 +223,17 @@ Result<std::string> Runtime::emit(const KernelConfig& config) const {
 
 const std::filesystem::path& Runtime::cache_dir() const { return impl_->artifacts.disk().dir(); }
 bool Runtime::cache_writable() const { return impl_->artifacts.disk().writable(); }
+
+Result<CacheStats> Runtime::cache_stats() const {
+  const cache::DiskCache& disk = impl_->artifacts.disk();
+  auto entries = disk.list();
+  if (!entries.ok()) return std::move(entries).error().with("while listing the kernel cache");
+  CacheStats stats;
+  stats.entries = entries->size();
+  for (const auto& e : *entries) stats.bytes += e.bytes;
+  stats.max_bytes = disk.max_bytes();
+  return stats;
+}
 
 const char* version() { return FLASHJIT_VERSION; }
 
