@@ -1,0 +1,180 @@
+/* flashjit C ABI (libflashjit.so): a stable C interface over the C++ runtime, for ctypes, FFI and C callers.
+ *
+ * Conventions
+ * - Functions return an int status (flashjit_status: FLASHJIT_OK = 0, one code per failure kind), or, for
+ *   those that produce text, an int64_t: the text's length in bytes (without the terminating NUL) on
+ *   success, or minus the status on failure. Text is copied into `out` only when it fits (length < cap);
+ *   otherwise `out` receives an empty string (when cap > 0) and the caller retries with length + 1 bytes.
+ *   out = NULL with cap = 0 asks for the length only.
+ * - flashjit_last_error() returns the full description of this thread's last failure (what failed, the
+ *   context lines, NVRTC logs), valid until this thread's next failing call.
+ * - Versioned structs carry their size first (struct_size = sizeof as the caller compiled it). Fields past
+ *   struct_size take their defaults, so a caller built against an older (shorter) header keeps working; a
+ *   struct_size below the struct's MIN_SIZE is rejected, and a larger one (a newer header) is accepted
+ *   when the bytes this library does not know are all zero.
+ * - No C++ exception crosses this interface. Every function is thread-safe; one runtime serves many
+ *   threads and devices.
+ */
+#ifndef FLASHJIT_FLASHJIT_H
+#define FLASHJIT_FLASHJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define FLASHJIT_API __attribute__((visibility("default")))
+#else
+#define FLASHJIT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes, one per flashjit::ErrorCode. */
+typedef enum flashjit_status {
+  FLASHJIT_OK = 0,
+  FLASHJIT_ERROR_INVALID_ARGUMENT = 1, /* the caller's problem or arguments are wrong */
+  FLASHJIT_ERROR_INVALID_CONFIG = 2,   /* a kernel config is malformed or fails validation */
+  FLASHJIT_ERROR_UNSUPPORTED = 3,      /* valid, but no kernel supports it */
+  FLASHJIT_ERROR_NO_DEVICE = 4,        /* no CUDA driver or no GPU on this machine */
+  FLASHJIT_ERROR_DRIVER = 5,           /* a CUDA driver call failed */
+  FLASHJIT_ERROR_COMPILE = 6,          /* NVRTC rejected the generated source */
+  FLASHJIT_ERROR_CACHE = 7,            /* the disk cache is unusable */
+  FLASHJIT_ERROR_NOT_FOUND = 8,        /* precompiled-only mode and the kernel is not in the cache */
+  FLASHJIT_ERROR_IO = 9,               /* a file could not be read or written */
+  FLASHJIT_ERROR_INTERNAL = 10         /* a bug or an exhausted resource (out of memory) */
+} flashjit_status;
+
+typedef enum flashjit_dtype { FLASHJIT_DTYPE_BF16 = 0, FLASHJIT_DTYPE_FP16 = 1 } flashjit_dtype;
+
+/* Masks. Causal with seqlen_k != seqlen_q is bottom-right aligned: query i sees keys
+ * j <= i + seqlen_k - seqlen_q. Sliding window: keys in [i' - window_left, i' + window_right] with
+ * i' = i + seqlen_k - seqlen_q, -1 = unbounded on that side. Chunked: i' and j in the same chunk of
+ * chunk_size keys; chunked causal: that and j <= i'. */
+typedef enum flashjit_mask {
+  FLASHJIT_MASK_NONE = 0,
+  FLASHJIT_MASK_CAUSAL = 1,
+  FLASHJIT_MASK_SLIDING_WINDOW = 2,
+  FLASHJIT_MASK_CHUNKED = 3,
+  FLASHJIT_MASK_CHUNKED_CAUSAL = 4
+} flashjit_mask;
+
+/* Diagnostics on stderr; DEFAULT keeps FLASHJIT_LOG (default: warnings). The level is process-wide. */
+typedef enum flashjit_log_level {
+  FLASHJIT_LOG_DEFAULT = 0,
+  FLASHJIT_LOG_ERROR = 1,
+  FLASHJIT_LOG_WARN = 2,
+  FLASHJIT_LOG_INFO = 3,
+  FLASHJIT_LOG_DEBUG = 4
+} flashjit_log_level;
+
+typedef struct flashjit_runtime flashjit_runtime;
+
+/* Runtime options; every field is optional (zero = default). */
+typedef struct flashjit_runtime_options {
+  size_t struct_size;    /* sizeof(flashjit_runtime_options) */
+  const char* cache_dir; /* NULL: FLASHJIT_CACHE_DIR, else $XDG_CACHE_HOME/flashjit, else ~/.cache/flashjit */
+  int log_level;         /* flashjit_log_level */
+  int precompiled_only;  /* nonzero: a cache miss is an error (no NVRTC); 0: FLASHJIT_JIT decides */
+  uint64_t cache_max_mb; /* disk cache size cap in MiB; 0: FLASHJIT_CACHE_MAX_MB (unset: no cap) */
+} flashjit_runtime_options;
+
+#define FLASHJIT_RUNTIME_OPTIONS_MIN_SIZE (offsetof(flashjit_runtime_options, cache_dir))
+
+/* Element strides of a BSHD tensor; 0 means contiguous BSHD for that dimension. */
+typedef struct flashjit_strides {
+  int64_t batch;
+  int64_t seq;
+  int64_t head;
+} flashjit_strides;
+
+/* One attention forward: O = softmax(Q·Kᵀ·scale + mask)·V, per (batch, query head). Tensors are BSHD with
+ * the last dimension contiguous: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o like q; lse (optional)
+ * [B, Hq, Sq] float32 contiguous. Device pointers, 16-byte aligned; GQA when Hkv divides Hq. */
+typedef struct flashjit_attention_args {
+  size_t struct_size; /* sizeof(flashjit_attention_args) */
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse; /* NULL: not written */
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;
+  int head_dim;
+  int dtype; /* flashjit_dtype */
+  /* -- Fields above are required (FLASHJIT_ATTENTION_ARGS_MIN_SIZE); those below have defaults. -- */
+  flashjit_strides q_strides; /* default 0: contiguous */
+  flashjit_strides k_strides;
+  flashjit_strides v_strides;
+  flashjit_strides o_strides;
+  int mask;           /* flashjit_mask; default NONE */
+  int window_left;    /* sliding window only; default -1 (unbounded) */
+  int window_right;   /* sliding window only; default -1 (unbounded) */
+  int chunk_size;     /* chunked masks only; default 0 */
+  float softmax_scale; /* 0: default 1/sqrt(head_dim) */
+  void* stream;       /* CUstream; NULL: the legacy default stream */
+  /* Explicit kernel config as JSON (tools, tuning); NULL: the dispatcher picks. Fields absent from the
+   * object are taken from the problem (dtype, head_dim, mask) and its device (arch); others default. */
+  const char* config_json;
+} flashjit_attention_args;
+
+#define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))
+
+/* Arguments with struct_size set and every optional field at its default. */
+static inline flashjit_attention_args flashjit_attention_args_default(void) {
+  flashjit_attention_args a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof(flashjit_attention_args);
+  a.window_left = -1;
+  a.window_right = -1;
+  return a;
+}
+
+/* "0.1.0". */
+FLASHJIT_API const char* flashjit_version(void);
+/* Short name of a status ("ok", "invalid argument", ...). */
+FLASHJIT_API const char* flashjit_status_string(int status);
+/* This thread's last failure in full; "" when none. */
+FLASHJIT_API const char* flashjit_last_error(void);
+
+/* options may be NULL (defaults). Opens (creates) the disk cache; needs no GPU. */
+FLASHJIT_API int flashjit_runtime_create(const flashjit_runtime_options* options, flashjit_runtime** out);
+/* NULL is ignored. No call on the runtime may be in flight. */
+FLASHJIT_API void flashjit_runtime_destroy(flashjit_runtime* runtime);
+
+/* Picks a config (or takes args->config_json), compiles or loads it, launches on args->stream.
+ * Asynchronous: nothing is synchronized and nothing is allocated on the device. The first call for a
+ * kernel compiles or loads it: do that before capturing a CUDA graph (see flashjit_prepare). */
+FLASHJIT_API int flashjit_forward(flashjit_runtime* runtime, const flashjit_attention_args* args);
+
+/* Everything flashjit_forward does but the launch: resolves the config, compiles or loads it and loads it
+ * on the device of the pointers (which are not read). Writes the kernel's info JSON (as flashjit_compile).
+ * A later forward of the same problem kind then neither compiles nor loads, e.g. inside graph capture. */
+FLASHJIT_API int64_t flashjit_prepare(flashjit_runtime* runtime, const flashjit_attention_args* args, char* info_json_out,
+                                      size_t cap);
+
+/* The canonical JSON of the config the dispatcher picks for args on their device. */
+FLASHJIT_API int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args,
+                                     char* config_json_out, size_t cap);
+
+/* Compiles one config (or finds it in the cache); needs no GPU. Info JSON: name, key, config, cache_hit,
+ * compile_ms, registers, spill_stores, spill_loads, stack_frame, static_smem, dynamic_smem. */
+FLASHJIT_API int64_t flashjit_compile(flashjit_runtime* runtime, const char* config_json, char* info_json_out,
+                                      size_t cap);
+
+/* The generated CUDA source of a config. */
+FLASHJIT_API int64_t flashjit_emit(const char* config_json, char* out, size_t cap);
+
+/* The disk cache: {"dir", "writable", "entries", "bytes", "max_bytes"}. */
+FLASHJIT_API int64_t flashjit_cache_info(flashjit_runtime* runtime, char* json_out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHJIT_FLASHJIT_H */

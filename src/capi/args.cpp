@@ -1,0 +1,160 @@
+#include "capi/args.hpp"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+namespace flashjit::capi {
+namespace {
+
+// Beyond this many bytes past the struct this library knows, a struct_size is taken for garbage (an unset
+// field) rather than a newer header's struct.
+constexpr std::size_t kMaxUnknownTail = 4096;
+
+// The struct_size rules: at least `min_size`; past sizeof(T) (a newer header) only zero bytes.
+template <class T>
+Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
+  const std::size_t n = s.struct_size;
+  if (n < min_size)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("{}.struct_size is {}, below the minimum of {} bytes: set it to sizeof({})", type, n,
+                             min_size, type));
+  if (n > sizeof(T) + kMaxUnknownTail)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("{}.struct_size is {}, not a size of this struct (sizeof({}) is {} in this library): "
+                             "set it to sizeof({})",
+                             type, n, type, sizeof(T), type));
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&s);
+  for (std::size_t i = sizeof(T); i < n; ++i)
+    if (bytes[i] != 0)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("{}.struct_size is {} and fields past this library's {} bytes are set: the caller "
+                               "was built against a newer flashjit.h than this libflashjit ({})",
+                               type, n, sizeof(T), FLASHJIT_VERSION));
+  return {};
+}
+
+// Whether a field lies entirely within the caller's struct (else it takes its default).
+#define FLASHJIT_PRESENT(s, field) \
+  (offsetof(std::remove_cvref_t<decltype(s)>, field) + sizeof((s).field) <= (s).struct_size)
+
+Strides strides_of(const flashjit_strides& s) { return Strides{s.batch, s.seq, s.head}; }
+
+Result<DType> dtype_of(int v) {
+  switch (v) {
+    case FLASHJIT_DTYPE_BF16: return DType::bf16;
+    case FLASHJIT_DTYPE_FP16: return DType::fp16;
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("dtype {} is not a flashjit_dtype (0 bf16, 1 fp16)", v));
+  }
+}
+
+Result<MaskKind> mask_of(int v) {
+  switch (v) {
+    case FLASHJIT_MASK_NONE: return MaskKind::none;
+    case FLASHJIT_MASK_CAUSAL: return MaskKind::causal;
+    case FLASHJIT_MASK_SLIDING_WINDOW: return MaskKind::sliding_window;
+    case FLASHJIT_MASK_CHUNKED: return MaskKind::chunked;
+    case FLASHJIT_MASK_CHUNKED_CAUSAL: return MaskKind::chunked_causal;
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("mask {} is not a flashjit_mask (0 none, 1 causal, 2 sliding window, 3 chunked, "
+                               "4 chunked causal)",
+                               v));
+  }
+}
+
+Result<std::optional<log::Level>> log_level_of(int v) {
+  switch (v) {
+    case FLASHJIT_LOG_DEFAULT: return std::optional<log::Level>{};
+    case FLASHJIT_LOG_ERROR: return std::optional{log::Level::error};
+    case FLASHJIT_LOG_WARN: return std::optional{log::Level::warn};
+    case FLASHJIT_LOG_INFO: return std::optional{log::Level::info};
+    case FLASHJIT_LOG_DEBUG: return std::optional{log::Level::debug};
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("log_level {} is not a flashjit_log_level (0 default, 1 error .. 4 debug)", v));
+  }
+}
+
+}  // namespace
+
+Result<CreateOptions> read_options(const flashjit_runtime_options* options) {
+  CreateOptions out;
+  if (options == nullptr) return out;
+  const flashjit_runtime_options& o = *options;
+  FLASHJIT_TRY(check_struct_size(o, FLASHJIT_RUNTIME_OPTIONS_MIN_SIZE, "flashjit_runtime_options"));
+  if (FLASHJIT_PRESENT(o, cache_dir) && o.cache_dir != nullptr) {
+    if (*o.cache_dir == '\0')
+      return Error(ErrorCode::invalid_argument, "cache_dir is an empty string (NULL selects the default folder)");
+    out.runtime.cache_dir = std::filesystem::path(o.cache_dir);
+  }
+  if (FLASHJIT_PRESENT(o, log_level)) {
+    auto level = log_level_of(o.log_level);
+    if (!level.ok()) return std::move(level).error();
+    out.log_level = *level;
+  }
+  if (FLASHJIT_PRESENT(o, precompiled_only) && o.precompiled_only != 0) out.runtime.jit = false;
+  if (FLASHJIT_PRESENT(o, cache_max_mb) && o.cache_max_mb != 0) out.runtime.cache_max_mb = o.cache_max_mb;
+  return out;
+}
+
+Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
+  if (args == nullptr) return Error(ErrorCode::invalid_argument, "args is NULL");
+  const flashjit_attention_args& a = *args;
+  FLASHJIT_TRY(check_struct_size(a, FLASHJIT_ATTENTION_ARGS_MIN_SIZE, "flashjit_attention_args"));
+  ForwardArgs out;
+  AttentionProblem& p = out.problem;
+  auto dtype = dtype_of(a.dtype);
+  if (!dtype.ok()) return std::move(dtype).error();
+  p.dtype = *dtype;
+  p.batch = a.batch, p.seqlen_q = a.seqlen_q, p.seqlen_k = a.seqlen_k;
+  p.heads_q = a.heads_q, p.heads_kv = a.heads_kv, p.head_dim = a.head_dim;
+  p.q = a.q, p.k = a.k, p.v = a.v, p.o = a.o, p.lse = a.lse;
+  if (FLASHJIT_PRESENT(a, q_strides)) p.q_strides = strides_of(a.q_strides);
+  if (FLASHJIT_PRESENT(a, k_strides)) p.k_strides = strides_of(a.k_strides);
+  if (FLASHJIT_PRESENT(a, v_strides)) p.v_strides = strides_of(a.v_strides);
+  if (FLASHJIT_PRESENT(a, o_strides)) p.o_strides = strides_of(a.o_strides);
+  if (FLASHJIT_PRESENT(a, mask)) {
+    auto mask = mask_of(a.mask);
+    if (!mask.ok()) return std::move(mask).error();
+    p.mask = *mask;
+  }
+  if (FLASHJIT_PRESENT(a, window_left)) p.window_left = a.window_left;
+  if (FLASHJIT_PRESENT(a, window_right)) p.window_right = a.window_right;
+  if (FLASHJIT_PRESENT(a, chunk_size)) p.chunk_size = a.chunk_size;
+  if (FLASHJIT_PRESENT(a, softmax_scale) && a.softmax_scale != 0.f) p.softmax_scale = a.softmax_scale;
+  if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
+  if (FLASHJIT_PRESENT(a, config_json)) out.config_json = a.config_json;
+  return out;
+}
+
+#undef FLASHJIT_PRESENT
+
+Result<KernelConfig> read_config(const char* json) {
+  if (json == nullptr) return Error(ErrorCode::invalid_argument, "config_json is NULL");
+  auto config = config_from_json(json);
+  if (!config.ok()) return std::move(config).error().with("in config_json");
+  return config;
+}
+
+Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& problem, const Runtime& runtime) {
+  auto config = read_config(json);
+  if (!config.ok()) return config;
+  const auto given = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);  // an object: read_config checked
+  if (!given.contains("dtype")) config->dtype = problem.dtype;
+  if (!given.contains("head_dim")) config->head_dim = problem.head_dim;
+  if (!given.contains("mask")) config->mask = problem.mask;
+  if (!given.contains("arch")) {
+    auto picked = runtime.select(problem);  // checks the problem and finds its device
+    if (!picked.ok()) return std::move(picked).error();
+    config->arch = picked->arch;
+  }
+  return config;
+}
+
+}  // namespace flashjit::capi

@@ -1,0 +1,267 @@
+/* The C ABI from C99, against libflashjit.so: runtime life cycle, versioned structs, text outputs, compile into
+ * a temporary cache, error codes and the thread-local last error. Needs no GPU (where one is present, fake
+ * device pointers are rejected as such instead of reporting no device). */
+#define _XOPEN_SOURCE 700
+
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flashjit/flashjit.h"
+
+static int passed = 0, failed = 0;
+
+static void expect(int ok, const char* what) {
+  if (ok) {
+    ++passed;
+  } else {
+    ++failed;
+    printf("FAIL: %s\n  last error: %s\n", what, flashjit_last_error());
+  }
+}
+
+static int contains(const char* text, const char* part) { return text != NULL && strstr(text, part) != NULL; }
+
+static const char* kFa2 = "{\"algorithm\":\"fa2\",\"arch\":\"sm_80\",\"head_dim\":64}";
+
+static int remove_entry(const char* path, const struct stat* st, int flag, struct FTW* ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* A well-formed problem on fake (aligned, non-null) pointers. */
+static flashjit_attention_args fake_problem(void) {
+  flashjit_attention_args a = flashjit_attention_args_default();
+  a.q = (const void*)0x10000;
+  a.k = (const void*)0x20000;
+  a.v = (const void*)0x30000;
+  a.o = (void*)0x40000;
+  a.batch = 1, a.seqlen_q = 128, a.seqlen_k = 128, a.heads_q = 8, a.heads_kv = 2, a.head_dim = 64;
+  a.dtype = FLASHJIT_DTYPE_BF16;
+  return a;
+}
+
+/* Fake pointers get past every check that needs no device: then the device lookup fails, either for lack of a
+ * GPU or because they are not device pointers. */
+static int failed_at_device(int status) {
+  return status == FLASHJIT_ERROR_NO_DEVICE ||
+         (status == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "not a CUDA device pointer"));
+}
+
+static void test_version_and_status(void) {
+  expect(strcmp(flashjit_version(), "") != 0 && flashjit_version()[0] >= '0' && flashjit_version()[0] <= '9',
+         "version is a version number");
+  expect(strcmp(flashjit_status_string(FLASHJIT_OK), "ok") == 0, "status string of OK");
+  expect(strcmp(flashjit_status_string(FLASHJIT_ERROR_NO_DEVICE), "no device") == 0, "status string of NO_DEVICE");
+  expect(strcmp(flashjit_status_string(FLASHJIT_ERROR_INTERNAL), "internal error") == 0, "status string of INTERNAL");
+  expect(strcmp(flashjit_status_string(99), "unknown status") == 0, "status string of an unknown code");
+}
+
+static void test_create(const char* root) {
+  char dir[512];
+  flashjit_runtime* rt = (flashjit_runtime*)0x1;
+  flashjit_runtime_options o;
+
+  expect(flashjit_runtime_create(NULL, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT, "create with out NULL");
+  expect(contains(flashjit_last_error(), "out is NULL"), "create with out NULL: message");
+
+  /* NULL options: the defaults, here FLASHJIT_CACHE_DIR. */
+  snprintf(dir, sizeof dir, "%s/default", root);
+  setenv("FLASHJIT_CACHE_DIR", dir, 1);
+  expect(flashjit_runtime_create(NULL, &rt) == FLASHJIT_OK && rt != NULL, "create with NULL options");
+  {
+    char info[1024];
+    const int64_t n = flashjit_cache_info(rt, info, sizeof info);
+    expect(n > 0 && contains(info, dir) && contains(info, "\"entries\":0"), "cache_info of the default cache");
+  }
+  flashjit_runtime_destroy(rt);
+  flashjit_runtime_destroy(NULL);
+
+  memset(&o, 0, sizeof o);
+  o.struct_size = 4; /* below even the size field */
+  rt = (flashjit_runtime*)0x1;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_ERROR_INVALID_ARGUMENT && rt == NULL,
+         "options with a too small struct_size are rejected and *out is NULL");
+  expect(contains(flashjit_last_error(), "struct_size"), "too small struct_size: message names struct_size");
+
+  o.struct_size = sizeof o;
+  o.log_level = 9;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_ERROR_INVALID_ARGUMENT, "options with a bad log level");
+  expect(contains(flashjit_last_error(), "log_level"), "bad log level: message names log_level");
+
+  o.log_level = FLASHJIT_LOG_DEFAULT;
+  o.cache_dir = "";
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_ERROR_INVALID_ARGUMENT, "options with an empty cache_dir");
+
+  /* A struct from a newer header: accepted when its extra fields are zero, rejected otherwise. */
+  {
+    struct {
+      flashjit_runtime_options o;
+      uint64_t newer_field;
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.o.struct_size = sizeof newer;
+    snprintf(dir, sizeof dir, "%s/newer", root);
+    newer.o.cache_dir = dir;
+    expect(flashjit_runtime_create(&newer.o, &rt) == FLASHJIT_OK, "newer options struct with zero extra fields");
+    flashjit_runtime_destroy(rt);
+    newer.newer_field = 1;
+    expect(flashjit_runtime_create(&newer.o, &rt) == FLASHJIT_ERROR_INVALID_ARGUMENT,
+           "newer options struct with a set extra field");
+    expect(contains(flashjit_last_error(), "newer flashjit.h"), "newer struct: message says so");
+  }
+}
+
+static void test_emit(void) {
+  char small[8];
+  char* text;
+  int64_t n = flashjit_emit(kFa2, NULL, 0);
+  expect(n > 100, "emit with no buffer returns the source length");
+  if (n <= 0) return;
+  text = (char*)malloc((size_t)n + 1);
+  expect(flashjit_emit(kFa2, text, (size_t)n + 1) == n && strlen(text) == (size_t)n, "emit fills a large buffer");
+  expect(contains(text, "extern \"C\""), "emitted source has its extern \"C\" entry");
+  free(text);
+  memset(small, 'x', sizeof small);
+  expect(flashjit_emit(kFa2, small, sizeof small) == n && small[0] == '\0',
+         "emit into a small buffer returns the needed length and an empty string");
+  expect(flashjit_emit(kFa2, NULL, 5) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "emit with out NULL and cap 5");
+  expect(flashjit_emit(NULL, NULL, 0) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "emit of a NULL config");
+  expect(flashjit_emit("{not json", NULL, 0) == -FLASHJIT_ERROR_INVALID_CONFIG, "emit of malformed JSON");
+  expect(flashjit_emit("{\"algorithm\":\"fa2\",\"head_dim\":60}", NULL, 0) == -FLASHJIT_ERROR_INVALID_CONFIG,
+         "emit of an invalid config");
+  expect(contains(flashjit_last_error(), "head_dim"), "invalid config: message names the field");
+}
+
+static void test_compile(const char* root) {
+  char dir[512], info[2048];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_OK, "create with a cache dir");
+  if (rt == NULL) return;
+  expect(flashjit_compile(rt, kFa2, info, sizeof info) > 0, "compile an fa2 config");
+  expect(contains(info, "\"name\":\"fa2_bf16_d64_") && contains(info, "\"cache_hit\":false") &&
+             contains(info, "\"registers\":") && contains(info, "\"compile_ms\":"),
+         "compile info names the kernel, a miss, registers and compile time");
+  expect(flashjit_cache_info(rt, info, sizeof info) > 0 && contains(info, "\"entries\":1") &&
+             contains(info, "\"writable\":true"),
+         "cache_info counts the entry");
+  expect(flashjit_compile(rt, "{\"algorithm\":\"auto\"}", info, sizeof info) == -FLASHJIT_ERROR_INVALID_CONFIG,
+         "compile of algorithm auto is an invalid config");
+  expect(flashjit_compile(NULL, kFa2, info, sizeof info) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "compile without runtime");
+  expect(flashjit_cache_info(NULL, info, sizeof info) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "cache_info without runtime");
+  flashjit_runtime_destroy(rt);
+
+  /* Precompiled-only: the cached kernel loads from disk, any other is not found. */
+  o.precompiled_only = 1;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_OK, "create precompiled-only");
+  if (rt == NULL) return;
+  expect(flashjit_compile(rt, kFa2, info, sizeof info) > 0 && contains(info, "\"cache_hit\":true"),
+         "precompiled-only finds the cached kernel");
+  expect(flashjit_compile(rt, "{\"algorithm\":\"fa2\",\"arch\":\"sm_80\",\"head_dim\":128}", info, sizeof info) ==
+             -FLASHJIT_ERROR_NOT_FOUND,
+         "precompiled-only: another kernel is not found");
+  flashjit_runtime_destroy(rt);
+}
+
+static void* read_last_error(void* out) {
+  *(const char**)out = flashjit_last_error();
+  return NULL;
+}
+
+static void test_forward(const char* root) {
+  char dir[512], text[1024];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_attention_args a;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the forward tests");
+    return;
+  }
+
+  a = fake_problem();
+  expect(flashjit_forward(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "forward without runtime");
+  expect(flashjit_forward(rt, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT, "forward without args");
+  expect(contains(flashjit_last_error(), "args is NULL"), "forward without args: message");
+
+  a.head_dim = 60;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "forward with head_dim 60");
+  expect(contains(flashjit_last_error(), "head_dim"), "head_dim 60: message names head_dim");
+  a = fake_problem();
+  a.heads_kv = 3;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "multiple of heads_kv"),
+         "forward with Hq not a multiple of Hkv");
+  a = fake_problem();
+  a.q = NULL;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "q is a null"),
+         "forward with q NULL");
+  a = fake_problem();
+  a.dtype = 7;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "dtype"),
+         "forward with an unknown dtype");
+
+  a = fake_problem();
+  expect(failed_at_device(flashjit_forward(rt, &a)), "forward of a valid problem on fake pointers");
+  expect(strlen(flashjit_last_error()) > 0, "the last error is set");
+  {
+    pthread_t t;
+    const char* other = NULL;
+    pthread_create(&t, NULL, read_last_error, (void*)&other);
+    pthread_join(t, NULL);
+    expect(other != NULL && other[0] == '\0', "the last error is per thread");
+  }
+  expect(failed_at_device((int)-flashjit_select(rt, &a, text, sizeof text)), "select on fake pointers");
+  expect(failed_at_device((int)-flashjit_prepare(rt, &a, text, sizeof text)), "prepare on fake pointers");
+  a.config_json = "{not json";
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_CONFIG && contains(flashjit_last_error(), "config_json"),
+         "forward with a malformed config");
+  a.config_json = "{\"algorithm\":\"fa2\"}";
+  expect(failed_at_device(flashjit_forward(rt, &a)), "forward with a partial config reaches the device lookup");
+
+  /* struct_size: too small is rejected; the minimum (an older header) leaves the rest at defaults, so the
+   * garbage past it is never read; the full size reads it. */
+  a = fake_problem();
+  a.struct_size = FLASHJIT_ATTENTION_ARGS_MIN_SIZE - 1;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "struct_size"),
+         "args with a too small struct_size");
+  a.struct_size = 0;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "args with struct_size 0");
+  a = fake_problem();
+  a.mask = 99;
+  a.softmax_scale = -1.f;
+  a.config_json = (const char*)0x1;
+  a.struct_size = FLASHJIT_ATTENTION_ARGS_MIN_SIZE;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "older args: fields past struct_size take their defaults");
+  a.struct_size = sizeof a;
+  a.config_json = NULL;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "mask 99"),
+         "full args: the mask is read and rejected");
+  flashjit_runtime_destroy(rt);
+}
+
+int main(void) {
+  char root[] = "/tmp/flashjit-capi-XXXXXX";
+  if (mkdtemp(root) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_version_and_status();
+  test_create(root);
+  test_emit();
+  test_compile(root);
+  test_forward(root);
+  nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
