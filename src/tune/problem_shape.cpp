@@ -1,0 +1,121 @@
+#include "tune/problem_shape.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace flashjit::tune {
+namespace {
+
+bool uses_window(MaskKind m) { return m == MaskKind::sliding_window; }
+bool uses_chunk(MaskKind m) { return m == MaskKind::chunked || m == MaskKind::chunked_causal; }
+
+Error field_error(const std::string& field, const std::string& why) {
+  return Error(ErrorCode::invalid_argument, fmt::format("{}: {}", field, why));
+}
+
+Status read_int(const nlohmann::json& j, const char* field, int& out) {
+  auto it = j.find(field);
+  if (it == j.end()) return {};
+  if (!it->is_number_integer()) return field_error(field, fmt::format("expected an integer, got {}", it->dump()));
+  const auto v = it->get<long long>();
+  if (v < -(1LL << 31) || v > (1LL << 31) - 1) return field_error(field, fmt::format("{} is out of range", v));
+  out = static_cast<int>(v);
+  return {};
+}
+
+template <class E>
+Status read_enum(const nlohmann::json& j, const char* field, E& out, std::optional<E> (*parse)(std::string_view),
+                 const char* choices) {
+  auto it = j.find(field);
+  if (it == j.end()) return {};
+  if (!it->is_string()) return field_error(field, fmt::format("expected a string, got {}", it->dump()));
+  auto v = parse(it->get<std::string>());
+  if (!v) return field_error(field, fmt::format("'{}' is not one of {}", it->get<std::string>(), choices));
+  out = *v;
+  return {};
+}
+
+}  // namespace
+
+AttentionProblem to_problem(const ProblemShape& s) {
+  AttentionProblem p;
+  p.dtype = s.dtype;
+  p.batch = s.batch, p.seqlen_q = s.seqlen_q, p.seqlen_k = s.seqlen_k;
+  p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
+  p.mask = s.mask;
+  p.window_left = s.window_left, p.window_right = s.window_right, p.chunk_size = s.chunk_size;
+  return p;
+}
+
+ProblemShape normalized(ProblemShape s) {
+  if (!uses_window(s.mask)) s.window_left = -1, s.window_right = -1;
+  if (!uses_chunk(s.mask)) s.chunk_size = 0;
+  return s;
+}
+
+std::vector<ConfigIssue> check_shape(const ProblemShape& s) {
+  std::vector<ConfigIssue> out;
+  auto positive = [&](const char* field, int v) {
+    if (v < 1) out.push_back({field, fmt::format("must be >= 1, got {}", v)});
+  };
+  positive("batch", s.batch);
+  positive("seqlen_q", s.seqlen_q);
+  positive("seqlen_k", s.seqlen_k);
+  positive("heads_q", s.heads_q);
+  positive("heads_kv", s.heads_kv);
+  if (s.heads_q >= 1 && s.heads_kv >= 1 && s.heads_q % s.heads_kv != 0)
+    out.push_back({"heads_kv", fmt::format("heads_q ({}) must be a multiple of heads_kv ({})", s.heads_q, s.heads_kv)});
+  if (s.batch > 65535) out.push_back({"batch", fmt::format("must be <= 65535 (grid limit), got {}", s.batch)});
+  if (s.heads_q > 65535) out.push_back({"heads_q", fmt::format("must be <= 65535 (grid limit), got {}", s.heads_q)});
+  if (s.head_dim < 8 || s.head_dim > 256 || s.head_dim % 8 != 0)
+    out.push_back({"head_dim", fmt::format("must be a multiple of 8 in [8, 256], got {}", s.head_dim)});
+  if (uses_window(s.mask)) {
+    if (s.window_left < -1) out.push_back({"window_left", fmt::format("must be >= 0 or -1 (unbounded), got {}", s.window_left)});
+    if (s.window_right < -1)
+      out.push_back({"window_right", fmt::format("must be >= 0 or -1 (unbounded), got {}", s.window_right)});
+  }
+  if (uses_chunk(s.mask) && s.chunk_size < 1)
+    out.push_back({"chunk_size", fmt::format("must be >= 1 for a {} mask, got {}", to_string(s.mask), s.chunk_size)});
+  return out;
+}
+
+nlohmann::ordered_json to_json(const ProblemShape& s) {
+  nlohmann::ordered_json j = {{"dtype", to_string(s.dtype)}, {"batch", s.batch},       {"seqlen_q", s.seqlen_q},
+                              {"seqlen_k", s.seqlen_k},      {"heads_q", s.heads_q},   {"heads_kv", s.heads_kv},
+                              {"head_dim", s.head_dim},      {"mask", to_string(s.mask)}};
+  if (uses_window(s.mask)) j.update({{"window_left", s.window_left}, {"window_right", s.window_right}});
+  if (uses_chunk(s.mask)) j["chunk_size"] = s.chunk_size;
+  return j;
+}
+
+Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return Error(ErrorCode::invalid_argument, fmt::format("a problem must be an object, got {}", j.dump()));
+  static const char* const known[] = {"dtype",    "batch", "seqlen_q",    "seqlen_k",     "heads_q",   "heads_kv",
+                                      "head_dim", "mask",  "window_left", "window_right", "chunk_size"};
+  for (const auto& [key, value] : j.items())
+    if (std::find(std::begin(known), std::end(known), key) == std::end(known))
+      return field_error(key, "unknown field");
+  ProblemShape s;
+  FLASHJIT_TRY(read_enum(j, "dtype", s.dtype, parse_dtype, "bf16, fp16"));
+  FLASHJIT_TRY(read_enum(j, "mask", s.mask, parse_mask, "none, causal, sliding_window, chunked, chunked_causal"));
+  for (auto [field, dst] : {std::pair{"batch", &s.batch}, {"seqlen_q", &s.seqlen_q}, {"seqlen_k", &s.seqlen_k},
+                            {"heads_q", &s.heads_q}, {"heads_kv", &s.heads_kv}, {"head_dim", &s.head_dim},
+                            {"window_left", &s.window_left}, {"window_right", &s.window_right},
+                            {"chunk_size", &s.chunk_size}})
+    FLASHJIT_TRY(read_int(j, field, *dst));
+  s = normalized(s);
+  if (auto issues = check_shape(s); !issues.empty()) return field_error(issues.front().field, issues.front().message);
+  return s;
+}
+
+std::string describe(const ProblemShape& s) {
+  std::string mask = to_string(s.mask);
+  if (uses_window(s.mask)) mask += fmt::format("({},{})", s.window_left, s.window_right);
+  if (uses_chunk(s.mask)) mask += fmt::format("({})", s.chunk_size);
+  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k, s.heads_q,
+                     s.heads_kv, s.head_dim, mask);
+}
+
+}  // namespace flashjit::tune

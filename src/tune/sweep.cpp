@@ -1,0 +1,296 @@
+#include "tune/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace flashjit::tune {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxValues = 10000;     // per field
+constexpr std::size_t kMaxProblems = 100000;  // per sweep, after expansion
+
+// Errors carry their location ("problems[2].seqlen_q"); parse_sweep prefixes the origin.
+Error at(const std::string& where, const std::string& why) {
+  return Error(ErrorCode::invalid_argument, fmt::format("{}: {}", where, why));
+}
+
+Status only_keys(const json& object, std::initializer_list<const char*> known, const std::string& where) {
+  for (const auto& [key, value] : object.items())
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+      return at(where.empty() ? key : where + "." + key,
+                fmt::format("unknown field (known: {})", fmt::join(known.begin(), known.end(), ", ")));
+  return {};
+}
+
+Result<int> one_int(const json& v, const std::string& where) {
+  if (!v.is_number_integer()) return at(where, fmt::format("expected an integer, got {}", v.dump()));
+  const long long x = v.get<long long>();
+  if (x < -(1LL << 30) || x > (1LL << 30)) return at(where, fmt::format("{} is out of range", x));
+  return static_cast<int>(x);
+}
+
+Result<std::vector<int>> int_list(const json& list, const std::string& where) {
+  if (list.empty()) return at(where, "the list is empty");
+  if (list.size() > kMaxValues) return at(where, fmt::format("more than {} values", kMaxValues));
+  std::vector<int> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto v = one_int(list[i], fmt::format("{}[{}]", where, i));
+    if (!v.ok()) return std::move(v).error();
+    out.push_back(*v);
+  }
+  return out;
+}
+
+// {"from": A, "to": B, "step": S} (S defaults to 1) or {"from": A, "to": B, "factor": F}; B is included when
+// reached.
+Result<std::vector<int>> int_range(const json& r, const std::string& where) {
+  FLASHJIT_TRY(only_keys(r, {"from", "to", "step", "factor"}, where));
+  if (!r.contains("to")) return at(where, "a range needs \"from\" and \"to\"");
+  if (r.contains("step") && r.contains("factor")) return at(where, "a range takes \"step\" or \"factor\", not both");
+  auto from = one_int(r["from"], where + ".from");
+  if (!from.ok()) return std::move(from).error();
+  auto to = one_int(r["to"], where + ".to");
+  if (!to.ok()) return std::move(to).error();
+  if (*from > *to) return at(where, fmt::format("\"from\" ({}) is greater than \"to\" ({})", *from, *to));
+  const bool geometric = r.contains("factor");
+  auto by = r.contains("step") ? one_int(r["step"], where + ".step")
+                               : geometric ? one_int(r["factor"], where + ".factor") : Result<int>(1);
+  if (!by.ok()) return std::move(by).error();
+  if (geometric && (*by < 2 || *from < 1))
+    return at(where, fmt::format("a geometric range needs \"factor\" >= 2 and \"from\" >= 1, got factor {} from {}",
+                                 *by, *from));
+  if (!geometric && *by < 1) return at(where + ".step", fmt::format("must be >= 1, got {}", *by));
+  std::vector<int> out;
+  for (long long v = *from; v <= *to; v = geometric ? v * *by : v + *by) {
+    if (out.size() == kMaxValues) return at(where, fmt::format("the range has more than {} values", kMaxValues));
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+// N, [N, ...], {"values": [...]} or a range.
+Result<std::vector<int>> ints(const json& v, const std::string& where) {
+  if (v.is_number_integer()) {
+    auto x = one_int(v, where);
+    if (!x.ok()) return std::move(x).error();
+    return std::vector<int>{*x};
+  }
+  if (v.is_array()) return int_list(v, where);
+  if (v.is_object() && v.contains("values")) {
+    FLASHJIT_TRY(only_keys(v, {"values"}, where));
+    if (!v["values"].is_array()) return at(where + ".values", fmt::format("expected a list, got {}", v["values"].dump()));
+    return int_list(v["values"], where + ".values");
+  }
+  if (v.is_object() && v.contains("from")) return int_range(v, where);
+  return at(where, fmt::format("expected an integer, a list, {{\"values\": [...]}} or {{\"from\", \"to\", \"step\"}}, "
+                               "got {}",
+                               v.dump()));
+}
+
+// "text", ["a", "b"] or {"values": ["a", "b"]}, each parsed by `parse` into an int (an enum's value).
+template <class E>
+Result<std::vector<int>> names(const json& v, const std::string& where, std::optional<E> (*parse)(std::string_view),
+                               const char* choices) {
+  json list = v;
+  std::string list_where = where;
+  if (v.is_string()) {
+    list = json::array({v});
+  } else if (v.is_object() && v.contains("values")) {
+    FLASHJIT_TRY(only_keys(v, {"values"}, where));
+    list = v["values"], list_where = where + ".values";
+  }
+  if (!list.is_array()) return at(where, fmt::format("expected a string or a list of strings, got {}", v.dump()));
+  if (list.empty()) return at(list_where, "the list is empty");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string w = v.is_string() ? where : fmt::format("{}[{}]", list_where, i);
+    if (!list[i].is_string()) return at(w, fmt::format("expected a string, got {}", list[i].dump()));
+    auto e = parse(list[i].get<std::string>());
+    if (!e) return at(w, fmt::format("'{}' is not one of {}", list[i].get<std::string>(), choices));
+    out.push_back(static_cast<int>(*e));
+  }
+  return out;
+}
+
+constexpr const char* kMaskChoices = "none, causal, sliding_window, chunked, chunked_causal";
+
+// One axis of the cross product: its values and how a value is set on a shape.
+struct Axis {
+  std::vector<int> values;
+  std::function<void(ProblemShape&, int)> set;
+};
+
+Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::string& where) {
+  if (!entry.is_object()) return at(where, fmt::format("a problem must be an object, got {}", entry.dump()));
+  FLASHJIT_TRY(only_keys(entry,
+                         {"dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim", "mask",
+                          "window_left", "window_right", "chunk_size"},
+                         where));
+  for (const char* required : {"heads_q", "head_dim"})
+    if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
+  const bool both = entry.contains("seqlen_q") && entry.contains("seqlen_k");
+  if (entry.contains("seqlen") && (entry.contains("seqlen_q") || entry.contains("seqlen_k")))
+    return at(where + ".seqlen", "give \"seqlen\" (seqlen_q = seqlen_k) or \"seqlen_q\" and \"seqlen_k\", not both");
+  if (!entry.contains("seqlen") && !both)
+    return at(where + (entry.contains("seqlen_q") ? ".seqlen_k" : ".seqlen_q"),
+              "missing (give \"seqlen\", or both \"seqlen_q\" and \"seqlen_k\")");
+
+  std::vector<Axis> axes;
+  auto add_ints = [&](const char* field, std::function<void(ProblemShape&, int)> set) -> Status {
+    if (!entry.contains(field)) return {};
+    auto v = ints(entry[field], where + "." + field);
+    if (!v.ok()) return std::move(v).error();
+    axes.push_back({std::move(*v), std::move(set)});
+    return {};
+  };
+  if (entry.contains("dtype")) {
+    auto v = names(entry["dtype"], where + ".dtype", parse_dtype, "bf16, fp16");
+    if (!v.ok()) return std::move(v).error();
+    axes.push_back({std::move(*v), [](ProblemShape& s, int x) { s.dtype = static_cast<DType>(x); }});
+  }
+  std::vector<int> masks{static_cast<int>(MaskKind::none)};
+  if (entry.contains("mask")) {
+    auto v = names(entry["mask"], where + ".mask", parse_mask, kMaskChoices);
+    if (!v.ok()) return std::move(v).error();
+    masks = std::move(*v);
+  }
+  axes.push_back({masks, [](ProblemShape& s, int x) { s.mask = static_cast<MaskKind>(x); }});
+  FLASHJIT_TRY(add_ints("batch", [](ProblemShape& s, int x) { s.batch = x; }));
+  FLASHJIT_TRY(add_ints("heads_q", [](ProblemShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
+  FLASHJIT_TRY(add_ints("heads_kv", [](ProblemShape& s, int x) { s.heads_kv = x; }));
+  FLASHJIT_TRY(add_ints("head_dim", [](ProblemShape& s, int x) { s.head_dim = x; }));
+  FLASHJIT_TRY(add_ints("seqlen", [](ProblemShape& s, int x) { s.seqlen_q = s.seqlen_k = x; }));
+  FLASHJIT_TRY(add_ints("seqlen_q", [](ProblemShape& s, int x) { s.seqlen_q = x; }));
+  FLASHJIT_TRY(add_ints("seqlen_k", [](ProblemShape& s, int x) { s.seqlen_k = x; }));
+  // Mask constants only where a listed mask uses them.
+  auto listed = [&](std::initializer_list<MaskKind> kinds) {
+    return std::any_of(masks.begin(), masks.end(), [&](int m) {
+      return std::find(kinds.begin(), kinds.end(), static_cast<MaskKind>(m)) != kinds.end();
+    });
+  };
+  for (const char* field : {"window_left", "window_right"})
+    if (entry.contains(field) && !listed({MaskKind::sliding_window}))
+      return at(where + "." + field, "only applies to the sliding_window mask, which this problem does not list");
+  if (entry.contains("chunk_size") && !listed({MaskKind::chunked, MaskKind::chunked_causal}))
+    return at(where + ".chunk_size", "only applies to the chunked masks, which this problem does not list");
+  FLASHJIT_TRY(add_ints("window_left", [](ProblemShape& s, int x) { s.window_left = x; }));
+  FLASHJIT_TRY(add_ints("window_right", [](ProblemShape& s, int x) { s.window_right = x; }));
+  FLASHJIT_TRY(add_ints("chunk_size", [](ProblemShape& s, int x) { s.chunk_size = x; }));
+
+  std::size_t count = 1;
+  for (const auto& a : axes) {
+    count *= a.values.size();
+    if (count > kMaxProblems) return at(where, fmt::format("expands to more than {} problems", kMaxProblems));
+  }
+  // Odometer over the axes, the last one turning fastest.
+  std::vector<ProblemShape> out;
+  std::vector<std::size_t> index(axes.size(), 0);
+  for (std::size_t n = 0; n < count; ++n) {
+    ProblemShape s;
+    for (std::size_t a = 0; a < axes.size(); ++a) axes[a].set(s, axes[a].values[index[a]]);
+    s = normalized(s);
+    if (auto issues = check_shape(s); !issues.empty())
+      return at(where + "." + issues.front().field, fmt::format("{} (in {})", issues.front().message, describe(s)));
+    out.push_back(s);
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      if (++index[a] < axes[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
+Result<CandidateSpace> parse_candidates(const json& c) {
+  if (!c.is_object()) return at("candidates", fmt::format("expected an object, got {}", c.dump()));
+  FLASHJIT_TRY(only_keys(c, {"algorithm", "block_m", "block_n", "stages", "warps", "scheduler"}, "candidates"));
+  CandidateSpace space;
+  if (c.contains("algorithm")) {
+    auto v = names(c["algorithm"], "candidates.algorithm", parse_algorithm, "naive, fa2, fa3");
+    if (!v.ok()) return std::move(v).error();
+    for (int a : *v) {
+      if (static_cast<Algorithm>(a) == Algorithm::automatic)
+        return at("candidates.algorithm", "'auto' is not a candidate algorithm (list naive, fa2 or fa3)");
+      space.algorithms.push_back(static_cast<Algorithm>(a));
+    }
+  }
+  if (c.contains("scheduler")) {
+    auto v = names(c["scheduler"], "candidates.scheduler", parse_scheduler, "the known schedulers");
+    if (!v.ok()) return std::move(v).error();
+    for (int s : *v) space.schedulers.push_back(static_cast<Scheduler>(s));
+  }
+  for (auto [field, dst] : {std::pair{"block_m", &space.block_m}, {"block_n", &space.block_n},
+                            {"stages", &space.stages}, {"warps", &space.warps}}) {
+    if (!c.contains(field)) continue;
+    auto v = ints(c[field], std::string("candidates.") + field);
+    if (!v.ok()) return std::move(v).error();
+    *dst = std::move(*v);
+  }
+  return space;
+}
+
+Result<Sweep> parse(const json& j, const std::string& stem) {
+  if (!j.is_object()) return at("(top level)", "a sweep must be a JSON object with a \"problems\" list");
+  FLASHJIT_TRY(only_keys(j, {"name", "description", "problems", "candidates"}, ""));
+  Sweep sweep;
+  sweep.name = stem;
+  for (auto [field, dst] : {std::pair{"name", &sweep.name}, {"description", &sweep.description}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_string()) return at(field, fmt::format("expected a string, got {}", j[field].dump()));
+    *dst = j[field].get<std::string>();
+  }
+  if (!j.contains("problems")) return at("problems", "missing (required)");
+  const json& problems = j["problems"];
+  if (!problems.is_array() || problems.empty()) return at("problems", "expected a non-empty list of problems");
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    auto expanded = expand_problem(problems[i], fmt::format("problems[{}]", i));
+    if (!expanded.ok()) return std::move(expanded).error();
+    for (const auto& s : *expanded)
+      if (std::find(sweep.problems.begin(), sweep.problems.end(), s) == sweep.problems.end()) {
+        if (sweep.problems.size() == kMaxProblems)
+          return at("problems", fmt::format("more than {} problems", kMaxProblems));
+        sweep.problems.push_back(s);
+      }
+  }
+  if (j.contains("candidates")) {
+    auto c = parse_candidates(j["candidates"]);
+    if (!c.ok()) return std::move(c).error();
+    sweep.candidates = std::move(*c);
+  }
+  return sweep;
+}
+
+}  // namespace
+
+Result<Sweep> parse_sweep(std::string_view text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Error(ErrorCode::invalid_argument, fmt::format("sweep {}: not valid JSON: {}", origin, e.what()));
+  }
+  auto sweep = parse(j, std::filesystem::path(origin).stem().string());
+  if (!sweep.ok()) {
+    Error e = std::move(sweep).error();
+    e.message = fmt::format("sweep {}: {}", origin, e.message);
+    return e;
+  }
+  return sweep;
+}
+
+Result<Sweep> load_sweep(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(ErrorCode::io, fmt::format("cannot read sweep file {}", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Error(ErrorCode::io, fmt::format("error reading sweep file {}", path.string()));
+  return parse_sweep(text.str(), path.string());
+}
+
+}  // namespace flashjit::tune

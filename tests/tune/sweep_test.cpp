@@ -1,0 +1,204 @@
+// Tests of sweep files: value forms and range expansion, the cross product, defaults, errors naming the
+// entry and the field, the candidate space, and the shipped configs/*.json.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/catch.hpp"
+#include "tune/sweep.hpp"
+
+using flashjit::Algorithm;
+using flashjit::DType;
+using flashjit::ErrorCode;
+using flashjit::MaskKind;
+using flashjit::tune::load_sweep;
+using flashjit::tune::parse_sweep;
+using flashjit::tune::ProblemShape;
+
+namespace {
+
+// The problems of a sweep with one entry whose other fields are `fields`.
+std::vector<ProblemShape> expand(const std::string& fields) {
+  auto s = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, )" + fields + "}]}", "t.json");
+  INFO(fields);
+  if (!s.ok()) INFO(s.error().to_string());
+  REQUIRE(s.ok());
+  return s->problems;
+}
+
+std::vector<int> seqlens_q(const std::vector<ProblemShape>& ps) {
+  std::vector<int> out;
+  for (const auto& p : ps) out.push_back(p.seqlen_q);
+  return out;
+}
+
+// The error message of a sweep that must not parse.
+std::string error_of(const std::string& text) {
+  auto s = parse_sweep(text, "bad.json");
+  INFO(text);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().code == ErrorCode::invalid_argument);
+  return s.error().message;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("sweep: value forms and ranges", "[tune][sweep]") {
+  CHECK(seqlens_q(expand(R"("seqlen": 128)")) == std::vector<int>{128});
+  CHECK(seqlens_q(expand(R"("seqlen": [64, 32])")) == std::vector<int>{64, 32});
+  CHECK(seqlens_q(expand(R"("seqlen": {"values": [1, 2, 3]})")) == std::vector<int>{1, 2, 3});
+  CHECK(seqlens_q(expand(R"("seqlen": {"from": 64, "to": 256, "step": 64})")) == std::vector<int>{64, 128, 192, 256});
+  CHECK(seqlens_q(expand(R"("seqlen": {"from": 64, "to": 250, "step": 64})")) == std::vector<int>{64, 128, 192});
+  CHECK(seqlens_q(expand(R"("seqlen": {"from": 3, "to": 5})")) == std::vector<int>{3, 4, 5});
+  CHECK(seqlens_q(expand(R"("seqlen": {"from": 32, "to": 2048, "factor": 2})")) ==
+        std::vector<int>{32, 64, 128, 256, 512, 1024, 2048});
+  CHECK(seqlens_q(expand(R"("seqlen": {"from": 7, "to": 7, "factor": 4})")) == std::vector<int>{7});
+}
+
+TEST_CASE("sweep: cross product, defaults and duplicates", "[tune][sweep]") {
+  auto ps = expand(R"("seqlen_q": [1, 2], "seqlen_k": [10, 20, 30], "mask": ["none", "causal"], "batch": [1, 4])");
+  REQUIRE(ps.size() == 2 * 3 * 2 * 2);
+  // The mask turns slowest, then batch, ..., seqlen_k fastest.
+  CHECK(ps[0].mask == MaskKind::none);
+  CHECK(ps[0].batch == 1);
+  CHECK(ps[0].seqlen_q == 1);
+  CHECK(ps[0].seqlen_k == 10);
+  CHECK(ps[1].seqlen_k == 20);
+  CHECK(ps[3].seqlen_q == 2);
+  CHECK(ps[6].batch == 4);
+  CHECK(ps[12].mask == MaskKind::causal);
+  // Defaults: bf16, heads_kv = heads_q, no mask constants.
+  CHECK(ps[0].dtype == DType::bf16);
+  CHECK(ps[0].heads_kv == 8);
+  CHECK(ps[0].window_left == -1);
+  CHECK(ps[0].chunk_size == 0);
+
+  // "seqlen" sets both lengths together (no cross product between them).
+  auto diag = expand(R"("seqlen": [64, 128], "heads_kv": [2, 8], "dtype": ["bf16", "fp16"])");
+  REQUIRE(diag.size() == 8);
+  for (const auto& p : diag) CHECK(p.seqlen_q == p.seqlen_k);
+  CHECK(diag.back().dtype == DType::fp16);
+  CHECK(diag.back().heads_kv == 8);
+
+  // Mask constants apply to the masks that use them; repeated problems appear once, in order.
+  auto masks = expand(R"("seqlen": 256, "mask": ["none", "sliding_window"], "window_left": [64, 128])");
+  REQUIRE(masks.size() == 3);
+  CHECK(masks[0].mask == MaskKind::none);
+  CHECK(masks[0].window_left == -1);
+  CHECK(masks[1].window_left == 64);
+  CHECK(masks[2].window_left == 128);
+  auto twice = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": [1, 2]},
+                                            {"heads_q": 8, "head_dim": 64, "seqlen": [2, 3]}]})", "t.json");
+  REQUIRE(twice.ok());
+  CHECK(seqlens_q(twice->problems) == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("sweep: name, description and the candidate space", "[tune][sweep]") {
+  auto s = parse_sweep(R"({"description": "d", "problems": [{"heads_q": 8, "head_dim": 128, "seqlen": 64}],
+                           "candidates": {"algorithm": ["fa3", "fa2"], "block_n": {"from": 64, "to": 128, "step": 32},
+                                          "stages": 2, "warps": [1, 2]}})",
+                       "dir/my_sweep.json");
+  REQUIRE(s.ok());
+  CHECK(s->name == "my_sweep");  // the file's stem unless "name" is given
+  CHECK(s->description == "d");
+  CHECK(s->candidates.algorithms == std::vector<Algorithm>{Algorithm::fa3, Algorithm::fa2});
+  CHECK(s->candidates.block_n == std::vector<int>{64, 96, 128});
+  CHECK(s->candidates.stages == std::vector<int>{2});
+  CHECK(s->candidates.warps == std::vector<int>{1, 2});
+  CHECK(s->candidates.block_m.empty());
+  auto named = parse_sweep(R"({"name": "n", "problems": [{"heads_q": 8, "head_dim": 128, "seqlen": 64}]})", "x.json");
+  REQUIRE(named.ok());
+  CHECK(named->name == "n");
+  CHECK(named->candidates == flashjit::tune::CandidateSpace{});
+}
+
+TEST_CASE("sweep: errors name the entry and the field", "[tune][sweep]") {
+  const std::string ok_entry = R"({"heads_q": 8, "head_dim": 64, "seqlen": 64})";
+  auto in_second = [&](const std::string& entry) { return R"({"problems": [)" + ok_entry + ", " + entry + "]}"; };
+  struct Case {
+    std::string text;
+    std::vector<std::string> parts;  // all in the message
+  };
+  const Case cases[] = {
+      {"{", {"bad.json", "not valid JSON"}},
+      {"[]", {"must be a JSON object"}},
+      {R"({"problem": []})", {"problem", "unknown field"}},
+      {R"({"problems": []})", {"problems", "non-empty"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "seqlenq": 3})"), {"bad.json", "problems[1].seqlenq", "unknown field"}},
+      {in_second(R"({"head_dim": 64, "seqlen": 64})"), {"problems[1].heads_q", "missing"}},
+      {in_second(R"({"heads_q": 8, "seqlen": 64})"), {"problems[1].head_dim", "missing"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64})"), {"problems[1].seqlen_q", "missing"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen_q": 4})"), {"problems[1].seqlen_k", "missing"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 4, "seqlen_k": 4})"), {"problems[1].seqlen", "not both"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": "long"})"), {"problems[1].seqlen", "expected an integer"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": [64, 1.5]})"), {"problems[1].seqlen[1]", "expected an integer"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": []})"), {"problems[1].seqlen", "empty"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"from": 9, "to": 3}})"), {"problems[1].seqlen", "greater"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"from": 1, "to": 3, "step": 0}})"), {"problems[1].seqlen.step"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"from": 1, "to": 3, "factor": 1}})"), {"problems[1].seqlen", "factor"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"from": 1, "to": 9, "step": 1, "factor": 2}})"), {"not both"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"from": 1}})"), {"problems[1].seqlen", "\"to\""}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"from": 1, "to": 100000000}})"), {"problems[1].seqlen", "more than"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": {"value": [1]}})"), {"problems[1].seqlen", "expected an integer, a list"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "dtype": "fp32"})"), {"problems[1].dtype", "fp32", "bf16"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "mask": ["none", "diagonal"]})"), {"problems[1].mask[1]", "diagonal"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "window_left": 4})"), {"problems[1].window_left", "sliding_window"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "chunk_size": 4, "mask": "causal"})"), {"problems[1].chunk_size"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "mask": "chunked"})"), {"problems[1].chunk_size", ">= 1"}},
+      {in_second(R"({"heads_q": 8, "heads_kv": [2, 3], "head_dim": 64, "seqlen": 64})"), {"problems[1].heads_kv", "multiple"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 60, "seqlen": 64})"), {"problems[1].head_dim", "multiple of 8"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "batch": 0})"), {"problems[1].batch", ">= 1"}},
+      {in_second("7"), {"problems[1]", "object"}},
+      {R"({"problems": [)" + ok_entry + R"(], "candidates": {"algorithm": "auto"}})", {"candidates.algorithm", "auto"}},
+      {R"({"problems": [)" + ok_entry + R"(], "candidates": {"block_n": [64, "x"]}})", {"candidates.block_n[1]"}},
+      {R"({"problems": [)" + ok_entry + R"(], "candidates": {"tile": 3}})", {"candidates.tile", "unknown field"}},
+      {R"({"problems": [)" + ok_entry + R"(], "name": 3})", {"name", "string"}},
+  };
+  for (const auto& c : cases) {
+    const std::string message = error_of(c.text);
+    INFO(c.text << "\n-> " << message);
+    for (const auto& part : c.parts) CHECK(contains(message, part));
+  }
+  CHECK(contains(error_of(in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "mask": "chunked"})")), "sweep bad.json: "));
+}
+
+TEST_CASE("sweep: the shipped configs", "[tune][sweep]") {
+  const std::filesystem::path dir = std::filesystem::path(FLASHJIT_SOURCE_DIR) / "configs";
+  auto llama = load_sweep(dir / "llama3.json");
+  REQUIRE(llama.ok());
+  REQUIRE(llama->problems.size() == 22);
+  for (const auto& p : llama->problems) {
+    CHECK(p.dtype == DType::bf16);
+    CHECK(p.head_dim == 128);
+    CHECK(p.heads_q == 32);
+    CHECK(p.heads_kv == 8);
+    CHECK(p.batch == 1);
+    CHECK(p.seqlen_q == p.seqlen_k);
+  }
+  CHECK(llama->problems.front().seqlen_q == 32);
+  CHECK(llama->problems[10].seqlen_q == 16384);
+  CHECK(llama->problems[11].mask == MaskKind::causal);
+
+  auto paper = load_sweep(dir / "fa3_paper.json");
+  REQUIRE(paper.ok());
+  REQUIRE(paper->problems.size() == 6);
+  for (const auto& p : paper->problems) {
+    CHECK(p.heads_q * p.head_dim == 2048);
+    CHECK(p.seqlen_q == 16384);
+  }
+
+  auto decode = load_sweep(dir / "decode.json");
+  REQUIRE(decode.ok());
+  CHECK(decode->problems.size() == 6 * 7 * 2);
+  for (const auto& p : decode->problems) {
+    CHECK(p.seqlen_q == 1);
+    CHECK(p.seqlen_k >= 32);
+    CHECK(p.seqlen_k <= 2048);
+  }
+
+  auto missing = load_sweep(dir / "no_such_sweep.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ErrorCode::io);
+}
