@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tune/tuned_table.hpp"
+
 namespace flashjit::dispatch {
 namespace {
 
@@ -83,7 +85,8 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
                fmt::format("config {} does not fit the problem: {}", readable_name(c), fmt::join(why, "; ")));
 }
 
-Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested) {
+Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
+                            const tune::TunedTables* tuned) {
   switch (requested) {
     case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch);
     case Algorithm::fa2: {
@@ -97,6 +100,8 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
       return c;
     }
     case Algorithm::automatic: {
+      if (tuned)
+        if (auto c = tuned->lookup(p, arch)) return *c;  // measured on this GPU
       // FA3 where the GPU has wgmma/TMA (sm_90a) and the head dim is one it covers; FA2 elsewhere.
       if (auto c3 = fa3_heuristic(p.dtype, p.head_dim, p.mask, arch); validate(c3).empty()) return c3;
       auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);

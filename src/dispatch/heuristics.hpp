@@ -5,6 +5,10 @@
 #include "flashjit/config.hpp"
 #include "flashjit/problem.hpp"
 
+namespace flashjit::tune {
+class TunedTables;
+}
+
 namespace flashjit::dispatch {
 
 // FA2 tile choice for a head dim on an architecture.
@@ -14,10 +18,11 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
 // The reference kernel's config.
 KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
 
-// Picks a config for the problem on a device of `arch`. `requested` = automatic picks the fastest algorithm
-// that supports the problem (fa3 on sm_90a, else fa2, else naive).
+// Picks a config for the problem on a device of `arch`. `requested` = automatic takes the closest bucket of
+// the tuned tables when given and one matches, else the fastest algorithm by the heuristics that supports
+// the problem (fa3 on sm_90a, else fa2, else naive).
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
-                            Algorithm requested = Algorithm::automatic);
+                            Algorithm requested = Algorithm::automatic, const tune::TunedTables* tuned = nullptr);
 
 // Whether a (valid) config can run the problem on a device of `device_arch`; the error says what differs.
 Status supports(const KernelConfig& config, const AttentionProblem& problem, const Arch& device_arch);

@@ -15,6 +15,7 @@
 #include "launch/launch.hpp"
 #include "runtime/artifacts.hpp"
 #include "runtime/config_hash.hpp"
+#include "tune/tuned_table.hpp"
 
 namespace flashjit {
 namespace {
@@ -30,21 +31,25 @@ struct LoadedKernel {
   CUfunction function = nullptr;
 };
 
-// Per-device state: its properties and primary context (retained for the Runtime's life).
+// Per-device state: its properties, primary context (retained for the Runtime's life) and the tuned tables
+// stamped for it.
 struct Device {
   cuda::DeviceInfo info;
   CUcontext context = nullptr;
+  tune::TunedTables tuned;
 };
 
 }  // namespace
 
 struct Runtime::Impl {
   runtime::ArtifactStore artifacts;
+  tune::TunedTables tuned;  // loaded once; each device keeps those stamped for it
   std::shared_mutex mutex;  // guards devices and loaded
   std::map<int, Device> devices;
   std::unordered_map<runtime::DeviceConfig, std::unique_ptr<LoadedKernel>, runtime::DeviceConfigHash> loaded;
 
-  Impl(cache::DiskCache disk, bool jit) : artifacts(std::move(disk), jit) {}
+  Impl(cache::DiskCache disk, bool jit, tune::TunedTables tables)
+      : artifacts(std::move(disk), jit), tuned(std::move(tables)) {}
 
   ~Impl() {
     if (devices.empty()) return;
@@ -76,8 +81,10 @@ struct Runtime::Impl {
     auto api = cuda::api();
     CUdevice d;
     FLASHJIT_TRY(cuda::check((*api)->cuDeviceGet(&d, ordinal), "cuDeviceGet"));
-    Device dev{*info, nullptr};
+    Device dev{*info, nullptr, tuned.for_device(info->name, info->arch)};
     FLASHJIT_TRY(cuda::check((*api)->cuDevicePrimaryCtxRetain(&dev.context, d), "cuDevicePrimaryCtxRetain"));
+    log::debug("device {} ({}): {} tuned table(s), {} entries", ordinal, info->name, dev.tuned.size(),
+               dev.tuned.entry_count());
     return &devices.emplace(ordinal, std::move(dev)).first->second;
   }
 
@@ -145,7 +152,7 @@ struct Runtime::Impl {
       FLASHJIT_TRY(check(config));
       FLASHJIT_TRY(dispatch::supports(config, problem, (*dev)->info.arch));
     } else {
-      auto chosen = dispatch::choose(problem, (*dev)->info.arch);
+      auto chosen = dispatch::choose(problem, (*dev)->info.arch, Algorithm::automatic, &(*dev)->tuned);
       if (!chosen.ok()) return std::move(chosen).error();
       config = *chosen;
     }
@@ -181,7 +188,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   auto disk = cache::DiskCache::open(co);
   if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
   bool jit = options.jit.value_or(jit_from_env());
-  return std::unique_ptr<Runtime>(new Runtime(std::make_unique<Impl>(std::move(*disk), jit)));
+  auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(disk->dir()));
+  return std::unique_ptr<Runtime>(new Runtime(std::make_unique<Impl>(std::move(*disk), jit, std::move(tables))));
 }
 
 Status Runtime::forward(const AttentionProblem& problem) {
@@ -206,7 +214,7 @@ Result<KernelConfig> Runtime::select(const AttentionProblem& problem) const {
   if (!ordinal.ok()) return std::move(ordinal).error();
   auto dev = impl_->device(*ordinal);
   if (!dev.ok()) return std::move(dev).error();
-  return dispatch::choose(problem, (*dev)->info.arch);
+  return dispatch::choose(problem, (*dev)->info.arch, Algorithm::automatic, &(*dev)->tuned);
 }
 
 Result<KernelInfo> Runtime::compile(const KernelConfig& config) {
