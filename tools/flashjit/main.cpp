@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", globals.verbose, "Debug logging on stderr");
 
   const std::vector<Command> commands = {add_info(app, globals), add_emit(app, globals), add_compile(app, globals),
-                                         add_cache(app, globals), add_run(app, globals)};
+                                         add_cache(app, globals), add_run(app, globals),
+                                         add_compile_worker(app, globals)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

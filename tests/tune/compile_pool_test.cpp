@@ -1,0 +1,208 @@
+// Tests of the child processes and of the compile pool, which runs the real worker (the built flashjit
+// binary) in a fresh cache: a compile that crashes and one that hangs (through the worker's fault hook; the
+// hang is killed at a short timeout) fail alone while the others compile; at most `jobs` workers at once.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/catch.hpp"
+#include "tune/background_compile.hpp"
+#include "tune/compile_pool.hpp"
+#include "tune/subprocess.hpp"
+
+namespace fs = std::filesystem;
+using flashjit::Algorithm;
+using flashjit::ErrorCode;
+using flashjit::KernelConfig;
+using flashjit::tune::Child;
+using flashjit::tune::CompilePool;
+using flashjit::tune::PoolEvent;
+using flashjit::tune::PoolOptions;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/flashjit-pool-test-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Runs a child to its end (as the pool does, without the pool).
+std::unique_ptr<Child> run_to_end(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
+  auto child = Child::spawn(argv, env);
+  REQUIRE(child.ok());
+  std::unique_ptr<Child> c = std::move(*child);
+  while (!(c->pipes_closed() && c->try_reap())) {
+    c->drain(Child::out);
+    c->drain(Child::err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return c;
+}
+
+// Small naive kernels: the fastest to compile (different warps give different kernels).
+KernelConfig naive(int warps) {
+  KernelConfig c;
+  c.algorithm = Algorithm::naive;
+  c.head_dim = 64;
+  c.block_m = 1, c.warps = warps, c.block_n = 32 * warps, c.stages = 1;
+  return c;
+}
+
+PoolOptions options(const fs::path& cache, int jobs) {
+  PoolOptions o;
+  o.worker = {FLASHJIT_CLI_PATH, "--cache-dir", cache.string()};
+  o.jobs = jobs;
+  o.timeout = std::chrono::milliseconds(1500);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("subprocess: output, exit status, signals, environment", "[tune][pool]") {
+  auto c = run_to_end({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  CHECK(c->output(Child::out) == "out\n");
+  CHECK(c->output(Child::err) == "err\n");
+  CHECK(flashjit::tune::describe_wait_status(c->wait_status()) == "exited with status 3");
+
+  auto killed = run_to_end({"/bin/sh", "-c", "kill -SEGV $$"});
+  CHECK(flashjit::tune::describe_wait_status(killed->wait_status()) == "was killed by signal 11 (SIGSEGV)");
+
+  ::setenv("FLASHJIT_POOL_TEST_A", "parent", 1);
+  auto env = run_to_end({"/bin/sh", "-c", "echo $FLASHJIT_POOL_TEST_A $FLASHJIT_POOL_TEST_B"}, {"FLASHJIT_POOL_TEST_B=extra"});
+  CHECK(env->output(Child::out) == "parent extra\n");
+  auto replaced = run_to_end({"/bin/sh", "-c", "echo $FLASHJIT_POOL_TEST_A"}, {"FLASHJIT_POOL_TEST_A=child"});
+  CHECK(replaced->output(Child::out) == "child\n");
+  ::unsetenv("FLASHJIT_POOL_TEST_A");
+
+  // stdin is /dev/null: a reader sees end of file at once.
+  auto reader = run_to_end({"/bin/cat"});
+  CHECK(reader->output(Child::out).empty());
+
+  auto missing = Child::spawn({"/no/such/program"}, {});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ErrorCode::io);
+
+  // A running child is killed and reaped by its destructor.
+  auto sleeper = Child::spawn({"/bin/sleep", "30"}, {});
+  REQUIRE(sleeper.ok());
+  const pid_t pid = (*sleeper)->pid();
+  sleeper->reset();
+  CHECK(::kill(pid, 0) != 0);
+}
+
+TEST_CASE("compile pool: a crash and a hang fail alone, the rest compile", "[tune][pool]") {
+  TempDir dir;
+  PoolOptions o = options(dir.path() / "cache", 2);
+  o.env = {"FLASHJIT_WORKER_FAULT=crash:_w2_,hang:_w3_"};
+  const std::vector<KernelConfig> configs = {naive(1), naive(2), naive(3), naive(4)};
+  int max_running = 0, started = 0, finished = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto outcomes = CompilePool(o).run(configs, [&](const PoolEvent& e) {
+    max_running = std::max(max_running, static_cast<int>(e.progress.running.size()));
+    (e.kind == PoolEvent::started ? started : finished) += 1;
+    CHECK(e.progress.total == 4);
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(outcomes.size() == 4);
+  CHECK(started == 4);
+  CHECK(finished == 4);
+  CHECK(max_running <= 2);
+  CHECK(seconds < 20);
+
+  for (std::size_t i : {0u, 3u}) {
+    INFO(outcomes[i].name << (outcomes[i].info.ok() ? "" : outcomes[i].info.error().to_string()));
+    REQUIRE(outcomes[i].info.ok());
+    CHECK(outcomes[i].config == configs[i]);
+    CHECK(outcomes[i].info->name == readable_name(configs[i]));
+    CHECK_FALSE(outcomes[i].info->cache_hit);
+    CHECK(outcomes[i].info->ptxas.registers > 0);
+  }
+  const auto& crashed = outcomes[1].info;
+  REQUIRE_FALSE(crashed.ok());
+  CHECK(crashed.error().code == ErrorCode::compile);
+  CHECK(crashed.error().message.find("SIGSEGV") != std::string::npos);
+  CHECK(crashed.error().message.find(readable_name(configs[1])) != std::string::npos);
+  const auto& hung = outcomes[2].info;
+  REQUIRE_FALSE(hung.ok());
+  CHECK(hung.error().message.find("timeout") != std::string::npos);
+  CHECK(outcomes[2].wall_ms >= 1500);
+
+  // The compiled kernels are in the cache now: the workers find them.
+  o.env.clear();
+  const auto again = CompilePool(o).run({configs[0], configs[3]});
+  for (const auto& a : again) {
+    REQUIRE(a.info.ok());
+    CHECK(a.info->cache_hit);
+  }
+  auto split = flashjit::tune::split_cached(dir.path() / "cache", configs);
+  REQUIRE(split.ok());
+  CHECK(split->cached.size() == 2);
+  CHECK(split->missing == std::vector<KernelConfig>{configs[1], configs[2]});
+}
+
+TEST_CASE("compile pool: a config the worker rejects, a missing worker, cancellation", "[tune][pool]") {
+  TempDir dir;
+  KernelConfig bad = naive(1);
+  bad.block_n = 48;  // invalid: the worker reports validate()'s issues
+  const auto rejected = CompilePool(options(dir.path() / "cache", 1)).run({bad});
+  REQUIRE_FALSE(rejected[0].info.ok());
+  CHECK(rejected[0].info.error().code == ErrorCode::invalid_config);
+  CHECK(rejected[0].info.error().message.find("block_n") != std::string::npos);
+
+  PoolOptions missing = options(dir.path() / "cache", 1);
+  missing.worker = {"/no/such/flashjit"};
+  const auto not_started = CompilePool(missing).run({naive(1)});
+  REQUIRE_FALSE(not_started[0].info.ok());
+  CHECK(not_started[0].info.error().message.find("/no/such/flashjit") != std::string::npos);
+
+  PoolOptions hang = options(dir.path() / "cache", 1);
+  hang.env = {"FLASHJIT_WORKER_FAULT=hang:naive"};
+  hang.timeout = std::chrono::seconds(60);
+  std::atomic<bool> cancel{false};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto cancelled = CompilePool(hang).run(
+      {naive(1), naive(2)}, [&](const PoolEvent& e) { cancel = e.kind == PoolEvent::started; }, &cancel);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  for (const auto& c : cancelled) {
+    REQUIRE_FALSE(c.info.ok());
+    CHECK(c.info.error().message.find("cancelled") != std::string::npos);
+  }
+}
+
+TEST_CASE("background compiles: answers as kernels finish", "[tune][pool]") {
+  TempDir dir;
+  flashjit::KernelInfo known;
+  known.name = "known";
+  PoolOptions o = options(dir.path() / "cache", 2);
+  o.env = {"FLASHJIT_WORKER_FAULT=crash:_w2_"};
+  flashjit::tune::BackgroundCompiles compiles(o, {naive(1), naive(2)}, {{naive(4), known}});
+  auto first = compiles.wait(naive(1));
+  REQUIRE(first.ok());
+  CHECK(first->name == readable_name(naive(1)));
+  CHECK_FALSE(compiles.wait(naive(2)).ok());
+  auto k = compiles.wait(naive(4));
+  REQUIRE(k.ok());
+  CHECK(k->name == "known");
+  auto never = compiles.wait(naive(8));
+  REQUIRE_FALSE(never.ok());
+  CHECK(never.error().message.find("never submitted") != std::string::npos);
+}

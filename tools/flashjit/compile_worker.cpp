@@ -1,0 +1,62 @@
+// `flashjit compile-worker CONFIG_JSON` (hidden): the compile pool's worker. Compiles one config into the
+// cache and prints the result line of tune/worker_protocol.hpp. Its own process, so that a compiler crash
+// or hang takes down this kernel only.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "cli.hpp"
+#include "tune/worker_protocol.hpp"
+
+namespace flashjit::cli {
+namespace {
+
+// The test hook (FLASHJIT_WORKER_FAULT=crash:SUBSTRING,hang:SUBSTRING): fail like a broken compiler would.
+void inject_fault(const std::string& name) {
+  const char* env = std::getenv(tune::kWorkerFaultVariable);
+  if (!env) return;
+  std::string_view list(env);
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos || colon + 1 == item.size()) continue;
+    if (name.find(item.substr(colon + 1)) == std::string::npos) continue;
+    const std::string_view kind = item.substr(0, colon);
+    if (kind == "crash") std::raise(SIGSEGV);
+    if (kind == "hang")
+      for (;;) ::pause();
+  }
+}
+
+Result<KernelInfo> compile_one(const Globals& globals, const std::string& json) {
+  auto config = config_from_json(json);
+  if (!config.ok()) return std::move(config).error();
+  inject_fault(readable_name(*config));
+  RuntimeOptions options;
+  if (!globals.cache_dir.empty()) options.cache_dir = globals.cache_dir;
+  options.jit = true;  // the worker's whole purpose, whatever FLASHJIT_JIT says
+  auto runtime = Runtime::create(options);
+  if (!runtime.ok()) return std::move(runtime).error();
+  return (*runtime)->compile(*config);
+}
+
+}  // namespace
+
+Command add_compile_worker(CLI::App& parent, const Globals& globals) {
+  CLI::App* app = parent.add_subcommand(tune::kWorkerCommand, "Compile one config for the compile pool (internal)");
+  app->group("");  // hidden from --help
+  auto json = std::make_shared<std::string>();
+  app->add_option("config", *json, "Canonical config JSON")->required();
+  return {app, [&globals, json] {
+            auto result = compile_one(globals, *json);
+            std::fputs((tune::encode_result(result) + "\n").c_str(), stdout);
+            return result.ok() ? kOk : kFailure;
+          }};
+}
+
+}  // namespace flashjit::cli
