@@ -1,0 +1,126 @@
+// Tests of `flashjit precompile` end to end on tiny sweeps (sm_80 fa2 kernels, the quickest to compile) into a
+// fresh cache.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_runner.hpp"
+#include "dispatch/heuristics.hpp"
+#include "support/catch.hpp"
+
+namespace fs = std::filesystem;
+using flashjit::test::Cli;
+using flashjit::test::quote;
+
+namespace {
+
+// Two problems, d64 on sm_80: the dispatcher picks one fa2 kernel per mask.
+const char* kTinySweep = R"({"name": "tiny", "problems": [
+  {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256, "mask": ["none", "causal"]}]})";
+
+std::string write(const Cli& cli, const std::string& name, const std::string& text) {
+  const fs::path p = cli.root() / name;
+  std::ofstream(p) << text;
+  return quote(p.string());
+}
+
+flashjit::KernelConfig picked(flashjit::MaskKind mask) {
+  flashjit::AttentionProblem p;
+  p.heads_q = 4, p.heads_kv = 2, p.head_dim = 64, p.seqlen_q = p.seqlen_k = 256, p.mask = mask;
+  return *flashjit::dispatch::choose(p, flashjit::Arch{80, false});
+}
+
+}  // namespace
+
+TEST_CASE("cli: precompile compiles once, in workers, and a crash fails alone", "[cli][precompile]") {
+  Cli cli;
+  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  const std::string none = readable_name(picked(flashjit::MaskKind::none));
+  const std::string causal = readable_name(picked(flashjit::MaskKind::causal));
+
+  // The causal kernel's worker crashes: that kernel fails with the signal named, the other compiles.
+  auto crashed = cli("precompile --sweep " + sweep + " --arch sm_80 -j 2", "FLASHJIT_WORKER_FAULT=crash:_causal_");
+  INFO(crashed);
+  CHECK(crashed.code == 1);
+  CHECK(crashed.has("SIGSEGV"));
+  CHECK(crashed.has(causal));
+  CHECK(crashed.has("compiled " + none));  // plain progress lines: stderr is not a terminal
+  CHECK(crashed.has("compiled       1"));
+  CHECK(crashed.has("failed         1"));
+  CHECK(crashed.has("[2/2]"));
+
+  auto second = cli("precompile --sweep " + sweep + " --arch sm_80 -j 2");
+  INFO(second);
+  CHECK(second.code == 0);
+  CHECK(second.has("compiled       1"));
+  CHECK(second.has("cached         1"));
+  CHECK(second.has("failed         0"));
+
+  // Everything is cached now: nothing compiles.
+  auto third = cli("precompile --sweep " + sweep + " --arch sm_80");
+  INFO(third);
+  CHECK(third.code == 0);
+  CHECK(third.has("compiled       0"));
+  CHECK(third.has("cached         2"));
+
+  // Precompiled-only mode finds the kernels.
+  for (auto mask : {"none", "causal"}) {
+    auto hit = cli(std::string("compile algorithm=fa2 arch=sm_80 head_dim=64 block_m=128 warps=4 block_n=64 stages=2 mask=") +
+                       mask,
+                   "FLASHJIT_JIT=0");
+    INFO(hit);
+    CHECK(hit.code == 0);
+    CHECK(hit.has("hit"));
+  }
+  CHECK(picked(flashjit::MaskKind::none).block_n == 64);  // the configs compiled above are the dispatcher's
+
+  // The whole candidate space of a reduced sweep: the dispatcher's pick (cached) plus 16-rows-per-warp.
+  const std::string space = write(cli, "space.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256}],
+      "candidates": {"warps": [4], "block_n": [64], "stages": [2]}})");
+  auto all = cli("precompile --sweep " + space + " --arch sm_80 --all-candidates -j 1");
+  INFO(all);
+  CHECK(all.code == 0);
+  CHECK(all.has("kernels        2"));
+  CHECK(all.has("compiled       1"));
+  CHECK(all.has("cached         1"));
+}
+
+TEST_CASE("cli: precompile kills a hung worker at the timeout", "[cli][precompile]") {
+  Cli cli;
+  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  auto hung = cli("precompile --sweep " + sweep + " --arch sm_80 -j 2 --timeout 0.5", "FLASHJIT_WORKER_FAULT=hang:fa2");
+  INFO(hung);
+  CHECK(hung.code == 1);
+  CHECK(hung.has("timeout"));
+  CHECK(hung.has("failed         2"));
+}
+
+TEST_CASE("cli: precompile usage errors", "[cli][precompile]") {
+  Cli cli;
+  const std::string good = write(cli, "tiny.json", kTinySweep);
+  const std::pair<std::string, int> usage[] = {
+      {"precompile", 2},                                   // --sweep is required
+      {"precompile --sweep " + good + " --arch sm_12x", 2},
+      {"precompile --sweep " + good + " -j 0", 2},
+  };
+  for (const auto& [args, code] : usage) {
+    auto r = cli(args);
+    INFO(r);
+    CHECK(r.code == code);
+  }
+  const std::string bad = write(cli, "bad.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256},
+                                                                 {"heads_q": 4, "head_dim": 64, "seqlen": "x"}]})");
+  auto r = cli("precompile --sweep " + bad);
+  INFO(r);
+  CHECK(r.code == 1);
+  CHECK(r.has("problems[1].seqlen"));
+  auto missing = cli("precompile --sweep " + quote((cli.root() / "none.json").string()));
+  INFO(missing);
+  CHECK(missing.code == 1);
+  CHECK(missing.has("none.json"));
+
+  auto help = cli("--help");
+  CHECK(help.has("precompile"));
+  CHECK_FALSE(help.has("compile-worker"));  // internal
+}

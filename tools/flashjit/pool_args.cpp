@@ -1,0 +1,29 @@
+#include "pool_args.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace flashjit::cli {
+
+void add_pool_options(CLI::App& app, PoolArgs& args) {
+  app.add_option("-j,--jobs", args.jobs, "Compile workers alive at once (default: the number of cores)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout", args.timeout_s, "Seconds a kernel may compile before its worker is killed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+Result<tune::PoolOptions> pool_options(const PoolArgs& args, const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Error(ErrorCode::io, fmt::format("cannot find this executable (/proc/self/exe): {}", ec.message()));
+  tune::PoolOptions o;
+  o.worker = {self.string(), "--cache-dir", cache_dir.string()};
+  o.jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
+  return o;
+}
+
+}  // namespace flashjit::cli

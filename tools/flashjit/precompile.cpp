@@ -1,0 +1,112 @@
+// `flashjit precompile --sweep FILE [--arch A ...] [-j N] [--all-candidates] [--timeout S]`: compile every
+// kernel a sweep needs into the disk cache, without a GPU, each in a worker process of its own; then
+// FLASHJIT_JIT=0 runs the sweep's problems from the cache alone.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli.hpp"
+#include "pool_args.hpp"
+#include "progress.hpp"
+#include "tune/compile_pool.hpp"
+#include "tune/precompile_plan.hpp"
+#include "tune/sweep.hpp"
+#include "tune/tuned_table.hpp"
+
+namespace flashjit::cli {
+namespace {
+
+struct PrecompileArgs {
+  std::string sweep;
+  std::vector<std::string> archs{"sm_90a"};
+  bool all_candidates = false;
+  PoolArgs pool;
+};
+
+struct Totals {
+  int compiled = 0, cached = 0, failed = 0;
+  double nvrtc_ms = 0;
+};
+
+void print_summary(const tune::Sweep& sweep, const std::vector<std::string>& archs, std::size_t kernels,
+                   const Totals& t, double seconds, const std::filesystem::path& cache) {
+  fmt::print("precompile {}: {} problem{} for {}\n", sweep.name, sweep.problems.size(),
+             sweep.problems.size() == 1 ? "" : "s", fmt::join(archs, ", "));
+  fmt::print("  kernels   {:>6}\n", kernels);
+  fmt::print("  compiled  {:>6}{}\n", t.compiled,
+             t.compiled ? fmt::format("   NVRTC {:.1f} s in all", t.nvrtc_ms / 1000) : std::string());
+  fmt::print("  cached    {:>6}\n", t.cached);
+  fmt::print("  failed    {:>6}\n", t.failed);
+  fmt::print("  time      {:>6.1f} s\n", seconds);
+  fmt::print("cache: {}\n", cache.string());
+}
+
+int run_precompile(const Globals& globals, const PrecompileArgs& args) {
+  std::vector<Arch> archs;
+  for (const auto& a : args.archs) {
+    auto arch = Arch::parse(a);
+    if (!arch) return report_usage(fmt::format("--arch '{}' is not a CUDA target like sm_80 or sm_90a", a));
+    archs.push_back(*arch);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sweep = tune::load_sweep(args.sweep);
+  if (!sweep.ok()) return report(sweep.error());
+  auto runtime = make_runtime(globals);
+  if (!runtime.ok()) return report(runtime.error());
+  const std::filesystem::path cache = (*runtime)->cache_dir();
+  if (!(*runtime)->cache_writable())
+    return report(Error(ErrorCode::cache, fmt::format("the kernel cache {} is read-only: nothing could be stored", cache.string())));
+
+  const auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(cache));
+  const tune::PrecompilePlan plan = tune::precompile_plan(*sweep, archs, tables, args.all_candidates);
+  auto split = tune::split_cached(cache, plan.configs);
+  if (!split.ok()) return report(split.error());
+  auto options = pool_options(args.pool, cache);
+  if (!options.ok()) return report(options.error());
+
+  std::string pruned = args.all_candidates ? fmt::format(", {} candidates pruned by validate()", plan.invalid) : "";
+  fmt::print(stderr, "precompile {}: {} kernels{}; {} in the cache, compiling {} with {} worker{}\n", sweep->name,
+             plan.configs.size(), pruned, split->cached.size(), split->missing.size(), options->jobs,
+             options->jobs == 1 ? "" : "s");
+  std::fflush(stderr);
+  ProgressLine progress(stderr, ::isatty(STDERR_FILENO) != 0);
+  const auto outcomes = tune::CompilePool(*options).run(split->missing, std::ref(progress));
+  progress.finish();
+
+  Totals totals;
+  totals.cached = static_cast<int>(split->cached.size());
+  for (const auto& o : outcomes) {
+    if (!o.info.ok()) {
+      ++totals.failed;
+      Error e = o.info.error();
+      if (e.details.empty()) e.details = o.worker_log;
+      report(e);
+    } else if (o.info->cache_hit) {
+      ++totals.cached;  // compiled meanwhile by another process
+    } else {
+      ++totals.compiled;
+      totals.nvrtc_ms += o.info->compile_ms;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_summary(*sweep, args.archs, plan.configs.size(), totals, seconds, cache);
+  return totals.failed == 0 ? kOk : kFailure;
+}
+
+}  // namespace
+
+Command add_precompile(CLI::App& parent, const Globals& globals) {
+  CLI::App* app = parent.add_subcommand(
+      "precompile", "Compile every kernel a sweep file needs into the cache, in parallel worker processes; no GPU needed");
+  auto args = std::make_shared<PrecompileArgs>();
+  app->add_option("--sweep", args->sweep, "Sweep file (configs/*.json; schema in configs/README.md)")->required();
+  app->add_option("--arch", args->archs, "CUDA targets (repeatable)")->capture_default_str();
+  app->add_flag("--all-candidates", args->all_candidates,
+                "Compile the whole candidate space (after validate()), not only the dispatcher's picks");
+  add_pool_options(*app, args->pool);
+  return {app, [&globals, args] { return run_precompile(globals, *args); }};
+}
+
+}  // namespace flashjit::cli
