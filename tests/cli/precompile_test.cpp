@@ -1,11 +1,12 @@
 // Tests of `flashjit precompile` end to end on tiny sweeps (sm_80 fa2 kernels, the quickest to compile) into a
-// fresh cache.
+// fresh cache, and of `flashjit autotune` without a GPU.
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli_runner.hpp"
+#include "cuda/driver.hpp"
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
 
@@ -96,13 +97,14 @@ TEST_CASE("cli: precompile kills a hung worker at the timeout", "[cli][precompil
   CHECK(hung.has("failed         2"));
 }
 
-TEST_CASE("cli: precompile usage errors", "[cli][precompile]") {
+TEST_CASE("cli: precompile and autotune usage errors", "[cli][precompile]") {
   Cli cli;
   const std::string good = write(cli, "tiny.json", kTinySweep);
   const std::pair<std::string, int> usage[] = {
       {"precompile", 2},                                   // --sweep is required
       {"precompile --sweep " + good + " --arch sm_12x", 2},
       {"precompile --sweep " + good + " -j 0", 2},
+      {"autotune --sweep " + good, 2},                     // -o is required
   };
   for (const auto& [args, code] : usage) {
     auto r = cli(args);
@@ -122,5 +124,18 @@ TEST_CASE("cli: precompile usage errors", "[cli][precompile]") {
 
   auto help = cli("--help");
   CHECK(help.has("precompile"));
+  CHECK(help.has("autotune"));
   CHECK_FALSE(help.has("compile-worker"));  // internal
+}
+
+TEST_CASE("cli: autotune needs a GPU", "[cli][autotune]") {
+  auto devices = flashjit::cuda::device_count();
+  if (devices.ok() && *devices > 0) return;  // exercised on GPU machines by hand (it takes minutes)
+  Cli cli;
+  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  auto r = cli("autotune --sweep " + sweep + " -o " + quote((cli.root() / "out.json").string()));
+  INFO(r);
+  CHECK(r.code == 1);
+  CHECK(r.has("autotune needs a GPU"));
+  CHECK_FALSE(fs::exists(cli.root() / "out.json"));
 }

@@ -36,6 +36,7 @@ Command add_compile(CLI::App& parent, const Globals& globals);
 Command add_cache(CLI::App& parent, const Globals& globals);
 Command add_run(CLI::App& parent, const Globals& globals);
 Command add_precompile(CLI::App& parent, const Globals& globals);
+Command add_autotune(CLI::App& parent, const Globals& globals);
 Command add_compile_worker(CLI::App& parent, const Globals& globals);  // hidden: the compile pool's worker
 
 // The runtime and the disk cache as the global options configure them.

@@ -1,0 +1,166 @@
+// `flashjit autotune --sweep FILE -o OUT [--iters N] [-j N] [--quick]`: for each problem of a sweep, time
+// every candidate config on GPU 0 and write a tuned table (tune/tuned_table.hpp) that the runtime's dispatcher
+// then uses on this GPU. Candidates compile in worker processes while the GPU times those compiled first.
+// Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <set>
+
+#include "autotune_bench.hpp"
+#include "cli.hpp"
+#include "cuda/driver.hpp"
+#include "dispatch/heuristics.hpp"
+#include "pool_args.hpp"
+#include "tune/autotune.hpp"
+#include "tune/background_compile.hpp"
+#include "tune/candidates.hpp"
+#include "tune/resume.hpp"
+#include "tune/sweep.hpp"
+
+namespace flashjit::cli {
+namespace {
+
+struct AutotuneArgs {
+  std::string sweep;
+  std::string output;
+  BenchSettings bench;
+  bool quick = false;
+  PoolArgs pool;
+};
+
+// One problem still to measure and its candidates.
+struct Planned {
+  tune::ProblemShape shape;
+  tune::Candidates candidates;
+  KernelConfig heuristic;
+};
+
+std::string entry_line(const tune::TunedEntry& e, const tune::CandidateCounts& n) {
+  std::string line = fmt::format("{} {:.1f} TFLOP/s", readable_name(e.best), e.tflops);
+  if (e.runner_up) line += fmt::format(", runner-up {} {:.1f}", readable_name(*e.runner_up), e.runner_up_tflops);
+  if (e.heuristic) line += fmt::format(", heuristic {:.1f}", e.heuristic_tflops);
+  line += fmt::format("; {} candidates: {} invalid, {} spilling, {} failed, {} timed; check {}", n.enumerated,
+                      n.invalid, n.spilling, n.failed, n.timed,
+                      e.rel_l2 ? fmt::format("{:.2e}", *e.rel_l2) : std::string("skipped (large)"));
+  return line;
+}
+
+// Where the GPU comes from; an error saying why there is none.
+Result<cuda::DeviceInfo> gpu() {
+  auto count = cuda::device_count();
+  if (!count.ok()) return Error(ErrorCode::no_device, fmt::format("autotune needs a GPU: {}", count.error().message));
+  if (*count == 0) return Error(ErrorCode::no_device, "autotune needs a GPU: the CUDA driver reports no devices");
+  return cuda::device_info(0);
+}
+
+int run_autotune(const Globals& globals, const AutotuneArgs& args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sweep = tune::load_sweep(args.sweep);
+  if (!sweep.ok()) return report(sweep.error());
+  auto device = gpu();
+  if (!device.ok()) return report(device.error());
+  auto scope = cuda::ContextScope::enter(0);
+  if (!scope.ok()) return report(scope.error());
+  auto runtime = make_runtime(globals);
+  if (!runtime.ok()) return report(runtime.error());
+  const std::filesystem::path output = args.output, partial = tune::partial_path(output);
+
+  const tune::Stamp stamp = tune::system_stamp(device->name, device->arch, device->driver_version);
+  auto table = tune::resume_table(output, stamp);
+  if (!table.ok()) return report(table.error());
+  table->sweep = sweep->name;
+  const auto pending = tune::pending_problems(sweep->problems, *table);
+  fmt::print("autotune {}: {} problems on {} ({}), {} already measured, {} to go\n", sweep->name,
+             sweep->problems.size(), device->name, device->arch.to_string(), sweep->problems.size() - pending.size(),
+             pending.size());
+
+  // Candidates of every pending problem, compiled in problem order (with the reference kernel first).
+  const tune::Density density = args.quick ? tune::Density::reduced : tune::Density::full;
+  std::vector<Planned> plan;
+  std::vector<KernelConfig> configs;
+  std::set<std::string> seen;
+  auto add = [&](const KernelConfig& c) {
+    if (seen.insert(to_json(c)).second) configs.push_back(c);
+  };
+  for (std::size_t i : pending) {
+    const tune::ProblemShape& shape = sweep->problems[i];
+    auto heuristic = dispatch::choose(tune::to_problem(shape), device->arch);
+    if (!heuristic.ok()) return report(heuristic.error());
+    Planned p{shape, tune::enumerate(shape, sweep->candidates, device->arch, density), *heuristic};
+    add(dispatch::naive_config(shape.dtype, shape.head_dim, shape.mask, device->arch));
+    add(p.heuristic);
+    for (const auto& c : p.candidates.valid) add(c);
+    plan.push_back(std::move(p));
+  }
+  auto split = tune::split_cached((*runtime)->cache_dir(), configs);
+  if (!split.ok()) return report(split.error());
+  auto options = pool_options(args.pool, (*runtime)->cache_dir());
+  if (!options.ok()) return report(options.error());
+  if (!plan.empty())
+    fmt::print("{} kernels: {} in the cache, compiling {} with {} workers while the GPU times\n", configs.size(),
+               split->cached.size(), split->missing.size(), options->jobs);
+  std::fflush(stdout);
+  tune::BackgroundCompiles compiles(*options, std::move(split->missing), std::move(split->cached));
+
+  int without_result = 0;
+  const int width = static_cast<int>(fmt::formatted_size("{}", plan.size()));
+  for (std::size_t n = 0; n < plan.size(); ++n) {
+    const Planned& p = plan[n];
+    const std::string head = fmt::format("[{:>{}}/{}] {}", n + 1, width, plan.size(), tune::describe(p.shape));
+    auto bench = make_device_bench(**runtime, p.shape, device->arch, args.bench);
+    if (!bench.ok()) {
+      ++without_result;
+      fmt::print("{}: no result\n", head);
+      report(bench.error());
+      continue;
+    }
+    const tune::ProblemReport r = tune::tune_problem(
+        p.shape, p.candidates, p.heuristic, [&](const KernelConfig& c) { return compiles.wait(c); }, **bench);
+    std::fflush(stdout);
+    for (const auto& note : r.notes) fmt::print(stderr, "flashjit: {}: {}\n", tune::describe(p.shape), note);
+    if (!r.entry) {
+      ++without_result;
+      fmt::print("{}: no result ({} candidates, {} failed)\n", head, r.counts.enumerated, r.counts.failed);
+      continue;
+    }
+    fmt::print("{}: {}\n", head, entry_line(*r.entry, r.counts));
+    std::fflush(stdout);
+    table->entries.push_back(*r.entry);
+    if (auto st = tune::save_table(*table, partial); !st.ok()) return report(st.error());
+  }
+
+  if (auto st = tune::save_table(*table, output); !st.ok()) return report(st.error());
+  std::error_code ec;
+  std::filesystem::remove(partial, ec);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("wrote {}: {} entries in {:.0f} s{}\n", output.string(), table->entries.size(), seconds,
+             without_result ? fmt::format("; {} problems without a result (run again to retry them)", without_result)
+                            : std::string());
+  fmt::print("use it: FLASHJIT_TUNED={} (or copy it into {})\n", output.string(),
+             ((*runtime)->cache_dir() / "tuned").string());
+  return without_result == 0 ? kOk : kFailure;
+}
+
+}  // namespace
+
+Command add_autotune(CLI::App& parent, const Globals& globals) {
+  CLI::App* app = parent.add_subcommand(
+      "autotune", "Time every candidate config of a sweep's problems on GPU 0 and write a tuned table (needs a GPU)");
+  auto args = std::make_shared<AutotuneArgs>();
+  app->add_option("--sweep", args->sweep, "Sweep file (configs/*.json; schema in configs/README.md)")->required();
+  app->add_option("-o,--output", args->output, "Tuned table to write (e.g. configs/tuned/h200.json); resumed if present")
+      ->required();
+  app->add_option("--iters", args->bench.iters, "Timed samples per candidate (the median is kept)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--warmup", args->bench.warmup, "Untimed launches per candidate")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--quick", args->quick,
+                "Reduced default candidate space (fa3: block_n step 32, 2 stages; fa2: block_n 32/64, 2 stages)");
+  add_pool_options(*app, args->pool);
+  return {app, [&globals, args] { return run_autotune(globals, *args); }};
+}
+
+}  // namespace flashjit::cli
