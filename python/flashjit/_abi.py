@@ -1,0 +1,60 @@
+"""ctypes mirror of include/flashjit/flashjit.h (structs and enum values)."""
+import ctypes
+
+OK = 0
+ERROR_INVALID_ARGUMENT = 1
+ERROR_INVALID_CONFIG = 2
+ERROR_UNSUPPORTED = 3
+ERROR_NO_DEVICE = 4
+ERROR_DRIVER = 5
+ERROR_COMPILE = 6
+ERROR_CACHE = 7
+ERROR_NOT_FOUND = 8
+ERROR_IO = 9
+ERROR_INTERNAL = 10
+
+DTYPE_BF16 = 0
+DTYPE_FP16 = 1
+
+MASK_NONE = 0
+MASK_CAUSAL = 1
+MASK_SLIDING_WINDOW = 2
+MASK_CHUNKED = 3
+MASK_CHUNKED_CAUSAL = 4
+
+
+class Strides(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("seq", ctypes.c_int64), ("head", ctypes.c_int64)]
+
+
+class AttentionArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("batch", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),
+        ("seqlen_k", ctypes.c_int),
+        ("heads_q", ctypes.c_int),
+        ("heads_kv", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("q_strides", Strides),
+        ("k_strides", Strides),
+        ("v_strides", Strides),
+        ("o_strides", Strides),
+        ("mask", ctypes.c_int),
+        ("window_left", ctypes.c_int),
+        ("window_right", ctypes.c_int),
+        ("chunk_size", ctypes.c_int),
+        ("softmax_scale", ctypes.c_float),
+        ("stream", ctypes.c_void_p),
+        ("config_json", ctypes.c_char_p),
+    ]
+
+    def __init__(self, **fields):
+        defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}
+        super().__init__(**{**defaults, **fields})

@@ -1,0 +1,107 @@
+"""attention() on PyTorch tensors, and getting kernels ready before CUDA-graph capture (warmup, precompile).
+
+torch is imported inside the functions, never at module import."""
+import ctypes
+import json
+
+from . import _library, _runtime
+from ._abi import AttentionArgs, Strides
+from ._checks import (bshd_strides, check_inputs, check_out, dtype_code, mask_of, scale_of, shape4)
+from ._config import config_json
+
+# Stands in for the tensors of a problem that is prepared but not run: big enough for any alignment.
+_SCRATCH_BYTES = 256
+
+
+def _stream_handle(stream, device):
+    if stream is None:
+        import torch
+        return torch.cuda.current_stream(device).cuda_stream
+    return int(getattr(stream, "cuda_stream", stream))
+
+
+def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, return_lse=False, out=None,
+              config=None, stream=None):
+    """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
+
+    q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
+    torch.bfloat16 or torch.float16 on one device, last dimension contiguous, other strides multiples of 8
+    elements; heads_kv divides heads_q (grouped-query attention); head_dim a multiple of 8, at most 256.
+    causal: bottom-right aligned when seqlen_q != seqlen_k (query i sees keys j <= i + seqlen_k - seqlen_q).
+    window: (left, right) sliding window around that diagonal, -1 = unbounded; with causal, right = 0.
+    softmax_scale: default 1/sqrt(head_dim). out: a tensor like q to write into (else torch.empty_like(q)).
+    return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, seqlen_q].
+    config: an explicit kernel config (dict or JSON; missing fields come from the problem and the device).
+    stream: torch.cuda.Stream or CUstream handle; default torch.cuda.current_stream(q.device).
+
+    Asynchronous on the stream, no synchronization, no allocation besides out and lse. The first call for a
+    kind of problem compiles (or reads from the disk cache) and loads its kernel: make it outside CUDA-graph
+    capture (warmup, precompile). Bad arguments raise ValueError before anything runs; failures in the library
+    raise FlashjitError.
+    """
+    problem = check_inputs(q, k, v)
+    mask, left, right = mask_of(causal, window)
+    scale = scale_of(softmax_scale)
+    if out is not None:
+        check_out(out, q)
+    explicit = None if config is None else config_json(config)
+    if out is None or return_lse:
+        import torch
+    if out is None:
+        out = torch.empty_like(q)
+    lse = None
+    if return_lse:
+        lse = torch.empty((problem.batch, problem.heads_q, problem.seqlen_q), dtype=torch.float32, device=q.device)
+    args = AttentionArgs(
+        q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=out.data_ptr(), lse=None if lse is None else lse.data_ptr(),
+        batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
+        heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
+        q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
+        v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
+        mask=mask, window_left=left, window_right=right, softmax_scale=scale,
+        stream=_stream_handle(stream, q.device), config_json=explicit)
+    lib = _library.load()
+    _runtime.check(lib.flashjit_forward(_runtime.handle(), ctypes.byref(args)))
+    return (out, lse) if return_lse else out
+
+
+def warmup(q, k, v, **kwargs):
+    """Runs attention(q, k, v, **kwargs) once, outside CUDA-graph capture, so that the kernel for this kind of
+    problem (dtype, head dim, mask, shapes) is compiled or read from the disk cache and loaded on the device;
+    later calls, captured ones included, only launch. Returns what attention returns."""
+    import torch
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError("flashjit.warmup must run before CUDA-graph capture, not during it")
+    return attention(q, k, v, **kwargs)
+
+
+def precompile(config=None, *, q_shape=None, k_shape=None, dtype=None, causal=False, window=(-1, -1), device=None):
+    """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
+    cache_hit, ...).
+
+    precompile(config): compiles a config (dict or JSON) into the disk cache; needs no GPU.
+    precompile(q_shape=..., k_shape=..., dtype=..., causal=..., window=..., device=...): the kernel
+    attention() would use for that problem (or `config`, completed from the problem) is compiled or read
+    from the cache and loaded on the device (default: the current CUDA device), without running it, so
+    that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape.
+    """
+    explicit = None if config is None else config_json(config)
+    if q_shape is None:
+        if explicit is None:
+            raise ValueError("precompile needs a config, or q_shape and dtype of the problem to prepare")
+        return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
+    b, sq, hq, d = shape4("q_shape", q_shape)
+    _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
+    code = dtype_code(dtype)
+    mask, left, right = mask_of(causal, window)
+    lib = _library.load()
+    import torch
+    target = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    scratch = torch.empty(_SCRATCH_BYTES, dtype=torch.uint8, device=target)
+    address = scratch.data_ptr()
+    args = AttentionArgs(q=address, k=address, v=address, o=address, batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
+                         heads_kv=hkv, head_dim=d, dtype=code, mask=mask, window_left=left, window_right=right,
+                         config_json=explicit)
+    info = _runtime.text(lib.flashjit_prepare, _runtime.handle(), ctypes.byref(args))
+    del scratch  # only its address was used, to name the device
+    return json.loads(info)

@@ -1,0 +1,72 @@
+"""Finds and loads libflashjit.so, and declares the C functions' signatures.
+
+Lookup order: $FLASHJIT_LIBRARY (when set, the only place tried), the copy shipped inside this package, then
+the repository's build folder (../build/libflashjit.so next to python/).
+"""
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+from ._abi import AttentionArgs
+from ._errors import FlashjitError
+
+LIBRARY = "libflashjit.so"
+
+_lock = threading.Lock()
+_library = None
+
+
+def candidates():
+    """(origin, path) pairs in lookup order."""
+    explicit = os.environ.get("FLASHJIT_LIBRARY")
+    if explicit:
+        return [("$FLASHJIT_LIBRARY", Path(explicit))]
+    package = Path(__file__).resolve().parent
+    return [("inside the package", package / LIBRARY), ("the repository build", package.parent.parent / "build" / LIBRARY)]
+
+
+def _declare(lib):
+    c = ctypes
+    text_out = [c.POINTER(c.c_char), c.c_size_t]
+    signatures = {
+        "flashjit_version": (c.c_char_p, []),
+        "flashjit_status_string": (c.c_char_p, [c.c_int]),
+        "flashjit_last_error": (c.c_char_p, []),
+        "flashjit_runtime_create": (c.c_int, [c.c_void_p, c.POINTER(c.c_void_p)]),
+        "flashjit_runtime_destroy": (None, [c.c_void_p]),
+        "flashjit_forward": (c.c_int, [c.c_void_p, c.POINTER(AttentionArgs)]),
+        "flashjit_prepare": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),
+        "flashjit_select": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),
+        "flashjit_compile": (c.c_int64, [c.c_void_p, c.c_char_p] + text_out),
+        "flashjit_emit": (c.c_int64, [c.c_char_p] + text_out),
+        "flashjit_cache_info": (c.c_int64, [c.c_void_p] + text_out),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+def load():
+    """The loaded library (once per process); FlashjitError naming every place tried when there is none."""
+    global _library
+    if _library is not None:
+        return _library
+    with _lock:
+        if _library is None:
+            tried = []
+            for origin, path in candidates():
+                if not path.is_file():
+                    tried.append(f"{path} ({origin}): not found")
+                    continue
+                try:
+                    _library = _declare(ctypes.CDLL(str(path)))
+                    break
+                except (OSError, AttributeError) as e:
+                    tried.append(f"{path} ({origin}): {e}")
+            else:
+                raise FlashjitError(f"cannot load {LIBRARY}; tried:\n  " + "\n  ".join(tried) +
+                                    "\nBuild it (bash tools/setup.sh) or set FLASHJIT_LIBRARY to its path.")
+    return _library

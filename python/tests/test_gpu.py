@@ -1,0 +1,25 @@
+"""GPU tests (skipped without torch or a CUDA GPU): flashjit.attention against float32 SDPA, out= reuse,
+strided views, explicit configs, CUDA-graph capture and replay. The checks live in gpu_checks.py, which
+also runs without pytest."""
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+import gpu_checks  # noqa: E402  (needs torch)
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    torch.manual_seed(0)
+
+
+@pytest.mark.parametrize("case", gpu_checks.CASES, ids=str)
+def test_matches_sdpa(case):
+    gpu_checks.check_case(case)
+
+
+@pytest.mark.parametrize("check", gpu_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_check(check):
+    check()
