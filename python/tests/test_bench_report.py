@@ -1,0 +1,90 @@
+"""The pure helpers of tools/bench/attention_bench.py: sweeps, FLOP counts, timing-method choice, tables."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "bench"))
+import attention_report as report  # noqa: E402
+
+
+def brute_force_pairs(sq, sk, causal, window):
+    left, right = window
+    if causal:
+        right = 0
+    return sum(1 for i in range(sq) for j in range(sk)
+               if (left < 0 or j >= i + sk - sq - left) and (right < 0 or j <= i + sk - sq + right))
+
+
+@pytest.mark.parametrize("sq,sk,causal,window", [
+    (17, 17, False, (-1, -1)), (17, 17, True, (-1, -1)), (5, 40, True, (-1, -1)), (40, 5, True, (-1, -1)),
+    (33, 33, False, (4, 2)), (33, 50, True, (7, -1)), (50, 33, False, (-1, 3)), (1, 1000, True, (-1, -1)),
+])
+def test_visible_pairs(sq, sk, causal, window):
+    assert report.visible_pairs(sq, sk, causal, window) == brute_force_pairs(sq, sk, causal, window)
+
+
+def test_attention_flops():
+    s = report.shape(1, 16384, 16384, 32, 8, 128, causal=False)
+    assert report.attention_flops(s) == 4 * 32 * 16384**2 * 128  # 4.40 TFLOP, as in bench/NOTES.md
+    causal = dict(s, causal=True)
+    assert report.attention_flops(causal) == 4 * 32 * (16384 * 16385 // 2) * 128
+
+
+def test_sweeps():
+    llama = report.llama3_sweep()
+    assert len(llama) == 2 * 11
+    assert {(s["heads_q"], s["heads_kv"], s["head_dim"], s["batch"], s["dtype"]) for s in llama} == {(32, 8, 128, 1, "bf16")}
+    assert [s["seqlen_q"] for s in llama if not s["causal"]] == report.LLAMA3_SEQLENS
+    grid = report.fa3_grid()
+    assert {(s["head_dim"], s["heads_q"]) for s in grid} == {(64, 32), (128, 16), (256, 8)}
+    assert all(s["seqlen_q"] == 16384 and s["heads_q"] * s["head_dim"] == 2048 for s in grid)
+
+
+def test_timing_method_and_rotation():
+    small = report.shape(1, 128, 128, 32, 8, 128, causal=False)
+    method, calls = report.timing_method(report.attention_flops(small))
+    assert method == "graph" and 1 < calls <= report.GRAPH_MAX_CALLS
+    big = report.shape(1, 8192, 8192, 32, 8, 128, causal=False)
+    assert report.timing_method(report.attention_flops(big)) == ("events", 1)
+    assert report.rotation_sets(small) == report.MAX_SETS
+    assert report.rotation_sets(report.shape(1, 4096, 4096, 32, 8, 128, causal=False)) == 3  # 84 MB a set
+    assert report.rotation_sets(report.shape(1, 16384, 16384, 32, 8, 128, causal=False)) == 1
+    assert report.io_bytes(small) == 2 * (2 * 128 * 32 * 128 + 2 * 128 * 8 * 128)
+
+
+def rows():
+    def result(tflops):
+        return {"ms": 1.0, "tflops": tflops, "method": "events", "fraction_of_matmul": tflops / 800,
+                "fraction_of_copy": 0.004}
+    return [
+        {"shape": report.shape(1, 4096, 4096, 32, 8, 128, causal=False), "method": "events",
+         "flashjit_config": "fa3_bf16_d128", "check": {"against": "cudnn", "rel_l2": 3.1e-3, "ok": True},
+         "results": {"flashjit": result(640.0), "cudnn": result(530.0), "torch_flash": result(320.0),
+                     "torch_efficient": {"error": "No available kernel. Aborting execution."}}},
+        {"shape": report.shape(1, 4096, 4096, 32, 8, 128, causal=True), "method": "events",
+         "flashjit_config": "fa3_bf16_d128_causal", "check": {"against": "cudnn", "rel_l2": 0.5, "ok": False},
+         "results": {"flashjit": result(520.0), "cudnn": result(400.0), "flex": result(300.0)}},
+    ]
+
+
+def test_markdown_table():
+    text = report.markdown_table("llama3", rows(), {"matmul_tflops": 800.0, "copy_tb_s": 4.2},
+                                 {"date": "2026-11-29", "gpu": "NVIDIA H200", "torch": "2.11"})
+    lines = text.splitlines()
+    assert lines[0] == "# llama3"
+    assert "bf16 matmul 8192³ 800 TFLOP/s" in text and "4.20 TB/s" in text
+    table = [line for line in lines if line.startswith("| B1")]
+    assert len(table) == 2
+    first = [cell.strip() for cell in table[0].strip("|").split("|")]
+    assert first[:9] == ["B1 S4096 H32/8 D128 full", "fa3_bf16_d128", "events", "640", "530", "320", "–", "–", "1.21"]
+    assert first[9:] == ["2.00", "80", "0.4", "3.1e-03"]
+    assert table[1].rstrip(" |").endswith("✗")
+    assert "- B1 S4096 H32/8 D128 full, torch efficient: No available kernel" in text
+
+
+def test_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "llama3.png"
+    report.plot("llama3", rows(), {"matmul_tflops": 800.0}, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

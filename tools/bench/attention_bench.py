@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Times flashjit (through its Python package) and torch's attention kernels in one process, on the same
+tensors: SDPA with the cuDNN, flash (FA2) and efficient backends, and FlexAttention (torch.compile; only
+from --flex-min-seqlen on, to bound compile time). CUDA events, warm-up, medians, input sets rotated past
+the L2; short kernels are timed as CUDA-graph replays of many calls so that launch latency is not what is
+measured (each row says how it was timed). flashjit's output is checked against cuDNN's before timing.
+The ceilings (bf16 matmul 8192³, 2 GiB device copy) are measured in the same run.
+
+usage: PYTHONPATH=python python3 tools/bench/attention_bench.py --outdir OUT [--sweep llama3] [--sweep fa3]
+Writes OUT/attention_bench.json, and OUT/SWEEP.md and OUT/SWEEP.png per sweep.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import attention_report as report  # noqa: E402
+import flashjit  # noqa: E402
+
+CHECK_TOLERANCE = 2e-2
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def time_events(run, iters, warmup):
+    """Median ms of one call between two events."""
+    for i in range(warmup):
+        run(i)
+    torch.cuda.synchronize()
+    times = []
+    for i in range(iters):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run(i)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return median(times)
+
+
+def time_graph(run, iters, warmup, calls):
+    """Median ms per call of a CUDA graph holding `calls` back-to-back calls (inputs rotating)."""
+    for i in range(warmup):
+        run(i)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            run(i)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / calls)
+    return median(times)
+
+
+def time_back_to_back(run, iters, warmup, calls):
+    """Median ms per call of `calls` launches between two events (for what cannot be captured)."""
+    for i in range(warmup):
+        run(i)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(calls):
+            run(i)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / calls)
+    return median(times)
+
+
+def measure(run, method, calls, args):
+    """(ms per call, method actually used)."""
+    if method == "graph":
+        try:
+            return time_graph(run, args.iters, args.warmup, calls), "graph"
+        except RuntimeError:  # not capturable: launches back to back instead
+            torch.cuda.synchronize()
+            return time_back_to_back(run, args.iters, args.warmup, calls), "back_to_back"
+    return time_events(run, args.iters, args.warmup), "events"
+
+
+def ceilings():
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    matmul_ms = time_events(lambda i: a @ b, 10, 3)
+    del a, b
+    x = torch.empty(2 * 1024**3, device="cuda", dtype=torch.uint8)
+    y = torch.empty_like(x)
+    copy_ms = time_events(lambda i: y.copy_(x), 10, 3)
+    return {"matmul_tflops": 2 * 8192**3 / (matmul_ms * 1e-3) / 1e12,
+            "copy_tb_s": 2 * x.numel() / (copy_ms * 1e-3) / 1e12}
+
+
+def make_sets(s, count):
+    dtype = DTYPES[s["dtype"]]
+    sets = []
+    for _ in range(count):
+        q = torch.randn(s["batch"], s["seqlen_q"], s["heads_q"], s["head_dim"], device="cuda", dtype=dtype)
+        k = torch.randn(s["batch"], s["seqlen_k"], s["heads_kv"], s["head_dim"], device="cuda", dtype=dtype)
+        v = torch.randn_like(k)
+        sets.append({"q": q, "k": k, "v": v, "o": torch.empty_like(q)})
+    return sets
+
+
+_flex = None
+
+
+def flex_functions():
+    global _flex
+    if _flex is None:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        _flex = (torch.compile(flex_attention), create_block_mask)
+    return _flex
+
+
+def runners(s, sets, with_flex):
+    """name -> run(i): one call on input set i % len(sets). Peers take [B, H, S, D] views of the BSHD tensors."""
+    causal, gqa = s["causal"], s["heads_q"] != s["heads_kv"]
+    n = len(sets)
+    bhsd = [tuple(t[name].transpose(1, 2) for name in "qkv") for t in sets]
+    out = {"flashjit": lambda i: flashjit.attention(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"],
+                                                    causal=causal, out=sets[i % n]["o"])}
+
+    def sdpa(backend):
+        def run(i):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(*bhsd[i % n], is_causal=causal, enable_gqa=gqa)
+        return run
+
+    out["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
+    out["torch_flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+    out["torch_efficient"] = sdpa(SDPBackend.EFFICIENT_ATTENTION)
+    if with_flex:
+        out["flex"] = flex_runner(s, bhsd, gqa)
+    return out
+
+
+def flex_runner(s, bhsd, gqa):
+    """FlexAttention, compiled and given its block mask on the first call (so that failures land where the
+    timing records them)."""
+    state = {}
+
+    def run(i):
+        if not state:
+            flex, create_block_mask = flex_functions()
+            state["flex"], state["mask"] = flex, None
+            if s["causal"]:
+                offset = s["seqlen_k"] - s["seqlen_q"]
+                state["mask"] = create_block_mask(lambda b, h, qi, ki: qi + offset >= ki, None, None, s["seqlen_q"],
+                                                  s["seqlen_k"], device="cuda")
+        return state["flex"](*bhsd[i % len(bhsd)], block_mask=state["mask"], enable_gqa=gqa)
+    return run
+
+
+def check_against_peer(s, sets, run):
+    """flashjit's output on set 0 against cuDNN's (else the next SDPA backend that supports the shape)."""
+    t = sets[0]
+    mine = flashjit.attention(t["q"], t["k"], t["v"], causal=s["causal"]).float()
+    for name in ("cudnn", "torch_flash", "torch_efficient"):
+        try:
+            theirs = run[name](0).transpose(1, 2).float()
+        except RuntimeError:
+            continue
+        rel = (torch.linalg.vector_norm(mine - theirs) / torch.linalg.vector_norm(theirs)).item()
+        ok = math.isfinite(rel) and rel <= CHECK_TOLERANCE
+        return {"against": name, "rel_l2": rel, "ok": ok}
+    return {"against": None, "ok": False}
+
+
+def bench_case(s, args, ceil):
+    flops = report.attention_flops(s)
+    method, calls = report.timing_method(flops)
+    sets = make_sets(s, report.rotation_sets(s))
+    info = flashjit.precompile(q_shape=sets[0]["q"].shape, k_shape=sets[0]["k"].shape, dtype=s["dtype"],
+                               causal=s["causal"])
+    with_flex = args.flex_min_seqlen > 0 and s["seqlen_q"] >= args.flex_min_seqlen
+    run = runners(s, sets, with_flex)
+    row = {"shape": s, "flops": flops, "io_bytes": report.io_bytes(s), "sets": len(sets), "calls_per_replay": calls,
+           "flashjit_config": info["name"], "check": check_against_peer(s, sets, run), "results": {}}
+    used = set()
+    for name, fn in run.items():
+        # FlexAttention is compiled per shape and only runs at lengths where one call outlasts a launch.
+        try:
+            ms, how = measure(fn, "events" if name == "flex" else method, calls, args)
+        except Exception as e:  # a backend that does not support the shape, or a compile failure
+            row["results"][name] = {"error": str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__}
+            torch.cuda.synchronize()
+            continue
+        used.add(how)
+        seconds = ms * 1e-3
+        tflops = flops / seconds / 1e12
+        row["results"][name] = {"ms": ms, "tflops": tflops, "method": how,
+                                "fraction_of_matmul": tflops / ceil["matmul_tflops"],
+                                "fraction_of_copy": row["io_bytes"] / seconds / 1e12 / ceil["copy_tb_s"]}
+    row["method"] = "+".join(sorted(used)) or method
+    del sets
+    torch.cuda.empty_cache()
+    return row
+
+
+def print_row(row):
+    r = row["results"]
+    cells = [f"{name} {r[name]['tflops']:.0f}" if "tflops" in r.get(name, {}) else f"{name} –" for name in report.IMPLS
+             if name in r]
+    check = row["check"]
+    flag = "" if check.get("ok") else "  CHECK FAILED"
+    fj = r.get("flashjit", {})
+    frac = (f" ({100 * fj['fraction_of_matmul']:.0f}% of matmul, {100 * fj['fraction_of_copy']:.1f}% of copy BW)"
+            if "tflops" in fj else "")
+    print(f"{report.label(row['shape']):<34} [{row['method']}] " + ", ".join(cells) + frac + flag, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--outdir", required=True)
+    parser.add_argument("--sweep", action="append", choices=sorted(report.SWEEPS),
+                        help="llama3 and/or fa3 (repeatable; default: both)")
+    parser.add_argument("--seqlens", type=lambda t: [int(x) for x in t.split(",")],
+                        help="llama3 sequence lengths (comma-separated; default: the full sweep)")
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--flex-min-seqlen", type=int, default=4096,
+                        help="time FlexAttention from this query length on (0: never)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("attention_bench: no CUDA GPU", file=sys.stderr)
+        return 1
+
+    stamp = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+             "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+             "cudnn": torch.backends.cudnn.version(), "flashjit": flashjit.version(), "host": platform.node()}
+    ceil = ceilings()
+    print(f"ceilings: bf16 matmul {ceil['matmul_tflops']:.0f} TFLOP/s, copy {ceil['copy_tb_s']:.2f} TB/s", flush=True)
+    os.makedirs(args.outdir, exist_ok=True)
+    results = {"stamp": stamp, "ceilings": ceil, "methods": report.METHOD_NOTE, "sweeps": {}}
+    for sweep in args.sweep or sorted(report.SWEEPS):
+        shapes = report.llama3_sweep(args.seqlens) if sweep == "llama3" and args.seqlens else report.SWEEPS[sweep]()
+        rows = []
+        for s in shapes:
+            rows.append(bench_case(s, args, ceil))
+            print_row(rows[-1])
+        results["sweeps"][sweep] = rows
+        Path(args.outdir, f"{sweep}.md").write_text(report.markdown_table(sweep, rows, ceil, stamp))
+        report.plot(sweep, rows, ceil, str(Path(args.outdir, f"{sweep}.png")))
+        with open(Path(args.outdir, "attention_bench.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    for sweep in results["sweeps"]:
+        print(Path(args.outdir, f"{sweep}.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Pure helpers of attention_bench.py (no torch): the sweeps, FLOP and byte counts, timing-method choice,
+and the JSON rows turned into markdown tables and plots."""
+import math
+
+L2_BYTES = 60 * 1024 * 1024  # H200
+ROTATION_BYTES = 4 * L2_BYTES  # input sets rotated until they exceed the L2 this many times over
+MAX_SETS = 8
+GRAPH_TARGET_FLOPS = 2e11  # a replayed graph runs at least this much work (≈ 0.3 ms on an H200)
+GRAPH_MAX_CALLS = 100
+GRAPH_BELOW_FLOPS = 1e11  # below this (≈ 0.15 ms), one launch per event pair would time the launch latency
+
+IMPLS = ["flashjit", "cudnn", "torch_flash", "torch_efficient", "flex"]
+LABELS = {"flashjit": "flashjit", "cudnn": "cuDNN", "torch_flash": "torch flash (FA2)",
+          "torch_efficient": "torch efficient", "flex": "FlexAttention"}
+
+
+def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype="bf16"):
+    return {"batch": batch, "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "heads_q": heads_q, "heads_kv": heads_kv,
+            "head_dim": head_dim, "causal": causal, "dtype": dtype}
+
+
+LLAMA3_SEQLENS = [32, 64, 128, 256, 512, 1024, 1536, 2048, 4096, 8192, 16384]
+
+
+def llama3_sweep(seqlens=LLAMA3_SEQLENS):
+    """bf16, D 128, 32 query heads, 8 KV heads, batch 1; each length non-causal and causal."""
+    return [shape(1, s, s, 32, 8, 128, causal) for causal in (False, True) for s in seqlens]
+
+
+def fa3_grid():
+    """The FA3 paper's grid: 16k tokens, hidden 2048 (heads = 2048 / d), here batch 1 at seqlen 16384."""
+    return [shape(1, 16384, 16384, 2048 // d, 2048 // d, d, causal) for causal in (False, True) for d in (64, 128, 256)]
+
+
+SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid}
+
+
+def visible_pairs(seqlen_q, seqlen_k, causal, window=(-1, -1)):
+    """(query, key) pairs a mask lets through, bottom-right aligned (query i sits at key i + Sk - Sq)."""
+    left, right = window
+    if causal:
+        right = 0
+    offset = seqlen_k - seqlen_q
+    total = 0
+    for i in range(seqlen_q):
+        a = i + offset
+        lo = 0 if left < 0 else max(0, a - left)
+        hi = seqlen_k if right < 0 else min(seqlen_k, a + right + 1)
+        total += max(0, hi - lo)
+    return total
+
+
+def attention_flops(s, window=(-1, -1)):
+    """4·B·Hq·(visible pairs)·D: two matmuls of 2 FLOPs per multiply-add, masked pairs not counted."""
+    pairs = visible_pairs(s["seqlen_q"], s["seqlen_k"], s["causal"], window)
+    return 4.0 * s["batch"] * s["heads_q"] * pairs * s["head_dim"]
+
+
+def io_bytes(s, element_bytes=2):
+    """Bytes a kernel must move at least: read Q, K, V and write O once."""
+    q = s["batch"] * s["seqlen_q"] * s["heads_q"] * s["head_dim"]
+    kv = s["batch"] * s["seqlen_k"] * s["heads_kv"] * s["head_dim"]
+    return element_bytes * (2 * q + 2 * kv)
+
+
+def rotation_sets(s):
+    """Input sets to rotate through so that the L2 never holds the next call's inputs."""
+    return max(1, min(MAX_SETS, math.ceil(ROTATION_BYTES / io_bytes(s))))
+
+
+def timing_method(flops):
+    """('graph', calls per replay) for short kernels, ('events', 1): one launch between two CUDA events."""
+    if flops < GRAPH_BELOW_FLOPS:
+        return "graph", max(1, min(GRAPH_MAX_CALLS, math.ceil(GRAPH_TARGET_FLOPS / flops)))
+    return "events", 1
+
+
+def label(s):
+    return (f"B{s['batch']} S{s['seqlen_q']}" + (f"/{s['seqlen_k']}" if s["seqlen_k"] != s["seqlen_q"] else "") +
+            f" H{s['heads_q']}/{s['heads_kv']} D{s['head_dim']} {'causal' if s['causal'] else 'full'}")
+
+
+def tflops_of(result):
+    return result.get("tflops") if isinstance(result, dict) else None
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "–"
+
+
+def number(value, digits=0):
+    return f"{value:.{digits}f}" if value is not None else "–"
+
+
+METHOD_NOTE = {
+    "graph": "CUDA-graph replay of many back-to-back calls, time per call",
+    "back_to_back": "many back-to-back launches between two events (graph capture failed), time per call",
+    "events": "one launch between two CUDA events",
+}
+
+
+def markdown_table(sweep, rows, ceilings, stamp):
+    """One sweep's markdown: a header with the run's facts and ceilings, then one line per case."""
+    lines = [f"# {sweep}", "",
+             f"{stamp.get('date', '')} — {stamp.get('gpu', '')}, torch {stamp.get('torch', '')} "
+             f"(CUDA {stamp.get('cuda', '')}, cuDNN {stamp.get('cudnn', '')}).", "",
+             f"Ceilings measured in this run: bf16 matmul 8192³ {ceilings['matmul_tflops']:.0f} TFLOP/s, "
+             f"device copy of 2 GiB {ceilings['copy_tb_s']:.2f} TB/s (read + write).", "",
+             "TFLOP/s = 4·B·Hq·(visible pairs)·D / median time; every implementation on the same tensors in one "
+             "process, inputs rotated past the L2. Timing: " +
+             "; ".join(f"**{k}** = {v}" for k, v in METHOD_NOTE.items()) + ". "
+             "flashjit's output is checked against cuDNN's (rel. L2 ≤ 2e-2) before timing; ✗ marks a failed check.", "",
+             "| case | flashjit config | timing | flashjit | cuDNN | torch flash (FA2) | torch efficient | FlexAttention | "
+             "× cuDNN | × FA2 | % matmul | % copy BW | check |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        r = row["results"]
+        fj = tflops_of(r.get("flashjit"))
+        check = row.get("check", {})
+        mark = "–" if "rel_l2" not in check else (f"{check['rel_l2']:.1e}" + ("" if check["ok"] else " ✗"))
+        if check.get("against") not in (None, "cudnn"):
+            mark += f" (vs {LABELS[check['against']]})"
+        fraction = r.get("flashjit", {})
+        lines.append(
+            f"| {label(row['shape'])} | {row.get('flashjit_config', '–')} | {row['method']} | {number(fj)} | "
+            f"{number(tflops_of(r.get('cudnn')))} | {number(tflops_of(r.get('torch_flash')))} | "
+            f"{number(tflops_of(r.get('torch_efficient')))} | {number(tflops_of(r.get('flex')))} | "
+            f"{ratio(fj, tflops_of(r.get('cudnn')))} | {ratio(fj, tflops_of(r.get('torch_flash')))} | "
+            f"{number(percent(fraction.get('fraction_of_matmul')))} | {number(percent(fraction.get('fraction_of_copy')), 1)} | "
+            f"{mark} |")
+    errors = [(label(row["shape"]), name, res["error"]) for row in rows for name, res in row["results"].items()
+              if isinstance(res, dict) and "error" in res]
+    if errors:
+        lines += ["", "Not measured:", ""] + [f"- {case}, {LABELS.get(name, name)}: {why}" for case, name, why in errors]
+    return "\n".join(lines) + "\n"
+
+
+def percent(fraction):
+    return None if fraction is None else 100.0 * fraction
+
+
+def plot(sweep, rows, ceilings, path):
+    """TFLOP/s per implementation, one panel per mask, the matmul ceiling dashed; PNG at `path`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    by_x = "seqlen_q" if len({row["shape"]["seqlen_q"] for row in rows}) > 1 else "head_dim"
+    panels = [("full", False), ("causal", True)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(12, 4.5), sharey=True)
+    for ax, (title, causal) in zip(axes, panels):
+        subset = [row for row in rows if row["shape"]["causal"] == causal]
+        xs = [row["shape"][by_x] for row in subset]
+        for impl in IMPLS:
+            points = [(x, tflops_of(row["results"].get(impl))) for x, row in zip(xs, subset)]
+            points = [(x, y) for x, y in points if y]
+            if points:
+                ax.plot(*zip(*points), marker="o", label=LABELS[impl])
+        ax.axhline(ceilings["matmul_tflops"], linestyle="--", color="gray", label="bf16 matmul ceiling")
+        if by_x == "seqlen_q":
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(x) for x in xs], rotation=45)
+        ax.set_xlabel("sequence length" if by_x == "seqlen_q" else "head dim")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{sweep}, {title}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("TFLOP/s")
+    axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
