@@ -7,7 +7,7 @@ measured (each row says how it was timed). flashjit's output is checked against 
 The ceilings (bf16 matmul 8192³, 2 GiB device copy) are measured in the same run.
 
 usage: PYTHONPATH=python python3 tools/bench/attention_bench.py --outdir OUT [--sweep llama3] [--sweep fa3]
-Writes OUT/attention_bench.json, and OUT/SWEEP.md and OUT/SWEEP.png per sweep.
+Writes OUT/SWEEP.json, OUT/SWEEP.md and OUT/SWEEP.png per sweep.
 """
 import argparse
 import datetime
@@ -255,19 +255,19 @@ def main():
     ceil = ceilings()
     print(f"ceilings: bf16 matmul {ceil['matmul_tflops']:.0f} TFLOP/s, copy {ceil['copy_tb_s']:.2f} TB/s", flush=True)
     os.makedirs(args.outdir, exist_ok=True)
-    results = {"stamp": stamp, "ceilings": ceil, "methods": report.METHOD_NOTE, "sweeps": {}}
-    for sweep in args.sweep or sorted(report.SWEEPS):
+    sweeps = args.sweep or sorted(report.SWEEPS)
+    for sweep in sweeps:
         shapes = report.llama3_sweep(args.seqlens) if sweep == "llama3" and args.seqlens else report.SWEEPS[sweep]()
         rows = []
         for s in shapes:
             rows.append(bench_case(s, args, ceil))
             print_row(rows[-1])
-        results["sweeps"][sweep] = rows
-        Path(args.outdir, f"{sweep}.md").write_text(report.markdown_table(sweep, rows, ceil, stamp))
-        report.plot(sweep, rows, ceil, str(Path(args.outdir, f"{sweep}.png")))
-        with open(Path(args.outdir, "attention_bench.json"), "w") as f:
-            json.dump(results, f, indent=1)
-    for sweep in results["sweeps"]:
+        base = Path(args.outdir, sweep)
+        with open(base.with_suffix(".json"), "w") as f:
+            json.dump({"stamp": stamp, "ceilings": ceil, "methods": report.METHOD_NOTE, "rows": rows}, f, indent=1)
+        base.with_suffix(".md").write_text(report.markdown_table(sweep, rows, ceil, stamp))
+        report.plot(sweep, rows, ceil, str(base.with_suffix(".png")))
+    for sweep in sweeps:
         print(Path(args.outdir, f"{sweep}.md").read_text())
     return 0
 
