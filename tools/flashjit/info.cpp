@@ -1,9 +1,10 @@
-// `flashjit info`: versions, the CUDA driver and its devices, the kernel cache, JIT mode.
+// `flashjit info`: versions, the CUDA driver and its devices, the kernel cache, JIT mode, tuned tables.
 #include <fmt/format.h>
 
 #include "cli.hpp"
 #include "compile/nvrtc.hpp"
 #include "cuda/driver.hpp"
+#include "tune/tuned_table.hpp"
 
 namespace flashjit::cli {
 namespace {
@@ -54,13 +55,17 @@ int run_info(const Globals& globals) {
     fmt::print("entries:   {} kernel{}, {}\n", entries->size(), entries->size() == 1 ? "" : "s", human_bytes(disk->total_bytes()));
   else
     fmt::print("entries:   cannot list: {}\n", entries.error().message);
+  // The tuned tables a Runtime would load (with --verbose: why others are ignored).
+  const auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(disk->dir()));
+  fmt::print("tuned:     {} table{}, {} entries (FLASHJIT_TUNED, then {})\n", tables.size(),
+             tables.size() == 1 ? "" : "s", tables.entry_count(), (disk->dir() / "tuned").string());
   return kOk;
 }
 
 }  // namespace
 
 Command add_info(CLI::App& parent, const Globals& globals) {
-  CLI::App* app = parent.add_subcommand("info", "Versions, CUDA driver and devices, kernel cache, JIT mode");
+  CLI::App* app = parent.add_subcommand("info", "Versions, CUDA driver and devices, kernel cache, JIT mode, tuned tables");
   return {app, [&globals] { return run_info(globals); }};
 }
 
