@@ -60,10 +60,11 @@ def test_precompile_a_config_into_the_cache():
 
 
 def test_precompile_in_a_fresh_process_is_a_disk_hit():
-    flashjit.precompile(FA2)
-    done = run_python("import flashjit, json; print(json.dumps(flashjit.precompile(%r)))" % (FA2,))
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["cache_hit"] is True
+    # Both in fresh processes: one that imported torch first may run torch's NVRTC, a different cache key.
+    code = "import flashjit, json; print(json.dumps(flashjit.precompile(%r)))" % (FA2,)
+    first, second = run_python(code), run_python(code)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert json.loads(second.stdout)["cache_hit"] is True
 
 
 def test_forward_on_fake_pointers_raises_the_library_error():
