@@ -112,7 +112,7 @@ Result<Runtime*> runtime_of(flashjit_runtime* runtime) {
   return runtime->impl.get();
 }
 
-// prepare / forward / select share the reading of the arguments and the explicit config.
+// forward and prepare share the reading of the arguments and of the explicit config.
 struct Call {
   Runtime* runtime = nullptr;
   ForwardArgs args;
