@@ -21,6 +21,7 @@
 
 #include "common/hash.hpp"
 #include "support/catch.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using flashjit::ErrorCode;
@@ -30,24 +31,7 @@ using flashjit::cache::Entry;
 
 namespace {
 
-// A fresh folder under /tmp, removed (after restoring write permission) at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/flashjit-cache-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
-      if (it->is_directory(ec)) ::chmod(it->path().c_str(), 0700);
-    ::chmod(path.c_str(), 0700);
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const char* name) const { return path / name; }
-};
+using flashjit::test::TempDir;
 
 // Saves an environment variable and restores it at scope exit.
 struct EnvGuard {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/catch.hpp"
+#include "support/temp_dir.hpp"
 #include "tune/background_compile.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/subprocess.hpp"
@@ -28,22 +29,7 @@ using flashjit::tune::PoolOptions;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/flashjit-pool-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using flashjit::test::TempDir;
 
 // Runs a child to its end (as the pool does, without the pool).
 std::unique_ptr<Child> run_to_end(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
@@ -111,7 +97,7 @@ TEST_CASE("subprocess: output, exit status, signals, environment", "[tune][pool]
 
 TEST_CASE("compile pool: a crash and a hang fail alone, the rest compile", "[tune][pool]") {
   TempDir dir;
-  PoolOptions o = options(dir.path() / "cache", 2);
+  PoolOptions o = options(dir.path / "cache", 2);
   o.env = {"FLASHJIT_WORKER_FAULT=crash:_w2_,hang:_w3_"};
   const std::vector<KernelConfig> configs = {naive(1), naive(2), naive(3), naive(4)};
   int max_running = 0, started = 0, finished = 0;
@@ -153,7 +139,7 @@ TEST_CASE("compile pool: a crash and a hang fail alone, the rest compile", "[tun
     REQUIRE(a.info.ok());
     CHECK(a.info->cache_hit);
   }
-  auto split = flashjit::tune::split_cached(dir.path() / "cache", configs);
+  auto split = flashjit::tune::split_cached(dir.path / "cache", configs);
   REQUIRE(split.ok());
   CHECK(split->cached.size() == 2);
   CHECK(split->missing == std::vector<KernelConfig>{configs[1], configs[2]});
@@ -163,18 +149,18 @@ TEST_CASE("compile pool: a config the worker rejects, a missing worker, cancella
   TempDir dir;
   KernelConfig bad = naive(1);
   bad.block_n = 48;  // invalid: the worker reports validate()'s issues
-  const auto rejected = CompilePool(options(dir.path() / "cache", 1)).run({bad});
+  const auto rejected = CompilePool(options(dir.path / "cache", 1)).run({bad});
   REQUIRE_FALSE(rejected[0].info.ok());
   CHECK(rejected[0].info.error().code == ErrorCode::invalid_config);
   CHECK(rejected[0].info.error().message.find("block_n") != std::string::npos);
 
-  PoolOptions missing = options(dir.path() / "cache", 1);
+  PoolOptions missing = options(dir.path / "cache", 1);
   missing.worker = {"/no/such/flashjit"};
   const auto not_started = CompilePool(missing).run({naive(1)});
   REQUIRE_FALSE(not_started[0].info.ok());
   CHECK(not_started[0].info.error().message.find("/no/such/flashjit") != std::string::npos);
 
-  PoolOptions hang = options(dir.path() / "cache", 1);
+  PoolOptions hang = options(dir.path / "cache", 1);
   hang.env = {"FLASHJIT_WORKER_FAULT=hang:naive"};
   hang.timeout = std::chrono::seconds(60);
   std::atomic<bool> cancel{false};
@@ -192,7 +178,7 @@ TEST_CASE("background compiles: answers as kernels finish", "[tune][pool]") {
   TempDir dir;
   flashjit::KernelInfo known;
   known.name = "known";
-  PoolOptions o = options(dir.path() / "cache", 2);
+  PoolOptions o = options(dir.path / "cache", 2);
   o.env = {"FLASHJIT_WORKER_FAULT=crash:_w2_"};
   flashjit::tune::BackgroundCompiles compiles(o, {naive(1), naive(2)}, {{naive(4), known}});
   auto first = compiles.wait(naive(1));

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "support/catch.hpp"
+#include "support/temp_dir.hpp"
 #include "tune/resume.hpp"
 
 namespace fs = std::filesystem;
@@ -33,22 +34,7 @@ TunedEntry entry(const ProblemShape& s) {
   return e;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/flashjit-resume-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using flashjit::test::TempDir;
 
 }  // namespace
 
@@ -70,8 +56,8 @@ TEST_CASE("resume: the problems left are those without an entry", "[tune][resume
 
 TEST_CASE("resume: continue from OUT.partial, else OUT, refusing other systems", "[tune][resume]") {
   TempDir dir;
-  const fs::path out = dir.path() / "h200.json";
-  CHECK(partial_path(out) == dir.path() / "h200.json.partial");
+  const fs::path out = dir.path / "h200.json";
+  CHECK(partial_path(out) == dir.path / "h200.json.partial");
   const Stamp system = system_stamp("NVIDIA H200", kSm90a, 13000);
 
   auto fresh = resume_table(out, system);

@@ -10,6 +10,7 @@
 #include "compile/nvrtc.hpp"
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
+#include "support/temp_dir.hpp"
 #include "tune/tuned_table.hpp"
 
 namespace fs = std::filesystem;
@@ -51,22 +52,7 @@ TunedTable table(std::vector<TunedEntry> entries, const std::string& gpu = kGpu)
   return TunedTable{system_stamp(gpu, kSm90a, 13000), "llama3", std::move(entries)};
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/flashjit-tuned-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using flashjit::test::TempDir;
 
 }  // namespace
 
@@ -105,7 +91,7 @@ TEST_CASE("tuned table: JSON round trip and stamp", "[tune][table]") {
   CHECK_FALSE(back->entries[1].runner_up);
 
   TempDir dir;
-  const fs::path file = dir.path() / "sub" / "h200.json";
+  const fs::path file = dir.path / "sub" / "h200.json";
   REQUIRE(save_table(t, file).ok());
   auto loaded = load_table(file);
   REQUIRE(loaded.ok());
@@ -199,14 +185,14 @@ TEST_CASE("tuned table: stamps decide what loads and what applies to a device", 
   TunedTable old_nvrtc = current;
   old_nvrtc.stamp.nvrtc = "11.8";
   TunedTable h100 = table({entry(shape(4096), fa3(144))}, "NVIDIA H100 80GB HBM3");
-  REQUIRE(save_table(current, dir.path() / "a" / "h200.json").ok());
-  REQUIRE(save_table(h100, dir.path() / "a" / "h100.json").ok());
-  REQUIRE(save_table(old_flashjit, dir.path() / "a" / "old.json").ok());
-  REQUIRE(save_table(old_nvrtc, dir.path() / "b.json").ok());
-  std::ofstream(dir.path() / "a" / "broken.json") << "{";
-  std::ofstream(dir.path() / "a" / "notes.txt") << "not a table";
+  REQUIRE(save_table(current, dir.path / "a" / "h200.json").ok());
+  REQUIRE(save_table(h100, dir.path / "a" / "h100.json").ok());
+  REQUIRE(save_table(old_flashjit, dir.path / "a" / "old.json").ok());
+  REQUIRE(save_table(old_nvrtc, dir.path / "b.json").ok());
+  std::ofstream(dir.path / "a" / "broken.json") << "{";
+  std::ofstream(dir.path / "a" / "notes.txt") << "not a table";
 
-  const TunedTables all = TunedTables::load({dir.path() / "a", dir.path() / "b.json", dir.path() / "missing.json"});
+  const TunedTables all = TunedTables::load({dir.path / "a", dir.path / "b.json", dir.path / "missing.json"});
   CHECK(all.size() == 2);  // h100 and h200; the other versions and the broken file are skipped
   CHECK(all.gpus(kSm90a) == std::vector<std::string>{"NVIDIA H100 80GB HBM3", "NVIDIA H200"});
   CHECK(all.gpus(Arch{80, false}).empty());
@@ -227,12 +213,12 @@ TEST_CASE("tuned table: stamps decide what loads and what applies to a device", 
   CHECK(stamp_mismatch(other_driver.stamp, current.stamp, true).empty());  // recorded, not matched
 
   // FLASHJIT_TUNED (':'-separated) first, then <cache>/tuned when it exists.
-  fs::create_directories(dir.path() / "cache" / "tuned");
-  ::setenv("FLASHJIT_TUNED", (dir.path().string() + "/x.json::" + dir.path().string() + "/y").c_str(), 1);
-  const auto sources = TunedTables::default_sources(dir.path() / "cache");
+  fs::create_directories(dir.path / "cache" / "tuned");
+  ::setenv("FLASHJIT_TUNED", (dir.path.string() + "/x.json::" + dir.path.string() + "/y").c_str(), 1);
+  const auto sources = TunedTables::default_sources(dir.path / "cache");
   ::unsetenv("FLASHJIT_TUNED");
-  CHECK(sources == std::vector<fs::path>{dir.path() / "x.json", dir.path() / "y", dir.path() / "cache" / "tuned"});
-  CHECK(TunedTables::default_sources(dir.path() / "nothing").empty());
+  CHECK(sources == std::vector<fs::path>{dir.path / "x.json", dir.path / "y", dir.path / "cache" / "tuned"});
+  CHECK(TunedTables::default_sources(dir.path / "nothing").empty());
 }
 
 TEST_CASE("tuned table: choose() uses the table, else the heuristics", "[tune][table]") {
