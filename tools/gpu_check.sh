@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One command for a GPU machine: builds flashjit, runs the CPU and GPU test suites, then the benchmark
-# against torch's kernels, writing logs and results into OUTDIR and printing a summary last.
+# One command for a GPU machine: builds flashjit, runs the CPU, GPU and Python GPU test suites, then the
+# benchmarks against torch's kernels (C++ timing + torch peers; without --quick also the Python-layer
+# benchmark with plots), writing logs and results into OUTDIR and printing a summary last.
 #   tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]
 set -uo pipefail
 out=${1:?usage: tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]}
@@ -24,9 +25,10 @@ step() {  # name, command...
 }
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -1; } >"$out/system.txt" 2>&1
-step build bash -c "cmake -S '$root' -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build' -j \$(nproc) --target flashjit_bench flashjit_gpu_tests"
-step cpu_tests bash -c "cmake --build '$build' -j \$(nproc) --target flashjit_tests && '$build/tests/flashjit_tests'"
+step build bash -c "cmake -S '$root' -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build' -j \$(nproc) --target flashjit_bench flashjit_gpu_tests flashjit_shared"
+step cpu_tests bash -c "cmake --build '$build' -j \$(nproc) && '$build/tests/flashjit_tests'"
 step gpu_tests "$build/tests/flashjit_gpu_tests" --durations yes
+step python_gpu_tests env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" python3 "$root/python/tests/gpu_checks.py"
 bench="$out/bench.jsonl"
 rm -f "$bench"
 if [ $quick = 1 ]; then
@@ -45,6 +47,11 @@ if [ $tiles = 1 ]; then
     --out "$out/tiles.jsonl"
 fi
 step compare python3 "$root/tools/bench/compare.py" "$bench" --name "$(date -u +%Y-%m-%d)-h200" --flex-min-seqlen 16384 --outdir "$out"
+# The same comparison from Python, flashjit and the peers on the same torch tensors in one process, with plots.
+if [ $quick = 0 ]; then
+  step python_bench env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" \
+    python3 "$root/tools/bench/attention_bench.py" --outdir "$out/python_bench" --sweep llama3 --sweep fa3 --flex-min-seqlen 16384
+fi
 for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
 [ -f "$out/tiles.jsonl" ] && python3 -c "
 import json,sys
@@ -53,5 +60,6 @@ for l in open(sys.argv[1]):
 " "$out/tiles.jsonl"
 echo; printf '%s\n' "${summary[@]}"
 grep -E "test cases|All tests passed|skipped" "$out"/gpu_tests.log "$out"/cpu_tests.log 2>/dev/null | tail -4
+tail -1 "$out"/python_gpu_tests.log 2>/dev/null
 # Everything in one archive beside the markdown tables (the device tool returns at most 8 files).
 (cd "$out" && tar czf logs.tgz --exclude=logs.tgz --exclude='*.md' . && find . -type f ! -name logs.tgz ! -name '*.md' -delete)
