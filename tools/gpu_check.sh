@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for a GPU machine: builds flashjit, runs the CPU, GPU and Python GPU test suites, then the
-# benchmarks against torch's kernels (C++ timing + torch peers; without --quick also the Python-layer
-# benchmark with plots), writing logs and results into OUTDIR and printing a summary last.
+# benchmarks (flashjit alone with host overheads; then flashjit and torch's kernels in one process, with
+# plots), writing logs and results into OUTDIR and printing a summary last.
 #   tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]
 set -uo pipefail
 out=${1:?usage: tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]}
@@ -46,13 +46,16 @@ if [ $tiles = 1 ]; then
     --config "algorithm=fa2 block_m=128 warps=8 block_n=32 stages=3" --config "algorithm=fa2 block_m=256 warps=8 block_n=32 stages=2" \
     --out "$out/tiles.jsonl"
 fi
-step compare python3 "$root/tools/bench/compare.py" "$bench" --name "$(date -u +%Y-%m-%d)-h200" --flex-min-seqlen 16384 --outdir "$out"
-# The same comparison from Python, flashjit and the peers on the same torch tensors in one process, with plots.
-if [ $quick = 0 ]; then
-  step python_bench env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" \
-    python3 "$root/tools/bench/attention_bench.py" --outdir "$out/python_bench" --sweep llama3 --sweep fa3 --flex-min-seqlen 16384
+# flashjit and torch's kernels on the same tensors in one process, with plots.
+pybench=(env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" python3 "$root/tools/bench/attention_bench.py"
+         --outdir "$out")
+if [ $quick = 1 ]; then
+  step python_bench "${pybench[@]}" --sweep llama3 --seqlens 2048,4096,16384 --flex-min-seqlen 0
+else
+  step python_bench "${pybench[@]}" --sweep llama3 --sweep fa3 --flex-min-seqlen 16384
 fi
 for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
+grep -h overheads "$bench" 2>/dev/null
 [ -f "$out/tiles.jsonl" ] && python3 -c "
 import json,sys
 for l in open(sys.argv[1]):
@@ -61,5 +64,5 @@ for l in open(sys.argv[1]):
 echo; printf '%s\n' "${summary[@]}"
 grep -E "test cases|All tests passed|skipped" "$out"/gpu_tests.log "$out"/cpu_tests.log 2>/dev/null | tail -4
 tail -1 "$out"/python_gpu_tests.log 2>/dev/null
-# Everything in one archive beside the markdown tables (the device tool returns at most 8 files).
-(cd "$out" && tar czf logs.tgz --exclude=logs.tgz --exclude='*.md' . && find . -type f ! -name logs.tgz ! -name '*.md' -delete)
+# Everything in one archive beside the markdown tables and plots (the device tool returns at most 8 files).
+(cd "$out" && tar czf logs.tgz --exclude=logs.tgz --exclude='*.md' --exclude='*.png' . && find . -type f ! -name logs.tgz ! -name '*.md' ! -name '*.png' -delete)

@@ -1,7 +1,8 @@
-// flashjit_bench: times flashjit kernels on attention shapes with CUDA events (warm-up, median of N,
-// inputs rotated so the 60 MB L2 does not flatter small shapes), checks each kernel against the reference
-// kernel first, and measures host overheads (launch on an in-process hit; disk-cache hit -> launchable).
-// Writes JSON lines (one per shape x config) for tools/bench/compare.py, which adds torch's kernels.
+// flashjit_bench: times flashjit kernels on attention shapes with CUDA events (warm-up, median of N samples
+// of back-to-back launches, inputs rotated so the 60 MB L2 does not flatter small shapes), checks each
+// kernel against the reference kernel first, and measures host overheads (launch on an in-process hit;
+// disk-cache hit -> launchable). Writes JSON lines, one per shape x config: the tool for tile sweeps of
+// explicit configs; tools/bench/attention_bench.py compares with torch's kernels in one process.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -222,11 +223,22 @@ int main(int argc, char** argv) {
       std::vector<float> times;
       auto timer = cuda::EventTimer::create();
       if (!timer.ok()) return fail(timer.error());
-      for (int i = 0; i < iters; ++i) {
-        (void)timer->start(nullptr);
-        if (auto st = run(i); !st.ok()) return fail(st.error());
-        (void)timer->stop(nullptr);
+      // Each sample is `calls` launches back to back (about 2 ms of work), so the GPU never idles between
+      // kernels waiting for the host: one launch per event pair with a synchronize after it let the GPU cool
+      // and overstated sustained throughput (bench/NOTES.md, 2026-11-29).
+      auto sample = [&](int first, int calls) -> Result<float> {
+        FLASHJIT_TRY(timer->start(nullptr));
+        for (int c = 0; c < calls; ++c) FLASHJIT_TRY(run(first + c));
+        FLASHJIT_TRY(timer->stop(nullptr));
         auto ms = timer->elapsed_ms();
+        if (!ms.ok()) return ms.error();
+        return *ms / calls;
+      };
+      auto probe = sample(0, 1);
+      if (!probe.ok()) return fail(probe.error());
+      const int calls = std::clamp(static_cast<int>(std::ceil(2.0 / std::max(*probe, 1e-4f))), 2, 256);
+      for (int i = 0; i < iters; ++i) {
+        auto ms = sample(i * calls, calls);
         if (!ms.ok()) return fail(ms.error());
         times.push_back(*ms);
       }
