@@ -13,6 +13,8 @@ command -v g++ >/dev/null || need+=(g++)
 [ -e /usr/include/nlohmann/json.hpp ] || need+=(nlohmann-json3-dev)
 [ -e /usr/include/catch2/catch.hpp ] || [ -e /usr/include/catch2/catch_test_macros.hpp ] || need+=(catch2)
 [ -e /usr/include/CLI/CLI.hpp ] || need+=(libcli11-dev)
+# The Python tests run under the first python3 that has pytest (tests/CMakeLists.txt).
+python3 -c 'import pytest' 2>/dev/null || /usr/bin/python3 -c 'import pytest' 2>/dev/null || need+=(python3-pytest)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
