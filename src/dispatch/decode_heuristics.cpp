@@ -1,0 +1,49 @@
+#include "dispatch/decode_heuristics.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace flashjit::dispatch {
+namespace {
+
+int at_least_1(int x) { return std::max(x, 1); }
+int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+
+// Keys per split for `splits` splits over `keys`, rounded up to the granule.
+int keys_per_split(int keys, int splits, int granule) {
+  return ceil_div(ceil_div(keys, splits), granule) * granule;
+}
+
+}  // namespace
+
+int decode_split_granule(const DecodeSplitInputs& in) {
+  const int block_n = at_least_1(in.block_n);
+  // A split covers whole tiles (only the last tile of a sequence is partial, as without splits) and, on a
+  // paged cache, whole pages: no page is fetched in part by two CTAs.
+  return in.page_size > 0 ? std::lcm(block_n, in.page_size) : block_n;
+}
+
+DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
+  const int ctas = at_least_1(in.batch) * at_least_1(in.heads_kv);
+  const int keys = at_least_1(in.max_keys);
+  // The seed's rule. Decode streams K/V from HBM once; a CTA per (sequence, KV head) reads at the rate of
+  // one SM, so when B·Hkv CTAs leave SMs idle, the keys are shared by SMs / (B·Hkv) CTAs (integer part:
+  // with B·Hkv > SMs / 2 a second split would only add a second, partial wave).
+  int splits = std::clamp(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits);
+  // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
+  // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
+  // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
+  splits = std::min(splits, std::max(1, keys / kMinKeysPerSplit));
+  // Round keys per split up to the granule, then drop the splits the rounding left empty (e.g. 3 splits of
+  // 1000 keys with 512-key pages become 2 of 512): an empty split for the longest sequence is a wasted CTA.
+  const int granule = decode_split_granule(in);
+  const int per_split = keys_per_split(keys, splits, granule);
+  return {ceil_div(keys, per_split), per_split};
+}
+
+DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits) {
+  const int n = std::clamp(splits, 1, kMaxDecodeSplits);
+  return {n, keys_per_split(at_least_1(in.max_keys), n, decode_split_granule(in))};
+}
+
+}  // namespace flashjit::dispatch

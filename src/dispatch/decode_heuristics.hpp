@@ -1,0 +1,38 @@
+// Split-KV (flash decoding) planning: how many CTAs share the keys of one (sequence, KV head). A pure
+// function of the device's SM count and the problem's shape, with the reason for each rule beside it.
+#pragma once
+
+namespace flashjit::dispatch {
+
+// The combine kernel merges at most this many partial states per output row.
+inline constexpr int kMaxDecodeSplits = 32;
+// Fewest keys worth a split of their own (see plan_decode_splits).
+inline constexpr int kMinKeysPerSplit = 512;
+
+struct DecodeSplitInputs {
+  int sms = 132;       // multiprocessors of the device
+  int batch = 1;       // sequences
+  int heads_kv = 1;    // KV heads (one CTA row per (sequence, KV head))
+  int max_keys = 1;    // keys the longest sequence's rows can see (its length, or the window when shorter)
+  int page_size = 0;   // 0: contiguous cache; else tokens per page
+  int block_n = 64;    // keys per tile of the split kernel
+};
+
+struct DecodeSplitPlan {
+  int num_splits = 1;      // CTAs along the keys of each (sequence, KV head); 1 means no combine pass
+  int keys_per_split = 1;  // split s covers keys [s * keys_per_split, (s + 1) * keys_per_split) of the range
+};
+
+// Keys per split are rounded up to the granule lcm(block_n, page_size); a split never starts inside a tile
+// or a page. Non-positive inputs are read as 1 (0 for page_size), so the function is total.
+int decode_split_granule(const DecodeSplitInputs& in);
+
+// The heuristic: see the comments in decode_heuristics.cpp. Never returns an empty split for the longest
+// sequence (shorter ones may have empty trailing splits, which write an empty state).
+DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in);
+
+// Exactly `splits` splits (clamped to [1, kMaxDecodeSplits]) over max_keys, keys per split rounded up to
+// the granule: tests force 1, 2, 7 this way, and trailing splits may then be empty.
+DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
+
+}  // namespace flashjit::dispatch

@@ -1,0 +1,107 @@
+// Tests of the split-KV planner: the benchmark shapes on the H200 (132 SMs), the short-cache and
+// page-size rules, invariants over a grid of shapes, forced split counts and degenerate inputs.
+#include "dispatch/decode_heuristics.hpp"
+#include "support/catch.hpp"
+
+using flashjit::dispatch::decode_split_granule;
+using flashjit::dispatch::DecodeSplitInputs;
+using flashjit::dispatch::DecodeSplitPlan;
+using flashjit::dispatch::forced_decode_splits;
+using flashjit::dispatch::kMaxDecodeSplits;
+using flashjit::dispatch::plan_decode_splits;
+
+namespace {
+
+DecodeSplitInputs h200(int batch, int heads_kv, int keys, int page_size = 0, int block_n = 64) {
+  DecodeSplitInputs in;
+  in.sms = 132, in.batch = batch, in.heads_kv = heads_kv, in.max_keys = keys, in.page_size = page_size;
+  in.block_n = block_n;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("decode splits: the issue's benchmark shapes (H32 KV8 on 132 SMs)", "[dispatch][decode]") {
+  // B1 Sk 32k: 8 CTAs leave 124 SMs idle; 132 / 8 = 16 splits of 2048 keys.
+  DecodeSplitPlan p = plan_decode_splits(h200(1, 8, 32768));
+  CHECK(p.num_splits == 16);
+  CHECK(p.keys_per_split == 2048);
+  // B16 (128 CTAs) and B64 (512 CTAs) fill the SMs: no split, no combine pass.
+  p = plan_decode_splits(h200(16, 8, 8192));
+  CHECK(p.num_splits == 1);
+  CHECK(p.keys_per_split == 8192);
+  p = plan_decode_splits(h200(64, 8, 16384));
+  CHECK(p.num_splits == 1);
+}
+
+TEST_CASE("decode splits: at most kMaxDecodeSplits, at least 512 keys per split", "[dispatch][decode]") {
+  // One CTA on 132 SMs would take 132 splits: the combine kernel's limit caps it.
+  CHECK(plan_decode_splits(h200(1, 1, 1 << 20)).num_splits == kMaxDecodeSplits);
+  // Short caches: 1000 keys are one split, 1024 two of 512, 4097 eight (the ninth would be empty).
+  CHECK(plan_decode_splits(h200(1, 8, 1000)).num_splits == 1);
+  DecodeSplitPlan p = plan_decode_splits(h200(1, 8, 1024));
+  CHECK(p.num_splits == 2);
+  CHECK(p.keys_per_split == 512);
+  p = plan_decode_splits(h200(1, 8, 4097));
+  CHECK(p.num_splits == 8);
+  CHECK(p.keys_per_split == 576);  // ceil(4097 / 8) = 513, rounded up to 9 tiles of 64
+  CHECK(plan_decode_splits(h200(1, 8, 1)).num_splits == 1);
+}
+
+TEST_CASE("decode splits: keys per split are whole pages and whole tiles", "[dispatch][decode]") {
+  CHECK(decode_split_granule(h200(1, 8, 1000)) == 64);
+  CHECK(decode_split_granule(h200(1, 8, 1000, 16)) == 64);
+  CHECK(decode_split_granule(h200(1, 8, 1000, 256)) == 256);
+  CHECK(decode_split_granule(h200(1, 8, 1000, 1)) == 64);
+  CHECK(decode_split_granule(h200(1, 8, 1000, 16, 48)) == 48);
+  CHECK(decode_split_granule(h200(1, 8, 1000, 32, 48)) == 96);
+  // 1536 keys: three splits of 512 contiguous; with 1024-token pages the rounding leaves two.
+  CHECK(plan_decode_splits(h200(1, 8, 1536)).num_splits == 3);
+  DecodeSplitPlan p = plan_decode_splits(h200(1, 8, 1536, 1024));
+  CHECK(p.num_splits == 2);
+  CHECK(p.keys_per_split == 1024);
+}
+
+TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]") {
+  for (int sms : {1, 78, 108, 132})
+    for (int batch : {1, 2, 4, 16, 64, 256})
+      for (int heads_kv : {1, 2, 8})
+        for (int keys : {1, 7, 300, 511, 512, 4097, 32768, 131072})
+          for (int page : {0, 1, 16, 64, 256})
+            for (int block_n : {32, 64, 128}) {
+              DecodeSplitInputs in = h200(batch, heads_kv, keys, page, block_n);
+              in.sms = sms;
+              const DecodeSplitPlan p = plan_decode_splits(in);
+              INFO("sms " << sms << " B " << batch << " Hkv " << heads_kv << " keys " << keys << " page " << page
+                          << " bn " << block_n << " -> " << p.num_splits << " x " << p.keys_per_split);
+              REQUIRE(p.num_splits >= 1);
+              REQUIRE(p.num_splits <= kMaxDecodeSplits);
+              REQUIRE(p.keys_per_split % decode_split_granule(in) == 0);
+              REQUIRE(static_cast<long long>(p.num_splits) * p.keys_per_split >= keys);  // every key covered
+              REQUIRE(static_cast<long long>(p.num_splits - 1) * p.keys_per_split < keys);  // none empty
+              REQUIRE(p.num_splits <= std::max(1, sms / (batch * heads_kv)));  // never more CTAs than the rule
+              if (p.num_splits > 1) REQUIRE(p.keys_per_split >= 512);
+            }
+}
+
+TEST_CASE("decode splits: forced counts keep the count, trailing splits may be empty", "[dispatch][decode]") {
+  DecodeSplitPlan p = forced_decode_splits(h200(3, 2, 300), 7);
+  CHECK(p.num_splits == 7);
+  CHECK(p.keys_per_split == 64);  // ceil(300 / 7) = 43, one tile; splits 5 and 6 start past key 300
+  p = forced_decode_splits(h200(3, 2, 4097), 2);
+  CHECK(p.num_splits == 2);
+  CHECK(p.keys_per_split == 2112);
+  p = forced_decode_splits(h200(3, 2, 4097), 1);
+  CHECK(p.num_splits == 1);
+  CHECK(p.keys_per_split == 4160);
+  CHECK(forced_decode_splits(h200(1, 1, 100), 0).num_splits == 1);
+  CHECK(forced_decode_splits(h200(1, 1, 100), 1000).num_splits == kMaxDecodeSplits);
+}
+
+TEST_CASE("decode splits: non-positive inputs are read as 1", "[dispatch][decode]") {
+  DecodeSplitInputs in{0, 0, -3, 0, -1, 0};
+  const DecodeSplitPlan p = plan_decode_splits(in);
+  CHECK(p.num_splits == 1);
+  CHECK(p.keys_per_split == 1);
+  CHECK(decode_split_granule(in) == 1);
+}
