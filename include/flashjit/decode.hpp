@@ -1,0 +1,76 @@
+// DecodeProblem: token generation against a KV cache. Each of `batch` sequences brings q_len (1..16) new
+// query tokens, already appended to its cache, so sequence b has seqlens_k[b] keys and query token i sees
+// key j when j <= seqlens_k[b] - q_len + i (causal among the new tokens), and with a sliding window also
+// j >= that - window_left.
+//
+// Tensors (element strides, last dimension contiguous, like AttentionProblem):
+//   q, o        [B, q_len, Hq, D]
+//   lse         [B, Hq, q_len] float32, optional
+//   contiguous: k_cache, v_cache [B, max_seqlen_k, Hkv, D]        (strides: batch, seq, head)
+//   paged:      k_cache, v_cache [num_pages, page_size, Hkv, D]   (strides: page, token, head)
+//               page_table [B, max_pages_per_seq] int32: key j of sequence b lives in page
+//               page_table[b * max_pages_per_seq + j / page_size], token j % page_size
+//   seqlens_k   [B] int32, device memory: keys of each sequence (read by the kernels, never by the host)
+#pragma once
+
+#include <optional>
+
+#include "flashjit/config.hpp"
+#include "flashjit/problem.hpp"
+
+namespace flashjit {
+
+enum class KvLayout { contiguous, paged };
+const char* to_string(KvLayout layout);
+
+inline constexpr int kMaxDecodeQueryLen = 16;
+inline constexpr int kMaxDecodePageSize = 256;
+// group * q_len query rows of one KV head share one CTA (rows of its mma tiles).
+inline constexpr int kMaxDecodeRows = 128;
+
+struct DecodeProblem {
+  DType dtype = DType::bf16;
+  int batch = 1;
+  int q_len = 1;  // new tokens per sequence, 1..16
+  int heads_q = 0;
+  int heads_kv = 0;
+  int head_dim = 0;
+
+  const void* q = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+  Strides q_strides{}, o_strides{};  // zero: contiguous [B, q_len, H, D]
+
+  KvLayout layout = KvLayout::contiguous;
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  Strides k_strides{}, v_strides{};  // zero: contiguous; for a paged cache batch means page
+  const int* seqlens_k = nullptr;    // [B] int32 on the device
+  // A host-side bound on every seqlens_k entry: the split planner divides this many keys, and the kernels
+  // clamp each length to it (a larger entry is a caller error, never a read past the cache). Contiguous: at
+  // most the cache's capacity max_seq; paged: at most max_pages_per_seq * page_size.
+  int max_seqlen_k = 0;
+
+  // Contiguous cache: its sequence capacity (the max_seq dimension); 0 means max_seqlen_k.
+  int cache_seqlen = 0;
+  // Paged cache.
+  const int* page_table = nullptr;  // [B, max_pages_per_seq] int32 on the device
+  int num_pages = 0;
+  int page_size = 0;  // tokens per page: a power of two in [1, 256]
+  int max_pages_per_seq = 0;
+
+  int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
+  std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
+  int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
+  void* stream = nullptr;
+};
+
+// Element strides with zeros replaced by contiguous values.
+Strides resolved_q_strides(const DecodeProblem& p);
+Strides resolved_o_strides(const DecodeProblem& p);
+Strides resolved_cache_strides(const DecodeProblem& p, const Strides& s);
+
+// Shape, layout, stride and pointer checks that need no device; each message names its field.
+Status check(const DecodeProblem& p);
+
+}  // namespace flashjit

@@ -1,0 +1,111 @@
+// Checks of a DecodeProblem that need no device.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dispatch/decode_heuristics.hpp"
+#include "flashjit/decode.hpp"
+
+namespace flashjit {
+namespace {
+
+Strides resolve(const Strides& s, int seqlen, int heads, int head_dim) {
+  Strides r = s;
+  if (r.head == 0) r.head = head_dim;
+  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;
+  if (r.batch == 0) r.batch = static_cast<std::int64_t>(seqlen) * heads * head_dim;
+  return r;
+}
+
+bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
+bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
+
+}  // namespace
+
+const char* to_string(KvLayout layout) { return layout == KvLayout::paged ? "paged" : "contiguous"; }
+
+Strides resolved_q_strides(const DecodeProblem& p) { return resolve(p.q_strides, p.q_len, p.heads_q, p.head_dim); }
+Strides resolved_o_strides(const DecodeProblem& p) { return resolve(p.o_strides, p.q_len, p.heads_q, p.head_dim); }
+Strides resolved_cache_strides(const DecodeProblem& p, const Strides& s) {
+  const int rows = p.layout == KvLayout::paged ? p.page_size : (p.cache_seqlen > 0 ? p.cache_seqlen : p.max_seqlen_k);
+  return resolve(s, rows, p.heads_kv, p.head_dim);
+}
+
+Status check(const DecodeProblem& p) {
+  std::vector<std::string> issues;
+  auto add = [&](std::string s) { issues.push_back(std::move(s)); };
+  if (p.batch < 1 || p.batch > 65535) add(fmt::format("batch must be in [1, 65535], got {}", p.batch));
+  if (p.q_len < 1 || p.q_len > kMaxDecodeQueryLen)
+    add(fmt::format("q_len must be in [1, {}] (new tokens per sequence), got {}", kMaxDecodeQueryLen, p.q_len));
+  if (p.heads_q < 1 || p.heads_kv < 1) {
+    add(fmt::format("heads_q and heads_kv must be >= 1, got {} and {}", p.heads_q, p.heads_kv));
+  } else if (p.heads_q % p.heads_kv != 0) {
+    add(fmt::format("heads_q ({}) must be a multiple of heads_kv ({})", p.heads_q, p.heads_kv));
+  } else if (p.heads_kv > 65535) {
+    add(fmt::format("heads_kv must be <= 65535 (grid limit), got {}", p.heads_kv));
+  } else if (p.q_len >= 1 && p.q_len <= kMaxDecodeQueryLen && (p.heads_q / p.heads_kv) * p.q_len > kMaxDecodeRows) {
+    add(fmt::format("group * q_len = {} * {} query rows share one KV head's CTA; at most {} are supported",
+                    p.heads_q / p.heads_kv, p.q_len, kMaxDecodeRows));
+  }
+  if (p.head_dim < 16 || p.head_dim > 256 || p.head_dim % 16 != 0)
+    add(fmt::format("head_dim must be a multiple of 16 in [16, 256], got {}", p.head_dim));
+  if (p.max_seqlen_k < 1) add(fmt::format("max_seqlen_k must be >= 1 (a bound on seqlens_k), got {}", p.max_seqlen_k));
+  if (p.seqlens_k == nullptr) add("seqlens_k is a null pointer (int32 [batch] on the device)");
+  else if (!aligned(p.seqlens_k, 4)) add("seqlens_k must be 4-byte aligned");
+
+  if (p.layout == KvLayout::contiguous) {
+    if (p.cache_seqlen < 0) add(fmt::format("cache_seqlen must be >= 0 (0: max_seqlen_k), got {}", p.cache_seqlen));
+    else if (p.cache_seqlen > 0 && p.max_seqlen_k > p.cache_seqlen)
+      add(fmt::format("max_seqlen_k ({}) exceeds the contiguous cache's cache_seqlen ({})", p.max_seqlen_k,
+                      p.cache_seqlen));
+    if (p.page_table != nullptr) add("page_table is set but layout is contiguous (use KvLayout::paged)");
+  } else {
+    // Powers of two make key -> (page, token) a shift and a mask; 256 is the largest page the kernels are
+    // tested with (a page is read a row at a time, so size 1 is a plain gather).
+    if (!is_power_of_two(p.page_size) || p.page_size > kMaxDecodePageSize)
+      add(fmt::format("page_size must be a power of two in [1, {}], got {}", kMaxDecodePageSize, p.page_size));
+    if (p.num_pages < 1) add(fmt::format("num_pages must be >= 1, got {}", p.num_pages));
+    if (p.max_pages_per_seq < 1) add(fmt::format("max_pages_per_seq must be >= 1, got {}", p.max_pages_per_seq));
+    else if (is_power_of_two(p.page_size) &&
+             static_cast<std::int64_t>(p.max_pages_per_seq) * p.page_size < p.max_seqlen_k)
+      add(fmt::format("max_seqlen_k ({}) exceeds what the page table holds (max_pages_per_seq {} x page_size {})",
+                      p.max_seqlen_k, p.max_pages_per_seq, p.page_size));
+    if (p.page_table == nullptr) add("page_table is a null pointer (int32 [batch, max_pages_per_seq] on the device)");
+    else if (!aligned(p.page_table, 4)) add("page_table must be 4-byte aligned");
+  }
+
+  struct Tensor { const char* name; const void* ptr; Strides strides; bool page_major; };
+  const bool paged = p.layout == KvLayout::paged;
+  const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p), false},
+                            {"o", p.o, resolved_o_strides(p), false},
+                            {"k_cache", p.k_cache, resolved_cache_strides(p, p.k_strides), paged},
+                            {"v_cache", p.v_cache, resolved_cache_strides(p, p.v_strides), paged}};
+  for (const auto& t : tensors) {
+    if (t.ptr == nullptr) {
+      add(fmt::format("{} is a null pointer", t.name));
+      continue;
+    }
+    if (!aligned(t.ptr, 16)) add(fmt::format("{} ({}) must be 16-byte aligned", t.name, fmt::ptr(t.ptr)));
+    const std::int64_t s[] = {t.strides.batch, t.strides.seq, t.strides.head};
+    const char* names[] = {t.page_major ? "page" : "batch", t.page_major ? "token" : "sequence", "head"};
+    for (int i = 0; i < 3; ++i)
+      if (s[i] <= 0 || s[i] % 8 != 0)
+        add(fmt::format("{} {} stride must be a positive multiple of 8 elements (16 bytes), got {}", t.name,
+                        names[i], s[i]));
+  }
+  if (p.lse != nullptr && !aligned(p.lse, 4)) add("lse must be 4-byte aligned");
+  if (p.window_left < -1) add(fmt::format("window_left must be >= 0 or -1 (no window), got {}", p.window_left));
+  if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
+    add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
+  if (p.num_splits < 0 || p.num_splits > dispatch::kMaxDecodeSplits)
+    add(fmt::format("num_splits must be 0 (planned) or in [1, {}], got {}", dispatch::kMaxDecodeSplits, p.num_splits));
+  if (issues.empty()) return {};
+  std::string msg = fmt::format("invalid decode problem ({} cache):", to_string(p.layout));
+  for (const auto& i : issues) msg += "\n  " + i;
+  return Error(ErrorCode::invalid_argument, msg);
+}
+
+}  // namespace flashjit

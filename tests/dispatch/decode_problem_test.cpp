@@ -1,0 +1,160 @@
+// Tests of check(DecodeProblem) (no device: fake pointer values, never dereferenced): valid contiguous and
+// paged problems, then one error per field, each message naming it.
+#include <cstdint>
+#include <string>
+
+#include "flashjit/decode.hpp"
+#include "support/catch.hpp"
+
+using flashjit::DecodeProblem;
+using flashjit::DType;
+using flashjit::ErrorCode;
+using flashjit::KvLayout;
+
+namespace {
+
+const void* fake(std::uintptr_t address) { return reinterpret_cast<const void*>(address); }
+void* fake_mut(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+// B3, q_len 4, H32 / KV8 (group 4: 16 rows per KV head), D128, contiguous cache of 4096 tokens.
+DecodeProblem contiguous() {
+  DecodeProblem p;
+  p.dtype = DType::bf16;
+  p.batch = 3, p.q_len = 4, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128;
+  p.q = fake(0x10000), p.o = fake_mut(0x20000);
+  p.k_cache = fake(0x30000), p.v_cache = fake(0x40000);
+  p.seqlens_k = static_cast<const int*>(fake(0x50000));
+  p.max_seqlen_k = 4097;
+  return p;
+}
+
+// The same with 16-token pages: 300 pages, 257 pages per sequence.
+DecodeProblem paged() {
+  DecodeProblem p = contiguous();
+  p.layout = KvLayout::paged;
+  p.page_size = 16, p.num_pages = 300, p.max_pages_per_seq = 257;
+  p.page_table = static_cast<const int*>(fake(0x60000));
+  return p;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+void require_invalid(const DecodeProblem& p, const std::string& part) {
+  auto st = check(p);
+  REQUIRE(!st.ok());
+  INFO(st.error().message);
+  CHECK(st.error().code == ErrorCode::invalid_argument);
+  CHECK(contains(st.error().message, part));
+}
+
+}  // namespace
+
+TEST_CASE("decode problem: valid contiguous and paged problems pass", "[dispatch][decode]") {
+  CHECK(check(contiguous()).ok());
+  CHECK(check(paged()).ok());
+  DecodeProblem p = paged();
+  for (int page : {1, 2, 64, 256}) {
+    p.page_size = page;
+    p.max_pages_per_seq = (p.max_seqlen_k + page - 1) / page;
+    INFO("page_size " << page);
+    CHECK(check(p).ok());
+  }
+  p = contiguous();
+  p.q_len = 16, p.heads_q = 64;  // group 8 x 16 tokens = 128 rows
+  CHECK(check(p).ok());
+  p.window_left = 0;
+  p.num_splits = 32;
+  p.lse = static_cast<float*>(fake_mut(0x70004));
+  CHECK(check(p).ok());
+}
+
+TEST_CASE("decode problem: default strides", "[dispatch][decode]") {
+  DecodeProblem p = contiguous();
+  CHECK(resolved_q_strides(p).seq == 32 * 128);
+  CHECK(resolved_q_strides(p).batch == 4 * 32 * 128);
+  CHECK(resolved_cache_strides(p, p.k_strides).batch == 4097LL * 8 * 128);
+  p.cache_seqlen = 8192;
+  CHECK(resolved_cache_strides(p, p.k_strides).batch == 8192LL * 8 * 128);
+  p = paged();
+  CHECK(resolved_cache_strides(p, p.v_strides).batch == 16 * 8 * 128);  // one page
+  CHECK(resolved_cache_strides(p, p.v_strides).seq == 8 * 128);
+}
+
+TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {
+  DecodeProblem p = contiguous();
+  p.batch = 0;
+  require_invalid(p, "batch must be in [1, 65535]");
+  p = contiguous(), p.q_len = 0;
+  require_invalid(p, "q_len must be in [1, 16]");
+  p = contiguous(), p.q_len = 17;
+  require_invalid(p, "q_len must be in [1, 16]");
+  p = contiguous(), p.heads_q = 30;
+  require_invalid(p, "heads_q (30) must be a multiple of heads_kv (8)");
+  p = contiguous(), p.heads_q = 64, p.heads_kv = 2, p.q_len = 5;  // group 32 x 5 tokens
+  require_invalid(p, "group * q_len = 32 * 5");
+  p = contiguous(), p.head_dim = 72;
+  require_invalid(p, "head_dim must be a multiple of 16");
+  p = contiguous(), p.max_seqlen_k = 0;
+  require_invalid(p, "max_seqlen_k must be >= 1");
+  p = contiguous(), p.seqlens_k = nullptr;
+  require_invalid(p, "seqlens_k is a null pointer");
+  p = contiguous(), p.seqlens_k = static_cast<const int*>(fake(0x50002));
+  require_invalid(p, "seqlens_k must be 4-byte aligned");
+  p = contiguous(), p.cache_seqlen = 1000;
+  require_invalid(p, "max_seqlen_k (4097) exceeds the contiguous cache's cache_seqlen (1000)");
+  p = contiguous(), p.page_table = static_cast<const int*>(fake(0x60000));
+  require_invalid(p, "page_table is set but layout is contiguous");
+  p = contiguous(), p.q = nullptr;
+  require_invalid(p, "q is a null pointer");
+  p = contiguous(), p.v_cache = fake(0x40008);
+  require_invalid(p, "v_cache (0x40008) must be 16-byte aligned");
+  p = contiguous(), p.k_strides.seq = 1020;
+  require_invalid(p, "k_cache sequence stride must be a positive multiple of 8");
+  p = contiguous(), p.o_strides.head = -8;
+  require_invalid(p, "o head stride must be a positive multiple of 8");
+  p = contiguous(), p.lse = static_cast<float*>(fake_mut(0x70002));
+  require_invalid(p, "lse must be 4-byte aligned");
+  p = contiguous(), p.window_left = -2;
+  require_invalid(p, "window_left must be >= 0 or -1");
+  p = contiguous(), p.softmax_scale = 0.f;
+  require_invalid(p, "softmax_scale must be positive and finite");
+  p = contiguous(), p.num_splits = 33;
+  require_invalid(p, "num_splits must be 0 (planned) or in [1, 32]");
+}
+
+TEST_CASE("decode problem: paged cache errors", "[dispatch][decode]") {
+  DecodeProblem p = paged();
+  for (int bad : {0, 3, 48, 512, -16}) {
+    p.page_size = bad;
+    INFO("page_size " << bad);
+    require_invalid(p, "page_size must be a power of two in [1, 256]");
+  }
+  p = paged(), p.num_pages = 0;
+  require_invalid(p, "num_pages must be >= 1");
+  p = paged(), p.max_pages_per_seq = 0;
+  require_invalid(p, "max_pages_per_seq must be >= 1");
+  p = paged(), p.max_pages_per_seq = 256;  // 4096 tokens < 4097
+  require_invalid(p, "max_seqlen_k (4097) exceeds what the page table holds (max_pages_per_seq 256 x page_size 16)");
+  p = paged(), p.page_table = nullptr;
+  require_invalid(p, "page_table is a null pointer");
+  p = paged(), p.page_table = static_cast<const int*>(fake(0x60001));
+  require_invalid(p, "page_table must be 4-byte aligned");
+  p = paged(), p.k_strides.batch = 100;
+  require_invalid(p, "k_cache page stride must be a positive multiple of 8");
+  p = paged(), p.v_strides.seq = 4;
+  require_invalid(p, "v_cache token stride must be a positive multiple of 8");
+  auto st = check(p);
+  REQUIRE(!st.ok());
+  CHECK(contains(st.error().message, "invalid decode problem (paged cache)"));
+}
+
+TEST_CASE("decode problem: every issue is reported at once", "[dispatch][decode]") {
+  DecodeProblem p = paged();
+  p.q_len = 0, p.page_size = 3, p.k_cache = nullptr;
+  auto st = check(p);
+  REQUIRE(!st.ok());
+  const std::string& m = st.error().message;
+  CHECK(contains(m, "q_len"));
+  CHECK(contains(m, "page_size"));
+  CHECK(contains(m, "k_cache is a null pointer"));
+}
