@@ -46,4 +46,21 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits) {
   return {n, keys_per_split(at_least_1(in.max_keys), n, decode_split_granule(in))};
 }
 
+DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
+                                        bool window, const Arch& arch) {
+  DecodeKernelConfig c;
+  c.arch = arch, c.dtype = dtype, c.head_dim = head_dim, c.layout = layout, c.window = window;
+  c.rows = std::clamp((at_least_1(group) * at_least_1(q_len) + 15) / 16 * 16, 16, kMaxDecodeRows);
+  // Unmeasured (written without a GPU): four warps so that a CTA keeps enough cp.async in flight to stream
+  // K/V at its share of HBM bandwidth; with fewer than four m-tiles the extra warps split each tile's keys
+  // (one to four 16-key slices of a 64-key tile), with more, one warp per m-tile.
+  const int m_tiles = c.rows / 16;
+  c.warps = m_tiles * std::max(1, 4 / m_tiles);
+  c.block_n = 64;
+  // Three stages (96 KB at d128) hide the HBM latency while leaving room for two CTAs per SM on sm_90;
+  // d256 takes two (128 KB) to fit sm_80's 163 KB.
+  c.stages = head_dim <= 128 ? 3 : 2;
+  return c;
+}
+
 }  // namespace flashjit::dispatch

@@ -2,6 +2,8 @@
 // function of the device's SM count and the problem's shape, with the reason for each rule beside it.
 #pragma once
 
+#include "config/decode_config.hpp"
+
 namespace flashjit::dispatch {
 
 // The combine kernel merges at most this many partial states per output row.
@@ -34,5 +36,10 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in);
 // Exactly `splits` splits (clamped to [1, kMaxDecodeSplits]) over max_keys, keys per split rounded up to
 // the granule: tests force 1, 2, 7 this way, and trailing splits may then be empty.
 DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
+
+// The split kernel's config for a shape: rows = group * q_len rounded up to 16, four warps (more when there
+// are more m-tiles), tile and pipeline depth by head dim. See decode_heuristics.cpp for the reasons.
+DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
+                                        bool window, const Arch& arch);
 
 }  // namespace flashjit::dispatch

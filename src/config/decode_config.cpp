@@ -1,0 +1,111 @@
+// validate(), resources, names and JSON of the decode kernel configs.
+#include "config/decode_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace flashjit {
+namespace {
+
+int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }  // fa2::SmemTile's row padding
+
+// The largest dynamic shared memory a block may opt into (as validate.cpp's prefill limit).
+int smem_limit(const Arch& arch) {
+  if (arch.sm == 80 || arch.sm == 87) return 163 * 1024;
+  if (arch.sm >= 90) return 227 * 1024;
+  return 99 * 1024;
+}
+
+Status as_status(const std::vector<ConfigIssue>& issues, const std::string& name) {
+  if (issues.empty()) return {};
+  std::string msg = fmt::format("config {} is invalid:", name);
+  for (const auto& i : issues) msg += fmt::format("\n  {}: {}", i.field, i.message);
+  return Error(ErrorCode::invalid_config, msg);
+}
+
+std::string arch_tag(const Arch& a) {
+  std::string s = a.to_string();
+  s.erase(s.find('_'), 1);
+  return s;
+}
+
+}  // namespace
+
+int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }
+int threads_per_cta(const CombineKernelConfig& c) { return 32 * c.warps; }
+
+int shared_memory_bytes(const DecodeKernelConfig& c) {
+  const int dp = padded_head_dim(c.head_dim);
+  const int q = c.rows * dp * 2, kv = 2 * c.stages * c.block_n * dp * 2;
+  const int key_groups = c.rows >= 16 && c.warps >= c.rows / 16 ? c.warps / (c.rows / 16) : 1;
+  const int merge = key_groups * c.rows * (c.head_dim + 2) * 4;
+  return q + std::max(kv, merge);
+}
+
+std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
+  std::vector<ConfigIssue> out;
+  auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
+  if (c.arch.sm < 80) add("arch", fmt::format("decode needs sm_80 or newer (mma.sync, cp.async), got {}", c.arch.to_string()));
+  if (c.arch.accelerated && c.arch.sm < 90)
+    add("arch", fmt::format("the 'a' targets start at sm_90a, got {}", c.arch.to_string()));
+  if (c.head_dim < 16 || c.head_dim > 256 || c.head_dim % 16 != 0)
+    add("head_dim", fmt::format("decode needs a multiple of 16 in [16, 256], got {}", c.head_dim));
+  if (c.rows < 16 || c.rows > kMaxDecodeRows || c.rows % 16 != 0)
+    add("rows", fmt::format("decode needs a multiple of 16 in [16, {}], got {}", kMaxDecodeRows, c.rows));
+  if (c.stages < 2 || c.stages > 5) add("stages", fmt::format("decode needs 2 to 5 stages, got {}", c.stages));
+  if (c.warps < 1 || c.warps > 16) {
+    add("warps", fmt::format("decode needs 1 to 16 warps, got {}", c.warps));
+  } else if (c.rows >= 16 && c.rows % 16 == 0) {
+    const int m_tiles = c.rows / 16;
+    if (c.warps % m_tiles != 0) {
+      add("warps", fmt::format("decode needs a multiple of rows / 16 = {} warps (one per m-tile and key slice), got {}",
+                               m_tiles, c.warps));
+    } else {
+      const int key_groups = c.warps / m_tiles;
+      if (c.block_n < 16 || c.block_n % (16 * key_groups) != 0 || c.block_n > 256)
+        add("block_n", fmt::format("decode splits each {}-key tile over {} warps: block_n must be a multiple of {} "
+                                   "in [16, 256]", c.block_n, key_groups, 16 * key_groups));
+    }
+  }
+  if (out.empty() && shared_memory_bytes(c) > smem_limit(c.arch))
+    add("stages", fmt::format("shared memory {} bytes exceeds the {} limit of {} bytes", shared_memory_bytes(c),
+                              c.arch.to_string(), smem_limit(c.arch)));
+  return out;
+}
+
+std::vector<ConfigIssue> validate(const CombineKernelConfig& c) {
+  std::vector<ConfigIssue> out;
+  if (c.arch.sm < 80) out.push_back({"arch", fmt::format("combine needs sm_80 or newer, got {}", c.arch.to_string())});
+  if (c.head_dim < 8 || c.head_dim > 256 || c.head_dim % 8 != 0)
+    out.push_back({"head_dim", fmt::format("combine needs a multiple of 8 in [8, 256], got {}", c.head_dim)});
+  if (c.warps < 1 || c.warps > 32) out.push_back({"warps", fmt::format("combine needs 1 to 32 warps, got {}", c.warps)});
+  return out;
+}
+
+Status check(const DecodeKernelConfig& c) { return as_status(validate(c), readable_name(c)); }
+Status check(const CombineKernelConfig& c) { return as_status(validate(c), readable_name(c)); }
+
+std::string readable_name(const DecodeKernelConfig& c) {
+  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
+                     c.stages, c.warps, to_string(c.layout), c.window ? "_window" : "", arch_tag(c.arch));
+}
+
+std::string readable_name(const CombineKernelConfig& c) {
+  return fmt::format("combine_{}_{}_d{}_w{}_{}", c.fp32_inputs ? "f32" : to_string(c.dtype), to_string(c.dtype),
+                     c.head_dim, c.warps, arch_tag(c.arch));
+}
+
+std::string to_json(const DecodeKernelConfig& c) {
+  return fmt::format(R"({{"kernel":"decode","arch":"{}","dtype":"{}","head_dim":{},"rows":{},"block_n":{},)"
+                     R"("stages":{},"warps":{},"layout":"{}","window":{}}})",
+                     c.arch.to_string(), to_string(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps,
+                     to_string(c.layout), c.window);
+}
+
+std::string to_json(const CombineKernelConfig& c) {
+  return fmt::format(R"({{"kernel":"combine","arch":"{}","dtype":"{}","fp32_inputs":{},"head_dim":{},"warps":{}}})",
+                     c.arch.to_string(), to_string(c.dtype), c.fp32_inputs, c.head_dim, c.warps);
+}
+
+}  // namespace flashjit

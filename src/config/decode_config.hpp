@@ -1,0 +1,56 @@
+// Configs of the decode kernels. Kept apart from KernelConfig, whose canonical JSON, tuner, tuned tables and
+// C ABI describe the prefill kernels: a decode kernel has other parameters (rows = group * q_len, the KV
+// layout, the window) and is launched as a pair (split, then combine) rather than alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flashjit/config.hpp"
+#include "flashjit/decode.hpp"
+
+namespace flashjit {
+
+// templates/decode/split_kv.cuh
+struct DecodeKernelConfig {
+  Arch arch{};
+  DType dtype = DType::bf16;
+  int head_dim = 128;
+  int rows = 16;      // query rows per CTA: group * q_len rounded up to 16 (one m-tile per 16 rows)
+  int block_n = 64;   // keys per pipeline step
+  int stages = 3;     // cp.async K/V stages
+  int warps = 4;      // a multiple of rows / 16: warps beyond one per m-tile split each tile's keys
+  KvLayout layout = KvLayout::contiguous;
+  bool window = false;
+
+  bool operator==(const DecodeKernelConfig&) const = default;
+};
+
+// templates/decode/combine.cuh: fp32 split partials (split-KV) or states in `dtype` (the merge API).
+struct CombineKernelConfig {
+  Arch arch{};
+  DType dtype = DType::bf16;  // output type
+  bool fp32_inputs = true;    // false: the merge API's inputs, in `dtype`
+  int head_dim = 128;
+  int warps = 4;              // output rows per CTA (one warp each)
+
+  bool operator==(const CombineKernelConfig&) const = default;
+};
+
+std::vector<ConfigIssue> validate(const DecodeKernelConfig& c);
+std::vector<ConfigIssue> validate(const CombineKernelConfig& c);
+Status check(const DecodeKernelConfig& c);
+Status check(const CombineKernelConfig& c);
+
+int shared_memory_bytes(const DecodeKernelConfig& c);
+int threads_per_cta(const DecodeKernelConfig& c);
+int threads_per_cta(const CombineKernelConfig& c);
+
+// decode_bf16_d128_r16_bn64_s3_w4_paged_window_sm90a, combine_f32_bf16_d128_w4_sm90a.
+std::string readable_name(const DecodeKernelConfig& c);
+std::string readable_name(const CombineKernelConfig& c);
+// Canonical JSON (every field, fixed order), for the generated source's header and a future cache key.
+std::string to_json(const DecodeKernelConfig& c);
+std::string to_json(const CombineKernelConfig& c);
+
+}  // namespace flashjit

@@ -1,0 +1,52 @@
+// Kernel arguments of the decode kernels (split-KV attention and the combine / merge of partial states).
+// Plain C types only, so the host (gcc) and NVRTC see the same layout.
+#pragma once
+
+namespace flashjit {
+
+// The split kernel: grid (num_splits, heads_kv, batch). Split s of sequence b covers keys
+// [base + s * keys_per_split, base + (s + 1) * keys_per_split) of the keys its rows can see, base being the
+// first visible key rounded down to a tile. With num_splits == 1 it writes o and lse; else its partial
+// state (O normalized, fp32, and LSE) into the workspace, one [B, q_len, Hq, D] / [B, Hq, q_len] slice per
+// split, merged by the combine kernel.
+struct DecodeParams {
+  const void* q;          // [B, q_len, Hq, D]
+  void* o;                // [B, q_len, Hq, D]
+  float* lse;             // [B, Hq, q_len] or null
+  const void* k;          // contiguous [B, max_seq, Hkv, D] or paged [num_pages, page_size, Hkv, D]
+  const void* v;
+  const int* seqlens_k;   // [B]
+  const int* page_table;  // [B, max_pages_per_seq] (paged) or null
+  float* ws_o;            // [num_splits, B, q_len, Hq, D] fp32 (num_splits > 1)
+  float* ws_lse;          // [num_splits, B, Hq, q_len] fp32 (num_splits > 1)
+
+  // Element strides; for a paged cache "batch" is the page stride and "seq" the token stride.
+  long long q_batch, q_seq, q_head;
+  long long o_batch, o_seq, o_head;
+  long long k_batch, k_seq, k_head;
+  long long v_batch, v_seq, v_head;
+
+  int batch, q_len, heads_q, heads_kv, group;
+  int max_seqlen_k;       // every seqlens_k entry is clamped to this
+  int max_pages_per_seq;
+  int page_shift;         // log2(page_size) (paged)
+  int num_splits, keys_per_split;
+  int window_left;        // -1: none
+  float scale_log2;       // softmax_scale * log2(e)
+  float softmax_scale;
+};
+
+// The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states
+// over disjoint key sets. Inputs share strides; a state with lse_i = -inf (no key) is skipped unread.
+struct CombineParams {
+  static constexpr int kMaxStates = 32;
+  const void* o_in[kMaxStates];    // [B, S, H, D], fp32 (split partials) or the output type (merge)
+  const float* lse_in[kMaxStates]; // [B, H, S] contiguous
+  void* o;                         // [B, S, H, D]
+  float* lse;                      // [B, H, S] or null
+  long long in_batch, in_seq, in_head;
+  long long o_batch, o_seq, o_head;
+  int num_states, batch, seqlen, heads;
+};
+
+}  // namespace flashjit

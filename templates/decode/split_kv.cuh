@@ -1,0 +1,259 @@
+// Split-KV decode kernel (sm_80+, mma.sync m16n8k16, cp.async): one CTA per (split, KV head, sequence).
+// The group * q_len query rows of one KV head (row r: query head kv_head * group + r % group, new token
+// r / group) are the rows of kRows / 16 m-tiles, so each K/V byte of the split is read once per KV head.
+// Warp w computes m-tile w % kMT against key slice w / kMT of every kBN-key tile (kKeyGroups slices); the
+// slices' softmax states are merged through shared memory at the end. Causal among the new tokens: token t
+// sits at key position a = seqlen - q_len + t and sees keys j <= a (and j >= a - window_left).
+//
+// Status: written without a GPU; compiled by NVRTC in tests/compile, run by tests/gpu/decode_test.cpp only
+// on a GPU machine.
+#pragma once
+
+#include "attention/softmax.cuh"
+#include "common/math.cuh"
+#include "common/types.cuh"
+#include "decode/params.cuh"
+#include "fa2/smem_tile.cuh"
+#include "ptx/cp_async.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma.cuh"
+
+namespace flashjit::decode {
+
+template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, bool kPaged, bool kWindow>
+struct SplitKernel {
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kMT = kRows / 16;                 // m-tiles (one per warp of a key group)
+  static constexpr int kKeyGroups = kWarps / kMT;        // warps sharing an m-tile, each on a key slice
+  static constexpr int kSliceN = kBN / kKeyGroups;       // keys per warp per tile
+  static constexpr int kNT = kSliceN / 8;                // n-tiles of S
+  static constexpr int kDT = kHeadDim / 8;               // n-tiles of O
+  static constexpr int kKS = kHeadDim / 16;              // k-steps of Q·Kᵀ
+  static constexpr bool kQInRegisters = kHeadDim <= 128;
+
+  using QTile = fa2::SmemTile<kRows, kHeadDim>;
+  using KVTile = fa2::SmemTile<kBN, kHeadDim>;
+  static constexpr int kKVBytes = 2 * kStages * KVTile::kBytes;
+  // After the main loop the K/V stages hold each key group's O (fp32), row max and row sum.
+  static constexpr int kMergeBytes = kKeyGroups * kRows * (kHeadDim + 2) * 4;
+  static constexpr int kSmemBytes = QTile::kBytes + (kKVBytes > kMergeBytes ? kKVBytes : kMergeBytes);
+
+  static_assert(kRows % 16 == 0 && kWarps % kMT == 0, "whole m-tiles per key group");
+  static_assert(kBN % kKeyGroups == 0 && kSliceN % 16 == 0, "key slices of whole 16-key k-steps");
+  static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
+
+  // Element offset of key `key`'s row for KV head `kv_head` of sequence `batch`.
+  static __device__ __forceinline__ long long key_offset(const DecodeParams& p, int batch, int key, long long seq,
+                                                         long long batch_or_page) {
+    if constexpr (kPaged) {
+      const int page = __ldg(p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq + (key >> p.page_shift));
+      return page * batch_or_page + (key & ((1 << p.page_shift) - 1)) * seq;
+    } else {
+      return batch * batch_or_page + key * seq;
+    }
+  }
+
+  static __device__ void run(const DecodeParams& p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned s_q = ptx::smem_addr(smem);
+    const unsigned s_k = s_q + QTile::kBytes;
+    const unsigned s_v = s_k + kStages * KVTile::kBytes;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int split = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+    const int rows_valid = p.group * p.q_len;
+    const int seqlen = min(__ldg(p.seqlens_k + batch), p.max_seqlen_k);
+    // Positions of the first and last new token; every row sees keys <= its own position.
+    const int a_min = seqlen - p.q_len, a_max = seqlen - 1;
+    int lo = 0;
+    if constexpr (kWindow) lo = max(0, a_min - p.window_left);
+    const int base = lo - lo % kBN;
+    const int k0 = base + split * p.keys_per_split;
+    const int k1 = min(seqlen, k0 + p.keys_per_split);
+    const int num_tiles = k1 > k0 ? (k1 - k0 + kBN - 1) / kBN : 0;
+
+    const auto* q = static_cast<const unsigned short*>(p.q) + batch * p.q_batch;
+    const auto* k = static_cast<const unsigned short*>(p.k) + kv_head * p.k_head;
+    const auto* v = static_cast<const unsigned short*>(p.v) + kv_head * p.v_head;
+
+    // Q rows: row r is query head kv_head * group + r % group of token r / group; padding rows are zero.
+    for (int i = tid; i < kRows * QTile::kChunks; i += kThreads) {
+      const int r = i / QTile::kChunks, chunk = i % QTile::kChunks;
+      const bool valid = r < rows_valid && num_tiles > 0;
+      const unsigned short* src =
+          q + (valid ? (r / p.group) * p.q_seq + (kv_head * p.group + r % p.group) * p.q_head + chunk * 8 : 0);
+      ptx::cp_async_16(s_q + QTile::offset(r, chunk), src, valid);
+    }
+    auto load_kv = [&](int tile, int stage) {
+      const int n0 = k0 + tile * kBN;
+      for (int i = tid; i < kBN * KVTile::kChunks; i += kThreads) {
+        const int r = i / KVTile::kChunks, chunk = i % KVTile::kChunks;
+        const int key = n0 + r;
+        const bool valid = key < k1;
+        const unsigned off = KVTile::offset(r, chunk);
+        const unsigned short* ks = k + (valid ? key_offset(p, batch, key, p.k_seq, p.k_batch) + chunk * 8 : 0);
+        const unsigned short* vs = v + (valid ? key_offset(p, batch, key, p.v_seq, p.v_batch) + chunk * 8 : 0);
+        ptx::cp_async_16(s_k + stage * KVTile::kBytes + off, ks, valid);
+        ptx::cp_async_16(s_v + stage * KVTile::kBytes + off, vs, valid);
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < num_tiles) load_kv(s, s);
+      ptx::cp_async_commit();
+    }
+
+    const int mt = warp % kMT, key_group = warp / kMT;
+    float o[kDT][4];
+#pragma unroll
+    for (int d = 0; d < kDT; ++d)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) o[d][c] = 0.f;
+    OnlineSoftmax<2> softmax;
+    softmax.init();
+
+    unsigned q_frag[kQInRegisters ? kKS : 1][4];
+    const typename QTile::Fragments q_ld(mt * 16 + lane % 16, lane / 16);
+    const typename KVTile::Fragments k_ld((lane / 16) * 8 + lane % 8, (lane / 8) % 2);
+    const typename KVTile::Fragments v_ld(((lane / 8) % 2) * 8 + lane % 8, lane / 16);
+    const int slice_group0 = key_group * (kSliceN / 16);  // first 16-key group of this warp's slice
+
+    for (int it = 0; it < num_tiles; ++it) {
+      ptx::cp_async_wait<kStages - 2>();
+      __syncthreads();
+      if (it + kStages - 1 < num_tiles) load_kv(it + kStages - 1, (it + kStages - 1) % kStages);
+      ptx::cp_async_commit();
+      if constexpr (kQInRegisters) {
+        if (it == 0) {
+#pragma unroll
+          for (int ks = 0; ks < kKS; ++ks) ptx::ldmatrix_x4(q_frag[ks], q_ld.at(s_q, 0, ks));
+        }
+      }
+      const int stage = it % kStages;
+      const unsigned k_tile = s_k + stage * KVTile::kBytes, v_tile = s_v + stage * KVTile::kBytes;
+
+      float s[1][kNT][4];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[0][nt][c] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) {
+        unsigned a[4];
+        if constexpr (kQInRegisters) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) a[c] = q_frag[ks][c];
+        } else {
+          ptx::ldmatrix_x4(a, q_ld.at(s_q, 0, ks));
+        }
+#pragma unroll
+        for (int j = 0; j < kNT / 2; ++j) {
+          unsigned b[4];
+          ptx::ldmatrix_x4(b, k_ld.at(k_tile, slice_group0 + j, ks));
+          ptx::mma_16816<T>(s[0][2 * j], a, b[0], b[1]);
+          ptx::mma_16816<T>(s[0][2 * j + 1], a, b[2], b[3]);
+        }
+      }
+
+      // Per-element masking only where the split's end, the causal edge or the window cuts the tile.
+      const int n0 = k0 + it * kBN;
+      const bool cut = n0 + kBN > k1 || n0 + kBN - 1 > a_min || (kWindow && n0 < a_max - p.window_left);
+      if (cut) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int row = mt * 16 + lane / 4 + (c / 2) * 8;
+            const int a = a_min + row / p.group;  // padding rows get a position too; never stored
+            const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
+            bool visible = key < k1 && key <= a;
+            if constexpr (kWindow) visible = visible && key >= a - p.window_left;
+            if (!visible) s[0][nt][c] = neg_infinity();
+          }
+      }
+
+      float rescale[2];
+      softmax.update(s, p.scale_log2, rescale);
+#pragma unroll
+      for (int d = 0; d < kDT; ++d) {
+        o[d][0] *= rescale[0];
+        o[d][1] *= rescale[0];
+        o[d][2] *= rescale[1];
+        o[d][3] *= rescale[1];
+      }
+#pragma unroll
+      for (int kk = 0; kk < kNT / 2; ++kk) {
+        unsigned a[4];
+        a[0] = pack2<T>(s[0][2 * kk][0], s[0][2 * kk][1]);
+        a[1] = pack2<T>(s[0][2 * kk][2], s[0][2 * kk][3]);
+        a[2] = pack2<T>(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+        a[3] = pack2<T>(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+#pragma unroll
+        for (int e = 0; e < kDT / 2; ++e) {
+          unsigned b[4];
+          ptx::ldmatrix_x4_trans(b, v_ld.at(v_tile, slice_group0 + kk, e));
+          ptx::mma_16816<T>(o[2 * e], a, b[0], b[1]);
+          ptx::mma_16816<T>(o[2 * e + 1], a, b[2], b[3]);
+        }
+      }
+    }
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // every warp is done with the K/V stages, which now hold the merge buffers
+
+    // Each key group's unnormalized O, row max (raw units) and row sum, [key_group][row].
+    float* m_o = reinterpret_cast<float*>(smem + QTile::kBytes);
+    float* m_max = m_o + kKeyGroups * kRows * kHeadDim;
+    float* m_sum = m_max + kKeyGroups * kRows;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = mt * 16 + lane / 4 + h * 8;
+      float* dst = m_o + (key_group * kRows + row) * kHeadDim + 2 * (lane % 4);
+#pragma unroll
+      for (int d = 0; d < kDT; ++d) {
+        dst[d * 8] = o[d][2 * h];
+        dst[d * 8 + 1] = o[d][2 * h + 1];
+      }
+      const float l = quad_sum(softmax.row_sum[h]);
+      if (lane % 4 == 0) {
+        m_max[key_group * kRows + row] = softmax.row_max[h];
+        m_sum[key_group * kRows + row] = l;
+      }
+    }
+    __syncthreads();
+
+    // Merge the key groups and write: the final O and LSE (one split), or this split's partial state.
+    const bool final_output = p.num_splits == 1;
+    for (int i = tid; i < rows_valid * kHeadDim; i += kThreads) {
+      const int row = i / kHeadDim, d = i % kHeadDim;
+      float m = neg_infinity();
+#pragma unroll
+      for (int g = 0; g < kKeyGroups; ++g) m = fmaxf(m, m_max[g * kRows + row]);
+      const float m_scaled = m == neg_infinity() ? 0.f : m * p.scale_log2;
+      float l = 0.f, acc = 0.f;
+#pragma unroll
+      for (int g = 0; g < kKeyGroups; ++g) {
+        const float w = exp2_approx(m_max[g * kRows + row] * p.scale_log2 - m_scaled);
+        l += w * m_sum[g * kRows + row];
+        acc += w * m_o[(g * kRows + row) * kHeadDim + d];
+      }
+      const bool empty = !(l > 0.f);
+      const float out = empty ? 0.f : acc / l;
+      const int token = row / p.group, head = kv_head * p.group + row % p.group;
+      const float lse = empty ? neg_infinity() : m * p.softmax_scale + log_approx(l);
+      const long long lse_index = (static_cast<long long>(batch) * p.heads_q + head) * p.q_len + token;
+      if (final_output) {
+        T* dst = static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head;
+        dst[d] = from_float<T>(out);
+        if (d == 0 && p.lse != nullptr) p.lse[lse_index] = lse;
+      } else {
+        const long long slice = static_cast<long long>(split) * p.batch;
+        // A split without keys writes only its LSE (-inf); the combine kernel then skips its O.
+        if (!empty)
+          p.ws_o[(((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + d] = out;
+        if (d == 0) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse;
+      }
+    }
+  }
+};
+
+}  // namespace flashjit::decode

@@ -1,0 +1,129 @@
+// NVRTC compiles of the decode kernels (no GPU needed): the split kernel as decode_kernel_config() picks it
+// for bf16 / fp16, head dims 64 / 128 / 256, contiguous and paged caches (no spills), the row counts of
+// groups 1 / 4 / 8 with q_len 1 / 4 / 16 and the window variant, and the combine kernel for fp32 partials
+// and for the merge API's bf16 / fp16 states.
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/decode_generate.hpp"
+#include "compile/nvrtc.hpp"
+#include "dispatch/decode_heuristics.hpp"
+#include "support/catch.hpp"
+
+using flashjit::Arch;
+using flashjit::CombineKernelConfig;
+using flashjit::DecodeKernelConfig;
+using flashjit::DType;
+using flashjit::KvLayout;
+using flashjit::Result;
+using flashjit::codegen::GeneratedSource;
+using flashjit::compile::CompiledKernel;
+
+namespace {
+
+const Arch kSm90a{90, true};
+const Arch kSm80{80, false};
+
+struct Outcome {
+  std::string name;
+  Result<GeneratedSource> source = flashjit::Error();
+  Result<CompiledKernel> compiled = flashjit::Error();
+};
+
+// Generates and compiles every config on two threads (the CI machine has two cores).
+template <class Config>
+std::vector<Outcome> compile_all(const std::vector<Config>& configs) {
+  std::vector<Outcome> out(configs.size());
+  auto work = [&](std::size_t first) {
+    for (std::size_t i = first; i < configs.size(); i += 2) {
+      out[i].name = readable_name(configs[i]);
+      out[i].source = flashjit::codegen::generate(configs[i]);
+      if (out[i].source.ok())
+        out[i].compiled = flashjit::compile::compile(*out[i].source, flashjit::compile::options_for(configs[i].arch));
+    }
+  };
+  std::thread second(work, 1);
+  work(0);
+  second.join();
+  return out;
+}
+
+void check_compiled(const Outcome& o, bool no_spills) {
+  INFO(o.name);
+  if (!o.source.ok()) FAIL_CHECK(o.source.error().to_string());
+  if (!o.source.ok()) return;
+  if (!o.compiled.ok()) FAIL_CHECK(o.compiled.error().to_string());
+  if (!o.compiled.ok()) return;
+  INFO(o.compiled->log);
+  CHECK(o.compiled->cubin.compare(0, 4, "\x7f" "ELF") == 0);
+  CHECK(o.compiled->ptxas.registers > 0);
+  CHECK(o.compiled->log.find(o.source->entry) != std::string::npos);
+  if (no_spills) {
+    CHECK(o.compiled->ptxas.spill_stores == 0);
+    CHECK(o.compiled->ptxas.spill_loads == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[compile][decode]") {
+  std::vector<DecodeKernelConfig> configs;
+  for (DType t : {DType::bf16, DType::fp16})
+    for (int d : {64, 128, 256})
+      for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged})
+        configs.push_back(flashjit::dispatch::decode_kernel_config(t, d, 4, 1, layout, false, kSm90a));
+  // Rows of groups 1 / 8 with q_len 1 / 4 / 16 (16, 32, 64, 128 rows), the window, sm_80.
+  for (auto [group, q_len] : {std::pair{1, 1}, {8, 4}, {4, 16}, {8, 16}})
+    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, KvLayout::paged,
+                                                                false, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, false, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, true, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, true, kSm80));
+  for (const auto& c : configs) {
+    INFO(readable_name(c));
+    REQUIRE(validate(c).empty());
+  }
+  for (const auto& o : compile_all(configs)) check_compiled(o, true);
+}
+
+TEST_CASE("nvrtc decode: the combine and merge kernels compile", "[compile][decode]") {
+  std::vector<CombineKernelConfig> configs;
+  for (int d : {64, 128, 256})
+    for (bool fp32 : {true, false})
+      for (DType t : {DType::bf16, DType::fp16}) {
+        CombineKernelConfig c;
+        c.arch = kSm90a, c.dtype = t, c.fp32_inputs = fp32, c.head_dim = d;
+        configs.push_back(c);
+      }
+  for (const auto& o : compile_all(configs)) check_compiled(o, true);
+}
+
+TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
+  DecodeKernelConfig c = flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 1, KvLayout::paged, false, kSm90a);
+  REQUIRE(validate(c).empty());
+  auto first_field = [](const DecodeKernelConfig& x) {
+    auto issues = validate(x);
+    return issues.empty() ? std::string() : issues[0].field;
+  };
+  DecodeKernelConfig bad = c;
+  bad.rows = 24;
+  CHECK(first_field(bad) == "rows");
+  bad = c, bad.warps = 3, bad.rows = 32;
+  CHECK(first_field(bad) == "warps");
+  bad = c, bad.block_n = 48;  // 4 key slices of 12 keys
+  CHECK(first_field(bad) == "block_n");
+  bad = c, bad.stages = 1;
+  CHECK(first_field(bad) == "stages");
+  bad = c, bad.head_dim = 256, bad.stages = 5, bad.block_n = 128;
+  CHECK(first_field(bad) == "stages");  // shared memory
+  bad = c, bad.arch = Arch{75, false};
+  CHECK(first_field(bad) == "arch");
+  CHECK(readable_name(c) == "decode_bf16_d128_r16_bn64_s3_w4_paged_sm90a");
+  CombineKernelConfig m;
+  m.fp32_inputs = false;
+  CHECK(readable_name(m) == "combine_bf16_bf16_d128_w4_sm90a");
+  m.head_dim = 12;
+  REQUIRE(!check(m).ok());
+  CHECK(check(m).error().message.find("head_dim") != std::string::npos);
+}
