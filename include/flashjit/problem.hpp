@@ -46,6 +46,9 @@ struct AttentionProblem {
   void* stream = nullptr;              // CUstream; nullptr is the legacy default stream
 };
 
+// `s` with each zero replaced by the stride of a contiguous [batch, seqlen, heads, head_dim] tensor.
+Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim);
+
 // The strides with zeros replaced by contiguous-BSHD values.
 Strides resolved_q_strides(const AttentionProblem& p);
 Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s);

@@ -12,14 +12,6 @@
 namespace flashjit {
 namespace {
 
-Strides resolve(const Strides& s, int seqlen, int heads, int head_dim) {
-  Strides r = s;
-  if (r.head == 0) r.head = head_dim;
-  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;
-  if (r.batch == 0) r.batch = static_cast<std::int64_t>(seqlen) * heads * head_dim;
-  return r;
-}
-
 bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
 bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
@@ -27,11 +19,11 @@ bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std:
 
 const char* to_string(KvLayout layout) { return layout == KvLayout::paged ? "paged" : "contiguous"; }
 
-Strides resolved_q_strides(const DecodeProblem& p) { return resolve(p.q_strides, p.q_len, p.heads_q, p.head_dim); }
-Strides resolved_o_strides(const DecodeProblem& p) { return resolve(p.o_strides, p.q_len, p.heads_q, p.head_dim); }
+Strides resolved_q_strides(const DecodeProblem& p) { return contiguous_bshd(p.q_strides, p.q_len, p.heads_q, p.head_dim); }
+Strides resolved_o_strides(const DecodeProblem& p) { return contiguous_bshd(p.o_strides, p.q_len, p.heads_q, p.head_dim); }
 Strides resolved_cache_strides(const DecodeProblem& p, const Strides& s) {
   const int rows = p.layout == KvLayout::paged ? p.page_size : (p.cache_seqlen > 0 ? p.cache_seqlen : p.max_seqlen_k);
-  return resolve(s, rows, p.heads_kv, p.head_dim);
+  return contiguous_bshd(s, rows, p.heads_kv, p.head_dim);
 }
 
 Status check(const DecodeProblem& p) {

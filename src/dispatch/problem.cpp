@@ -9,14 +9,6 @@
 namespace flashjit {
 namespace {
 
-Strides resolve(const Strides& s, int seqlen, int heads, int head_dim) {
-  Strides r = s;
-  if (r.head == 0) r.head = head_dim;
-  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;
-  if (r.batch == 0) r.batch = static_cast<std::int64_t>(seqlen) * heads * head_dim;
-  return r;
-}
-
 // Keys visible from query row i (bottom-right aligned), for FLOP counts.
 std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
   std::int64_t a = i + p.seqlen_k - p.seqlen_q, lo = 0, hi = p.seqlen_k;
@@ -42,10 +34,18 @@ std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
 
 }  // namespace
 
-Strides resolved_q_strides(const AttentionProblem& p) { return resolve(p.q_strides, p.seqlen_q, p.heads_q, p.head_dim); }
-Strides resolved_o_strides(const AttentionProblem& p) { return resolve(p.o_strides, p.seqlen_q, p.heads_q, p.head_dim); }
+Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim) {
+  Strides r = s;
+  if (r.head == 0) r.head = head_dim;
+  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;
+  if (r.batch == 0) r.batch = static_cast<std::int64_t>(seqlen) * heads * head_dim;
+  return r;
+}
+
+Strides resolved_q_strides(const AttentionProblem& p) { return contiguous_bshd(p.q_strides, p.seqlen_q, p.heads_q, p.head_dim); }
+Strides resolved_o_strides(const AttentionProblem& p) { return contiguous_bshd(p.o_strides, p.seqlen_q, p.heads_q, p.head_dim); }
 Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s) {
-  return resolve(s, p.seqlen_k, p.heads_kv, p.head_dim);
+  return contiguous_bshd(s, p.seqlen_k, p.heads_kv, p.head_dim);
 }
 
 Status check(const AttentionProblem& p) {

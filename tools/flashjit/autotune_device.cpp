@@ -25,13 +25,6 @@ constexpr int kMaxLaunchesPerSample = 64;
 // Problems above this many (query, key, head) triples are not checked: the reference kernel would dominate.
 constexpr double kMaxCheckedScores = 4096.0 * 4096 * 32;
 
-Result<std::size_t> elements(std::initializer_list<int> dims, const char* what) {
-  std::size_t n = 1;
-  for (int d : dims)
-    if (__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n))
-      return Error(ErrorCode::invalid_argument, fmt::format("{} has more elements than fit in 64 bits", what));
-  return n;
-}
 
 Result<cuda::DeviceBuffer> upload(const std::vector<std::uint16_t>& host, const char* what) {
   auto b = cuda::DeviceBuffer::allocate(host.size() * 2);

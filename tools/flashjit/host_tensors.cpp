@@ -1,5 +1,7 @@
 #include "host_tensors.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 
@@ -37,6 +39,14 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
   }
   return worst;
+}
+
+Result<std::size_t> elements(std::initializer_list<int> dims, const char* what) {
+  std::size_t n = 1;
+  for (int d : dims)
+    if (__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n))
+      return Error(ErrorCode::invalid_argument, fmt::format("{} has more elements than fit in 64 bits", what));
+  return n;
 }
 
 }  // namespace flashjit::cli

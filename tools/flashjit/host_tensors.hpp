@@ -5,7 +5,10 @@
 #include <random>
 #include <vector>
 
+#include <initializer_list>
+
 #include "flashjit/config.hpp"
+#include "flashjit/error.hpp"
 
 namespace flashjit::cli {
 
@@ -23,5 +26,8 @@ Comparison compare(const std::vector<std::uint16_t>& out, const std::vector<std:
 
 // Largest |a - b| over log-sum-exp rows where both are finite; inf when one is finite and the other not.
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+// Elements of a tensor with these dimensions, refusing products that overflow 64 bits (`what` names it).
+Result<std::size_t> elements(std::initializer_list<int> dims, const char* what);
 
 }  // namespace flashjit::cli

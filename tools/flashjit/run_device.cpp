@@ -18,14 +18,6 @@ namespace {
 
 constexpr int kWarmup = 5;
 
-// Elements of a tensor, refusing products that overflow.
-Result<std::size_t> elements(std::initializer_list<int> dims, const char* what) {
-  std::size_t n = 1;
-  for (int d : dims)
-    if (__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n))
-      return Error(ErrorCode::invalid_argument, fmt::format("{} has more elements than fit in 64 bits", what));
-  return n;
-}
 
 struct Tensors {
   cuda::DeviceBuffer q, k, v, o, lse, o_ref, lse_ref;
