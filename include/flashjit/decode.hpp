@@ -13,6 +13,7 @@
 //   seqlens_k   [B] int32, device memory: keys of each sequence (read by the kernels, never by the host)
 #pragma once
 
+#include <cstddef>
 #include <optional>
 
 #include "flashjit/config.hpp"
@@ -62,8 +63,39 @@ struct DecodeProblem {
   int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
+  // Scratch for the split partials (Runtime::decode_workspace_bytes tells the size). Null: the runtime's
+  // own workspace for this (device, stream), allocated by the first decode or prepare_decode on that
+  // stream (never during CUDA graph capture) and grown only outside capture.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  // Debug: copy seqlens_k and the page table to the host (synchronizing the stream) and check every page
+  // index a sequence uses against num_pages before launching; also on when FLASHJIT_CHECK_PAGES=1.
+  bool check_pages = false;
   void* stream = nullptr;
 };
+
+// Merge of attention states over disjoint key sets (shared-prefix cascades, context parallelism): given
+// (O_i, LSE_i) of the same queries against key sets K_i, the attention over their union is
+// O = Σ_i exp(LSE_i - LSE) O_i with LSE = log Σ_i exp(LSE_i). A state with LSE = -inf (no key) counts for
+// nothing; a row empty in every state gets O = 0 and LSE = -inf.
+inline constexpr int kMaxMergeStates = 32;
+struct MergeProblem {
+  DType dtype = DType::bf16;  // of every O_i and of the output
+  int batch = 1;
+  int seqlen = 0;             // query positions
+  int heads = 0;
+  int head_dim = 0;
+  int num_states = 0;         // 1..kMaxMergeStates
+  const void* o_in[kMaxMergeStates] = {};    // [B, S, H, D], all with in_strides
+  const float* lse_in[kMaxMergeStates] = {}; // [B, H, S] float32 contiguous
+  Strides in_strides{};       // zero: contiguous
+  void* o = nullptr;          // [B, S, H, D] (may alias none of the inputs)
+  Strides o_strides{};
+  float* lse = nullptr;       // [B, H, S] or null
+  void* stream = nullptr;
+};
+
+Status check(const MergeProblem& p);
 
 // Element strides with zeros replaced by contiguous values.
 Strides resolved_q_strides(const DecodeProblem& p);

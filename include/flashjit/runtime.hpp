@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flashjit/config.hpp"
+#include "flashjit/decode.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/problem.hpp"
 
@@ -69,6 +70,16 @@ class Runtime {
   // neither compiles nor loads, so it may be captured into a CUDA graph. Returns the config.
   Result<KernelConfig> prepare(const AttentionProblem& problem);
   Result<KernelConfig> prepare(const AttentionProblem& problem, const KernelConfig& config);
+
+  // Token generation against a KV cache (see decode.hpp): split-KV attention, then the combine pass when
+  // the keys were split. Asynchronous on problem.stream; after prepare_decode() (or a first decode()) of
+  // the same kind of problem on that stream, nothing is compiled, loaded or allocated: graph-capturable.
+  Status decode(const DecodeProblem& problem);
+  Status prepare_decode(const DecodeProblem& problem);
+  // Bytes of workspace the problem needs on its device (0 when its keys are not split).
+  Result<std::size_t> decode_workspace_bytes(const DecodeProblem& problem) const;
+  // The merge of attention states (see MergeProblem). Asynchronous; graph-capturable after a first call.
+  Status merge(const MergeProblem& problem);
 
   // The config forward() would use for this problem on its device.
   Result<KernelConfig> select(const AttentionProblem& problem) const;

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flashjit/config.hpp"
 
 namespace flashjit::compile {
 
+// Any kernel by its canonical config JSON (prefill, decode, combine: each JSON names its kernel kind).
+std::string kernel_key(std::string_view config_json, const std::vector<std::string>& options);
 std::string kernel_key(const KernelConfig& config, const std::vector<std::string>& options);
 
 }  // namespace flashjit::compile

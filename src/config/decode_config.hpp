@@ -43,6 +43,7 @@ Status check(const DecodeKernelConfig& c);
 Status check(const CombineKernelConfig& c);
 
 int shared_memory_bytes(const DecodeKernelConfig& c);
+inline int shared_memory_bytes(const CombineKernelConfig&) { return 0; }  // registers and shuffles only
 int threads_per_cta(const DecodeKernelConfig& c);
 int threads_per_cta(const CombineKernelConfig& c);
 

@@ -63,4 +63,36 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
   return c;
 }
 
+DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
+  DecodePlan plan;
+  const int group = p.heads_q / std::max(p.heads_kv, 1);
+  plan.split = decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.window_left >= 0, arch);
+  DecodeSplitInputs in;
+  in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
+  in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
+  // A window starts the key range at the first visible key rounded down to a tile (split_kv.cuh), so the
+  // range is at most window + q_len + block_n - 1 keys long.
+  long long keys = p.max_seqlen_k;
+  if (p.window_left >= 0) keys = std::min<long long>(keys, 1LL * p.window_left + p.q_len + plan.split.block_n - 1);
+  in.max_keys = static_cast<int>(std::max<long long>(keys, 1));
+  plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
+  plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;
+  plan.combine.head_dim = p.head_dim, plan.combine.warps = 4;
+  if (plan.splits.num_splits > 1) {
+    const std::size_t rows = static_cast<std::size_t>(plan.splits.num_splits) * p.batch * p.q_len * p.heads_q;
+    plan.lse_offset = (rows * p.head_dim * sizeof(float) + 255) / 256 * 256;
+    plan.workspace_bytes = plan.lse_offset + rows * sizeof(float);
+  }
+  return plan;
+}
+
+CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch) {
+  CombineKernelConfig c;
+  c.arch = arch, c.dtype = dtype, c.fp32_inputs = false, c.head_dim = head_dim;
+  // One warp per output row; four rows per CTA keep CTAs small enough to spread a few thousand rows (a
+  // decode batch) over every SM.
+  c.warps = 4;
+  return c;
+}
+
 }  // namespace flashjit::dispatch

@@ -2,6 +2,8 @@
 // function of the device's SM count and the problem's shape, with the reason for each rule beside it.
 #pragma once
 
+#include <cstddef>
+
 #include "config/decode_config.hpp"
 
 namespace flashjit::dispatch {
@@ -41,5 +43,25 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
 // are more m-tiles), tile and pipeline depth by head dim. See decode_heuristics.cpp for the reasons.
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
                                         bool window, const Arch& arch);
+
+// Everything a decode call launches: the split kernel's config, the split plan, the combine kernel's
+// config (used when num_splits > 1) and the workspace the partial states take.
+struct DecodePlan {
+  DecodeKernelConfig split;
+  CombineKernelConfig combine;
+  DecodeSplitPlan splits;
+  // Workspace layout: fp32 O partials [num_splits, B, q_len, Hq, D] at offset 0, then fp32 LSE
+  // [num_splits, B, Hq, q_len] at lse_offset (256-byte aligned). 0 bytes when num_splits == 1.
+  std::size_t lse_offset = 0;
+  std::size_t workspace_bytes = 0;
+};
+
+// The plan of a checked problem on a device with `sms` multiprocessors: problem.num_splits forces the
+// count, else plan_decode_splits decides over the keys the longest sequence's rows can see (max_seqlen_k,
+// or the window plus the new tokens and one tile of alignment when that is fewer).
+DecodePlan plan_decode(const DecodeProblem& problem, const Arch& arch, int sms);
+
+// The combine kernel's config for the merge API (inputs in the output type).
+CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch);
 
 }  // namespace flashjit::dispatch

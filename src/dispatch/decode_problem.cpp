@@ -100,4 +100,40 @@ Status check(const DecodeProblem& p) {
   return Error(ErrorCode::invalid_argument, msg);
 }
 
+Status check(const MergeProblem& p) {
+  std::vector<std::string> issues;
+  auto add = [&](std::string s) { issues.push_back(std::move(s)); };
+  if (p.batch < 1) add(fmt::format("batch must be >= 1, got {}", p.batch));
+  if (p.seqlen < 1) add(fmt::format("seqlen must be >= 1, got {}", p.seqlen));
+  if (p.heads < 1) add(fmt::format("heads must be >= 1, got {}", p.heads));
+  if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0)
+    add(fmt::format("head_dim must be a multiple of 8 in [8, 256], got {}", p.head_dim));
+  if (p.num_states < 1 || p.num_states > kMaxMergeStates)
+    add(fmt::format("num_states must be in [1, {}], got {}", kMaxMergeStates, p.num_states));
+  const bool shape_ok = issues.empty();
+  const Strides in = contiguous_bshd(p.in_strides, shape_ok ? p.seqlen : 1, shape_ok ? p.heads : 1, p.head_dim);
+  const Strides out = contiguous_bshd(p.o_strides, shape_ok ? p.seqlen : 1, shape_ok ? p.heads : 1, p.head_dim);
+  for (int i = 0; shape_ok && i < p.num_states; ++i) {
+    if (p.o_in[i] == nullptr) add(fmt::format("o_in[{}] is a null pointer", i));
+    else if (!aligned(p.o_in[i], 2)) add(fmt::format("o_in[{}] must be 2-byte aligned", i));
+    if (p.lse_in[i] == nullptr) add(fmt::format("lse_in[{}] is a null pointer", i));
+    else if (!aligned(p.lse_in[i], 4)) add(fmt::format("lse_in[{}] must be 4-byte aligned", i));
+    if (p.o_in[i] != nullptr && p.o_in[i] == p.o)
+      add(fmt::format("o aliases o_in[{}]: the merge reads every input row while writing the output", i));
+  }
+  if (p.o == nullptr) add("o is a null pointer");
+  else if (!aligned(p.o, 2)) add("o must be 2-byte aligned");
+  if (p.lse != nullptr && !aligned(p.lse, 4)) add("lse must be 4-byte aligned");
+  const std::int64_t in_s[] = {in.batch, in.seq, in.head}, out_s[] = {out.batch, out.seq, out.head};
+  const char* names[] = {"batch", "sequence", "head"};
+  for (int i = 0; i < 3; ++i) {
+    if (in_s[i] <= 0) add(fmt::format("in_strides {} stride must be positive, got {}", names[i], in_s[i]));
+    if (out_s[i] <= 0) add(fmt::format("o_strides {} stride must be positive, got {}", names[i], out_s[i]));
+  }
+  if (issues.empty()) return {};
+  std::string msg = "invalid merge problem:";
+  for (const auto& i : issues) msg += "\n  " + i;
+  return Error(ErrorCode::invalid_argument, msg);
+}
+
 }  // namespace flashjit

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "codegen/embedded_templates.hpp"
+#include "codegen/decode_generate.hpp"
 #include "codegen/generate.hpp"
 #include "common/log.hpp"
 #include "compile/key.hpp"
@@ -33,10 +34,19 @@ PtxasStats ptxas_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
-Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelConfig& config) {
-  FLASHJIT_TRY(check(config));
-  const auto options = compile::options_for(config.arch);
-  const std::string key = compile::kernel_key(config, options);
+template <class Config>
+KernelSpec spec_for(const Config& config) {
+  return KernelSpec{config.arch, to_json(config), shared_memory_bytes(config),
+                    [config] { return codegen::generate(config); }};
+}
+
+KernelSpec spec_of(const KernelConfig& config) { return spec_for(config); }
+KernelSpec spec_of(const DecodeKernelConfig& config) { return spec_for(config); }
+KernelSpec spec_of(const CombineKernelConfig& config) { return spec_for(config); }
+
+Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spec) {
+  const auto options = compile::options_for(spec.arch);
+  const std::string key = compile::kernel_key(spec.json, options);
   std::shared_future<Result<std::shared_ptr<const Artifact>>> future;
   bool builder = false;
   std::promise<Result<std::shared_ptr<const Artifact>>> promise;
@@ -52,7 +62,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelConfig& c
     }
   }
   if (builder) {
-    auto result = build(config, key, options);
+    auto result = build(spec, key, options);
     promise.set_value(result);
     if (!result.ok()) {  // let a later call retry (the cache folder may have been fixed meanwhile)
       std::lock_guard lock(mutex_);
@@ -63,16 +73,16 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelConfig& c
   return future.get();
 }
 
-Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelConfig& config, const std::string& key,
+Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& spec, const std::string& key,
                                                              const std::vector<std::string>& options) {
-  auto source = codegen::generate(config);
+  auto source = spec.generate();
   if (!source.ok()) return std::move(source).error();
   auto artifact = std::make_shared<Artifact>();
   artifact->entry = source->entry;
   KernelInfo& info = artifact->info;
   info.name = source->name;
   info.key = key;
-  info.dynamic_smem = shared_memory_bytes(config);
+  info.dynamic_smem = spec.dynamic_smem;
 
   auto t0 = std::chrono::steady_clock::now();
   if (auto hit = disk_.load(key)) {
@@ -109,7 +119,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelConfig&
   entry.cubin = artifact->cubin;
   entry.source = source->text;
   entry.meta = {{"name", info.name},
-                {"config", nlohmann::json::parse(to_json(config))},
+                {"config", nlohmann::json::parse(spec.json)},
                 {"entry", source->entry},
                 {"options", options},
                 {"flashjit", FLASHJIT_VERSION},

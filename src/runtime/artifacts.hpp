@@ -1,7 +1,9 @@
 // Kernel artifacts: config -> generated source -> cubin, through the disk cache (or NVRTC on a miss).
-// Concurrent requests for the same kernel compile it once.
+// Concurrent requests for the same kernel compile it once. Any kernel kind (prefill, decode, combine) goes
+// through the same store as a KernelSpec: its canonical JSON keys the cache, its generator makes the source.
 #pragma once
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -9,6 +11,8 @@
 #include <unordered_map>
 
 #include "cache/disk_cache.hpp"
+#include "codegen/generate.hpp"
+#include "config/decode_config.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/runtime.hpp"
 
@@ -20,17 +24,33 @@ struct Artifact {
   KernelInfo info;
 };
 
+// What the store needs of a kernel: built from a valid config by spec_of().
+struct KernelSpec {
+  Arch arch;
+  std::string json;  // canonical config JSON (names the kernel kind)
+  int dynamic_smem = 0;
+  std::function<Result<codegen::GeneratedSource>()> generate;
+};
+KernelSpec spec_of(const KernelConfig& config);
+KernelSpec spec_of(const DecodeKernelConfig& config);
+KernelSpec spec_of(const CombineKernelConfig& config);
+
 class ArtifactStore {
  public:
   ArtifactStore(cache::DiskCache disk, bool jit) : disk_(std::move(disk)), jit_(jit) {}
 
   // The cubin of a valid config: from memory, the disk cache, or compiled now (and stored).
-  Result<std::shared_ptr<const Artifact>> get(const KernelConfig& config);
+  template <class Config>
+  Result<std::shared_ptr<const Artifact>> get(const Config& config) {
+    FLASHJIT_TRY(check(config));
+    return get(spec_of(config));
+  }
+  Result<std::shared_ptr<const Artifact>> get(const KernelSpec& spec);
 
   const cache::DiskCache& disk() const { return disk_; }
 
  private:
-  Result<std::shared_ptr<const Artifact>> build(const KernelConfig& config, const std::string& key,
+  Result<std::shared_ptr<const Artifact>> build(const KernelSpec& spec, const std::string& key,
                                                 const std::vector<std::string>& options);
   std::string save_failed_source(const std::string& name, const std::string& text) const;
 

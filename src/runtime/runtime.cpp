@@ -5,13 +5,17 @@
 
 #include <cstdlib>
 #include <map>
+#include <tuple>
+#include <vector>
 #include <shared_mutex>
 
 #include "cache/disk_cache.hpp"
 #include "codegen/generate.hpp"
 #include "common/log.hpp"
 #include "cuda/driver.hpp"
+#include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
+#include "launch/decode_launch.hpp"
 #include "launch/launch.hpp"
 #include "runtime/artifacts.hpp"
 #include "runtime/config_hash.hpp"
@@ -25,11 +29,32 @@ bool jit_from_env() {
   return !(v && std::string(v) == "0");
 }
 
+bool check_pages_from_env() {
+  const char* v = std::getenv("FLASHJIT_CHECK_PAGES");
+  return v && std::string(v) == "1";
+}
+
+bool capturing(const cuda::Api& api, CUstream stream) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return api.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // A kernel loaded on one device.
 struct LoadedKernel {
   cuda::Module module;
   CUfunction function = nullptr;
 };
+
+// The runtime's decode workspace of one (device, stream). Buffers it outgrew stay allocated until the
+// Runtime is destroyed: a CUDA graph captured earlier may still point at them.
+struct Workspace {
+  cuda::DeviceBuffer current;
+  std::vector<cuda::DeviceBuffer> retired;
+};
+
+template <class Config>
+using LoadedTable = std::unordered_map<runtime::DeviceKernel<Config>, std::unique_ptr<LoadedKernel>,
+                                       runtime::DeviceKernelHash>;
 
 // Per-device state: its properties, primary context (retained for the Runtime's life) and the tuned tables
 // stamped for it.
@@ -44,12 +69,23 @@ struct Device {
 struct Runtime::Impl {
   runtime::ArtifactStore artifacts;
   tune::TunedTables tuned;  // loaded once; each device keeps those stamped for it
-  std::shared_mutex mutex;  // guards devices and loaded
+  bool check_pages_always;  // FLASHJIT_CHECK_PAGES=1
+  std::shared_mutex mutex;  // guards devices and the loaded tables
   std::map<int, Device> devices;
-  std::unordered_map<runtime::DeviceConfig, std::unique_ptr<LoadedKernel>, runtime::DeviceConfigHash> loaded;
+  std::tuple<LoadedTable<KernelConfig>, LoadedTable<DecodeKernelConfig>, LoadedTable<CombineKernelConfig>> loaded;
+  std::mutex workspace_mutex;
+  std::map<std::pair<int, CUstream>, Workspace> workspaces;
 
   Impl(cache::DiskCache disk, bool jit, tune::TunedTables tables)
-      : artifacts(std::move(disk), jit), tuned(std::move(tables)) {}
+      : artifacts(std::move(disk), jit), tuned(std::move(tables)), check_pages_always(check_pages_from_env()) {}
+
+  template <class Config>
+  LoadedTable<Config>& table() { return std::get<LoadedTable<Config>>(loaded); }
+
+  template <class Table>
+  static void unload(Table& t, int ordinal) {
+    for (auto it = t.begin(); it != t.end();) it = it->first.device == ordinal ? t.erase(it) : std::next(it);
+  }
 
   ~Impl() {
     if (devices.empty()) return;
@@ -59,8 +95,9 @@ struct Runtime::Impl {
       if ((*api)->cuDeviceGet(&d, ordinal) == CUDA_SUCCESS) {
         // Modules must be unloaded in their context before it is released.
         if ((*api)->cuCtxPushCurrent(dev.context) == CUDA_SUCCESS) {
-          for (auto it = loaded.begin(); it != loaded.end();)
-            it = it->first.device == ordinal ? loaded.erase(it) : std::next(it);
+          std::apply([&](auto&... t) { (unload(t, ordinal), ...); }, loaded);
+          for (auto it = workspaces.begin(); it != workspaces.end();)
+            it = it->first.first == ordinal ? workspaces.erase(it) : std::next(it);
           CUcontext popped;
           (*api)->cuCtxPopCurrent(&popped);
         }
@@ -88,35 +125,41 @@ struct Runtime::Impl {
     return &devices.emplace(ordinal, std::move(dev)).first->second;
   }
 
-  // The device of the problem's tensors (all must live on one device).
-  Result<int> problem_device(const AttentionProblem& p) {
-    auto q = cuda::device_of_pointer(p.q, "q");
+  // The device of a problem's tensors (all must live on one device): `first` and the non-null `others`.
+  Result<int> common_device(std::pair<const void*, const char*> first,
+                            std::initializer_list<std::pair<const void*, const char*>> others) {
+    auto q = cuda::device_of_pointer(first.first, first.second);
     if (!q.ok()) return std::move(q).error();
-    const std::pair<const void*, const char*> others[] = {{p.k, "k"}, {p.v, "v"}, {p.o, "o"}, {p.lse, "lse"}};
     for (auto [ptr, name] : others) {
       if (!ptr) continue;
       auto d = cuda::device_of_pointer(ptr, name);
       if (!d.ok()) return std::move(d).error();
       if (*d != *q)
-        return Error(ErrorCode::invalid_argument, fmt::format("{} is on device {} but q is on device {}", name, *d, *q));
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("{} is on device {} but {} is on device {}", name, *d, first.second, *q));
     }
     return *q;
   }
 
+  Result<int> problem_device(const AttentionProblem& p) {
+    return common_device({p.q, "q"}, {{p.k, "k"}, {p.v, "v"}, {p.o, "o"}, {p.lse, "lse"}});
+  }
+
   // The kernel of a config on a device: loaded before, or compiled / read from the cache and loaded now,
   // which cannot be captured into a CUDA graph: on a capturing stream that is an error saying so.
-  Result<CUfunction> function(const KernelConfig& config, const Device& dev, CUstream stream) {
-    runtime::DeviceConfig key{dev.info.ordinal, config};
+  template <class Config>
+  Result<CUfunction> function(const Config& config, const Device& dev, CUstream stream) {
+    runtime::DeviceKernel<Config> key{dev.info.ordinal, config};
+    auto& loaded = table<Config>();
     {
       std::shared_lock lock(mutex);
       if (auto it = loaded.find(key); it != loaded.end()) return it->second->function;
     }
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if ((*cuda::api())->cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    if (capturing(**cuda::api(), stream))
       return Error(ErrorCode::invalid_argument,
                    fmt::format("kernel {} is not loaded on device {} yet and the stream is capturing a CUDA graph, "
                                "during which it cannot be compiled or loaded: run the same problem once before "
-                               "capturing (Runtime::prepare, flashjit_prepare, flashjit.warmup)",
+                               "capturing (Runtime::prepare / prepare_decode, flashjit_prepare, flashjit.warmup)",
                                readable_name(config), dev.info.ordinal));
     auto artifact = artifacts.get(config);
     if (!artifact.ok()) return std::move(artifact).error();
@@ -139,6 +182,142 @@ struct Runtime::Impl {
     return f;
   }
 
+  // Runs `f` with the device's primary context current (pushed unless it already is).
+  template <class F>
+  Status in_context(const Device& dev, F&& f) {
+    const cuda::Api& api = **cuda::api();
+    CUcontext current = nullptr;
+    api.cuCtxGetCurrent(&current);
+    const bool push = current != dev.context;
+    if (push) FLASHJIT_TRY(cuda::check(api.cuCtxPushCurrent(dev.context), "cuCtxPushCurrent"));
+    Status st = f();
+    if (push) {
+      CUcontext popped;
+      api.cuCtxPopCurrent(&popped);
+    }
+    return st;
+  }
+
+  // The runtime's workspace of (device, stream), at least `bytes` large: allocated or grown now, which
+  // cannot happen while the stream captures a CUDA graph. The device's context is current.
+  Result<void*> workspace(const Device& dev, CUstream stream, std::size_t bytes) {
+    std::lock_guard lock(workspace_mutex);
+    Workspace& w = workspaces[{dev.info.ordinal, stream}];
+    if (w.current.size() >= bytes) return w.current.get();
+    if (capturing(**cuda::api(), stream))
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("decode needs {} bytes of workspace on this stream but the runtime holds {} and the "
+                               "stream is capturing a CUDA graph, during which nothing can be allocated: run "
+                               "Runtime::prepare_decode (flashjit_prepare_decode) with the largest problem before "
+                               "capturing, or pass a workspace",
+                               bytes, w.current.size()));
+    // Grow geometrically so that slowly growing caches do not allocate on every step.
+    auto buffer = cuda::DeviceBuffer::allocate(std::max(bytes, w.current.size() * 2));
+    if (!buffer.ok()) return std::move(buffer).error().with(fmt::format("while allocating {} bytes of decode workspace", bytes));
+    if (w.current.size() > 0) w.retired.push_back(std::move(w.current));
+    w.current = std::move(*buffer);
+    return w.current.get();
+  }
+
+  // Debug check of a paged problem: seqlens_k and the page table are copied to the host (synchronizing
+  // the stream) and every page a sequence uses must be in [0, num_pages).
+  Status check_page_table(const DecodeProblem& p) {
+    const cuda::Api& api = **cuda::api();
+    const auto stream = static_cast<CUstream>(p.stream);
+    if (capturing(api, stream))
+      return Error(ErrorCode::invalid_argument,
+                   "check_pages (FLASHJIT_CHECK_PAGES=1) reads the page table on the host and cannot run while the "
+                   "stream captures a CUDA graph");
+    FLASHJIT_TRY(cuda::check(api.cuStreamSynchronize(stream), "cuStreamSynchronize (check_pages)"));
+    std::vector<int> lens(p.batch);
+    FLASHJIT_TRY(cuda::check(api.cuMemcpyDtoH(lens.data(), reinterpret_cast<CUdeviceptr>(p.seqlens_k),
+                                              lens.size() * sizeof(int)),
+                             "cuMemcpyDtoH(seqlens_k)"));
+    if (p.layout != KvLayout::paged) {
+      for (int b = 0; b < p.batch; ++b)
+        if (lens[b] < 0 || lens[b] > p.max_seqlen_k)
+          return Error(ErrorCode::invalid_argument, fmt::format("seqlens_k[{}] = {} is outside [0, max_seqlen_k = {}]",
+                                                                b, lens[b], p.max_seqlen_k));
+      return {};
+    }
+    std::vector<int> pages(static_cast<std::size_t>(p.batch) * p.max_pages_per_seq);
+    FLASHJIT_TRY(cuda::check(api.cuMemcpyDtoH(pages.data(), reinterpret_cast<CUdeviceptr>(p.page_table),
+                                              pages.size() * sizeof(int)),
+                             "cuMemcpyDtoH(page_table)"));
+    for (int b = 0; b < p.batch; ++b) {
+      if (lens[b] < 0 || lens[b] > p.max_seqlen_k)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("seqlens_k[{}] = {} is outside [0, max_seqlen_k = {}]", b, lens[b], p.max_seqlen_k));
+      const int used = (lens[b] + p.page_size - 1) / p.page_size;
+      for (int j = 0; j < used; ++j) {
+        const int page = pages[static_cast<std::size_t>(b) * p.max_pages_per_seq + j];
+        if (page < 0 || page >= p.num_pages)
+          return Error(ErrorCode::invalid_argument,
+                       fmt::format("page_table[{}][{}] = {} is outside [0, num_pages = {}] (sequence {} has {} keys)", b,
+                                   j, page, p.num_pages, b, lens[b]));
+      }
+    }
+    return {};
+  }
+
+  Status run_decode(const DecodeProblem& p, bool launch_it) {
+    FLASHJIT_TRY(check(p));
+    auto ordinal = common_device({p.q, "q"}, {{p.o, "o"}, {p.k_cache, "k_cache"}, {p.v_cache, "v_cache"},
+                                              {p.seqlens_k, "seqlens_k"}, {p.page_table, "page_table"},
+                                              {p.lse, "lse"}, {p.workspace, "workspace"}});
+    if (!ordinal.ok()) return std::move(ordinal).error();
+    auto dev = device(*ordinal);
+    if (!dev.ok()) return std::move(dev).error();
+    const dispatch::DecodePlan plan = dispatch::plan_decode(p, (*dev)->info.arch, (*dev)->info.sms);
+    const auto stream = static_cast<CUstream>(p.stream);
+    Status st = in_context(**dev, [&]() -> Status {
+      auto split = function(plan.split, **dev, stream);
+      if (!split.ok()) return std::move(split).error();
+      CUfunction combine = nullptr;
+      void* ws = nullptr;
+      if (plan.splits.num_splits > 1) {
+        auto fn = function(plan.combine, **dev, stream);
+        if (!fn.ok()) return std::move(fn).error();
+        combine = *fn;
+        if (p.workspace != nullptr) {
+          if (p.workspace_bytes < plan.workspace_bytes)
+            return Error(ErrorCode::invalid_argument,
+                         fmt::format("workspace holds {} bytes but {} splits need {} (Runtime::decode_workspace_bytes)",
+                                     p.workspace_bytes, plan.splits.num_splits, plan.workspace_bytes));
+          ws = p.workspace;
+        } else {
+          auto w = workspace(**dev, stream, plan.workspace_bytes);
+          if (!w.ok()) return std::move(w).error();
+          ws = *w;
+        }
+      }
+      if (!launch_it) return {};
+      if (p.check_pages || check_pages_always) FLASHJIT_TRY(check_page_table(p));
+      return launch::launch_decode(*split, combine, p, plan, ws);
+    });
+    if (!st.ok())
+      return std::move(st).error().with(fmt::format("while {} {} ({} split{})", launch_it ? "running" : "preparing",
+                                                    readable_name(plan.split), plan.splits.num_splits,
+                                                    plan.splits.num_splits == 1 ? "" : "s"));
+    return {};
+  }
+
+  Status run_merge(const MergeProblem& p) {
+    FLASHJIT_TRY(check(p));
+    auto ordinal = common_device({p.o, "o"}, {{p.lse, "lse"}, {p.o_in[0], "o_in[0]"}, {p.lse_in[0], "lse_in[0]"}});
+    if (!ordinal.ok()) return std::move(ordinal).error();
+    auto dev = device(*ordinal);
+    if (!dev.ok()) return std::move(dev).error();
+    const CombineKernelConfig config = dispatch::merge_kernel_config(p.dtype, p.head_dim, (*dev)->info.arch);
+    Status st = in_context(**dev, [&]() -> Status {
+      auto fn = function(config, **dev, static_cast<CUstream>(p.stream));
+      if (!fn.ok()) return std::move(fn).error();
+      return launch::launch_merge(*fn, config, p);
+    });
+    if (!st.ok()) return std::move(st).error().with(fmt::format("while merging {} states", p.num_states));
+    return {};
+  }
+
   // Resolves the config, makes its kernel loaded on the problem's device and, when `launch_it`, launches it.
   Result<KernelConfig> run(const AttentionProblem& problem, const KernelConfig* explicit_config, bool launch_it) {
     FLASHJIT_TRY(check(problem));
@@ -156,21 +335,11 @@ struct Runtime::Impl {
       if (!chosen.ok()) return std::move(chosen).error();
       config = *chosen;
     }
-    const cuda::Api& api = **cuda::api();
-    // Make the device's primary context current for the load and the launch, unless it already is.
-    CUcontext current = nullptr;
-    api.cuCtxGetCurrent(&current);
-    const bool push = current != (*dev)->context;
-    if (push) FLASHJIT_TRY(cuda::check(api.cuCtxPushCurrent((*dev)->context), "cuCtxPushCurrent"));
-    Status st = [&]() -> Status {
+    Status st = in_context(**dev, [&]() -> Status {
       auto fn = function(config, **dev, static_cast<CUstream>(problem.stream));
       if (!fn.ok()) return std::move(fn).error();
       return launch_it ? launch::launch(*fn, config, problem) : Status{};
-    }();
-    if (push) {
-      CUcontext popped;
-      api.cuCtxPopCurrent(&popped);
-    }
+    });
     if (!st.ok())
       return std::move(st).error().with(fmt::format("while {} {}", launch_it ? "running" : "preparing", readable_name(config)));
     return config;
@@ -207,6 +376,20 @@ Result<KernelConfig> Runtime::prepare(const AttentionProblem& problem) { return 
 Result<KernelConfig> Runtime::prepare(const AttentionProblem& problem, const KernelConfig& config) {
   return impl_->run(problem, &config, false);
 }
+
+Status Runtime::decode(const DecodeProblem& problem) { return impl_->run_decode(problem, true); }
+Status Runtime::prepare_decode(const DecodeProblem& problem) { return impl_->run_decode(problem, false); }
+
+Result<std::size_t> Runtime::decode_workspace_bytes(const DecodeProblem& problem) const {
+  FLASHJIT_TRY(check(problem));
+  auto ordinal = cuda::device_of_pointer(problem.q, "q");
+  if (!ordinal.ok()) return std::move(ordinal).error();
+  auto dev = impl_->device(*ordinal);
+  if (!dev.ok()) return std::move(dev).error();
+  return dispatch::plan_decode(problem, (*dev)->info.arch, (*dev)->info.sms).workspace_bytes;
+}
+
+Status Runtime::merge(const MergeProblem& problem) { return impl_->run_merge(problem); }
 
 Result<KernelConfig> Runtime::select(const AttentionProblem& problem) const {
   FLASHJIT_TRY(check(problem));

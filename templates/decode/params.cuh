@@ -29,6 +29,7 @@ struct DecodeParams {
   int batch, q_len, heads_q, heads_kv, group;
   int max_seqlen_k;       // every seqlens_k entry is clamped to this
   int max_pages_per_seq;
+  int num_pages;          // page indices outside [0, num_pages) are not read (zeros instead)
   int page_shift;         // log2(page_size) (paged)
   int num_splits, keys_per_split;
   int window_left;        // -1: none

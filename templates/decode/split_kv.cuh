@@ -5,8 +5,6 @@
 // slices' softmax states are merged through shared memory at the end. Causal among the new tokens: token t
 // sits at key position a = seqlen - q_len + t and sees keys j <= a (and j >= a - window_left).
 //
-// Status: written without a GPU; compiled by NVRTC in tests/compile, run by tests/gpu/decode_test.cpp only
-// on a GPU machine.
 #pragma once
 
 #include "attention/softmax.cuh"
@@ -42,11 +40,13 @@ struct SplitKernel {
   static_assert(kBN % kKeyGroups == 0 && kSliceN % 16 == 0, "key slices of whole 16-key k-steps");
   static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
 
-  // Element offset of key `key`'s row for KV head `kv_head` of sequence `batch`.
+  // Element offset of key `key`'s row (before the KV head's offset) in sequence `batch`; -1 when its page
+  // index is out of range (a caller error: the key reads as zeros instead of from a wild address).
   static __device__ __forceinline__ long long key_offset(const DecodeParams& p, int batch, int key, long long seq,
                                                          long long batch_or_page) {
     if constexpr (kPaged) {
       const int page = __ldg(p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq + (key >> p.page_shift));
+      if (static_cast<unsigned>(page) >= static_cast<unsigned>(p.num_pages)) return -1;
       return page * batch_or_page + (key & ((1 << p.page_shift) - 1)) * seq;
     } else {
       return batch * batch_or_page + key * seq;
@@ -89,12 +89,11 @@ struct SplitKernel {
       for (int i = tid; i < kBN * KVTile::kChunks; i += kThreads) {
         const int r = i / KVTile::kChunks, chunk = i % KVTile::kChunks;
         const int key = n0 + r;
-        const bool valid = key < k1;
         const unsigned off = KVTile::offset(r, chunk);
-        const unsigned short* ks = k + (valid ? key_offset(p, batch, key, p.k_seq, p.k_batch) + chunk * 8 : 0);
-        const unsigned short* vs = v + (valid ? key_offset(p, batch, key, p.v_seq, p.v_batch) + chunk * 8 : 0);
-        ptx::cp_async_16(s_k + stage * KVTile::kBytes + off, ks, valid);
-        ptx::cp_async_16(s_v + stage * KVTile::kBytes + off, vs, valid);
+        const long long k_off = key < k1 ? key_offset(p, batch, key, p.k_seq, p.k_batch) : -1;
+        const long long v_off = key < k1 ? key_offset(p, batch, key, p.v_seq, p.v_batch) : -1;
+        ptx::cp_async_16(s_k + stage * KVTile::kBytes + off, k + (k_off >= 0 ? k_off + chunk * 8 : 0), k_off >= 0);
+        ptx::cp_async_16(s_v + stage * KVTile::kBytes + off, v + (v_off >= 0 ? v_off + chunk * 8 : 0), v_off >= 0);
       }
     };
 #pragma unroll

@@ -105,3 +105,51 @@ TEST_CASE("decode splits: non-positive inputs are read as 1", "[dispatch][decode
   CHECK(p.keys_per_split == 1);
   CHECK(decode_split_granule(in) == 1);
 }
+
+namespace {
+
+flashjit::DecodeProblem decode_problem(int batch, int max_keys, int q_len = 1, int window = -1) {
+  flashjit::DecodeProblem p;
+  p.batch = batch, p.q_len = q_len, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128;
+  p.max_seqlen_k = max_keys, p.window_left = window;
+  return p;
+}
+
+constexpr flashjit::Arch kSm90a{90, true};
+
+}  // namespace
+
+TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shapes", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  auto plan = plan_decode(decode_problem(1, 32768), kSm90a, 132);
+  CHECK(plan.split.rows == 16);  // group 4 x q_len 1, one m-tile
+  CHECK(plan.split.layout == flashjit::KvLayout::contiguous);
+  CHECK_FALSE(plan.split.window);
+  CHECK(plan.splits.num_splits == 16);
+  CHECK(plan.combine.fp32_inputs);
+  CHECK(plan.combine.head_dim == 128);
+  // 16 splits x 32 rows (B1, q_len 1, Hq 32) of 128 floats, then 512 LSE floats at a 256-byte boundary.
+  CHECK(plan.lse_offset == 16u * 32 * 128 * 4);
+  CHECK(plan.workspace_bytes == plan.lse_offset + 16u * 32 * 4);
+  plan = plan_decode(decode_problem(64, 16384), kSm90a, 132);
+  CHECK(plan.splits.num_splits == 1);
+  CHECK(plan.workspace_bytes == 0);
+}
+
+TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kept", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  // 1000-key window over a 32k cache: at most 1000 + 1 + 63 keys are visible, so at most 2 splits of 512.
+  auto plan = plan_decode(decode_problem(1, 32768, 1, 1000), kSm90a, 132);
+  CHECK(plan.split.window);
+  CHECK(plan.splits.num_splits == 2);
+  CHECK(plan.splits.num_splits * plan.splits.keys_per_split >= 1000 + 1 + 63);
+  auto p = decode_problem(2, 300, 4);
+  p.num_splits = 7;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.splits.num_splits == 7);
+  CHECK(plan.split.rows == 16);
+  const std::size_t rows = 7u * 2 * 4 * 32;
+  CHECK(plan.workspace_bytes == (rows * 128 * 4 + 255) / 256 * 256 + rows * 4);
+  p.heads_q = 64;  // group 8 x q_len 4 = 32 rows: two m-tiles
+  CHECK(plan_decode(p, kSm90a, 132).split.rows == 32);
+}

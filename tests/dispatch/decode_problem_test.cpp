@@ -158,3 +158,52 @@ TEST_CASE("decode problem: every issue is reported at once", "[dispatch][decode]
   CHECK(contains(m, "page_size"));
   CHECK(contains(m, "k_cache is a null pointer"));
 }
+
+namespace {
+
+// Two states of B2, S3, H8, D64, contiguous.
+flashjit::MergeProblem merge2() {
+  flashjit::MergeProblem m;
+  m.batch = 2, m.seqlen = 3, m.heads = 8, m.head_dim = 64, m.num_states = 2;
+  m.o_in[0] = fake(0x10000), m.o_in[1] = fake(0x20000);
+  m.lse_in[0] = static_cast<const float*>(fake(0x30000)), m.lse_in[1] = static_cast<const float*>(fake(0x40000));
+  m.o = fake_mut(0x50000);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("merge problem: valid problems pass, each error names its field", "[dispatch][merge]") {
+  CHECK(check(merge2()).ok());
+  auto fails_with = [](flashjit::MergeProblem m, const std::string& part) {
+    auto st = check(m);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    INFO(st.error().message);
+    CHECK(contains(st.error().message, part));
+  };
+  auto m = merge2();
+  m.num_states = 0;
+  fails_with(m, "num_states");
+  m = merge2();
+  m.num_states = flashjit::kMaxMergeStates + 1;
+  fails_with(m, "num_states");
+  m = merge2();
+  m.o_in[1] = nullptr;
+  fails_with(m, "o_in[1]");
+  m = merge2();
+  m.lse_in[0] = static_cast<const float*>(fake(0x30002));
+  fails_with(m, "lse_in[0] must be 4-byte aligned");
+  m = merge2();
+  m.o = fake_mut(0x20000);
+  fails_with(m, "aliases o_in[1]");
+  m = merge2();
+  m.head_dim = 12;
+  fails_with(m, "head_dim");
+  m = merge2();
+  m.in_strides.seq = -64;
+  fails_with(m, "in_strides sequence");
+  m = merge2();
+  m.o = nullptr;
+  fails_with(m, "o is a null pointer");
+}

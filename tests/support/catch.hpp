@@ -6,6 +6,7 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+using Catch::Approx;  // v2 spells it unqualified
 #else
 #include <catch2/catch.hpp>
 #endif

@@ -1,0 +1,120 @@
+#include "launch/decode_launch.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "cuda/driver.hpp"
+
+namespace flashjit::launch {
+namespace {
+
+Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                  int threads, int smem, CUstream stream, void* params, const char* what) {
+  CUlaunchConfig lc{};
+  lc.gridDimX = grid_x, lc.gridDimY = grid_y, lc.gridDimZ = grid_z;
+  lc.blockDimX = static_cast<unsigned>(threads), lc.blockDimY = 1, lc.blockDimZ = 1;
+  lc.sharedMemBytes = static_cast<unsigned>(smem);
+  lc.hStream = stream;
+  void* args[] = {params};
+  return cuda::check(api.cuLaunchKernelEx(&lc, f, args, nullptr), what);
+}
+
+float scale_of(const DecodeProblem& p) {
+  return p.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(p.head_dim)));
+}
+
+}  // namespace
+
+DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePlan& plan, void* workspace) {
+  const Strides q = resolved_q_strides(p), o = resolved_o_strides(p), k = resolved_cache_strides(p, p.k_strides),
+                v = resolved_cache_strides(p, p.v_strides);
+  DecodeParams d{};
+  d.q = p.q, d.o = p.o, d.lse = p.lse, d.k = p.k_cache, d.v = p.v_cache;
+  d.seqlens_k = p.seqlens_k;
+  d.page_table = p.layout == KvLayout::paged ? p.page_table : nullptr;
+  if (plan.splits.num_splits > 1) {
+    d.ws_o = static_cast<float*>(workspace);
+    d.ws_lse = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + plan.lse_offset);
+  }
+  d.q_batch = q.batch, d.q_seq = q.seq, d.q_head = q.head;
+  d.o_batch = o.batch, d.o_seq = o.seq, d.o_head = o.head;
+  d.k_batch = k.batch, d.k_seq = k.seq, d.k_head = k.head;
+  d.v_batch = v.batch, d.v_seq = v.seq, d.v_head = v.head;
+  d.batch = p.batch, d.q_len = p.q_len, d.heads_q = p.heads_q, d.heads_kv = p.heads_kv;
+  d.group = p.heads_q / p.heads_kv;
+  d.max_seqlen_k = p.max_seqlen_k;
+  if (p.layout == KvLayout::paged) {
+    d.max_pages_per_seq = p.max_pages_per_seq;
+    d.num_pages = p.num_pages;
+    d.page_shift = std::countr_zero(static_cast<unsigned>(p.page_size));
+  }
+  d.num_splits = plan.splits.num_splits, d.keys_per_split = plan.splits.keys_per_split;
+  d.window_left = p.window_left;
+  d.softmax_scale = scale_of(p);
+  d.scale_log2 = d.softmax_scale * 1.4426950408889634f;
+  return d;
+}
+
+CombineParams make_split_combine_params(const DecodeProblem& p, const dispatch::DecodePlan& plan, void* workspace) {
+  CombineParams c{};
+  const long long rows = 1LL * p.batch * p.q_len * p.heads_q;  // of one split
+  auto* ws_o = static_cast<float*>(workspace);
+  auto* ws_lse = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + plan.lse_offset);
+  c.num_states = plan.splits.num_splits;
+  for (int i = 0; i < c.num_states; ++i) {
+    c.o_in[i] = ws_o + i * rows * p.head_dim;
+    c.lse_in[i] = ws_lse + i * rows;
+  }
+  const Strides o = resolved_o_strides(p);
+  c.o = p.o, c.lse = p.lse;
+  c.in_head = p.head_dim, c.in_seq = 1LL * p.heads_q * p.head_dim, c.in_batch = p.q_len * c.in_seq;
+  c.o_batch = o.batch, c.o_seq = o.seq, c.o_head = o.head;
+  c.batch = p.batch, c.seqlen = p.q_len, c.heads = p.heads_q;
+  return c;
+}
+
+CombineParams make_merge_params(const MergeProblem& p) {
+  CombineParams c{};
+  c.num_states = p.num_states;
+  for (int i = 0; i < p.num_states; ++i) c.o_in[i] = p.o_in[i], c.lse_in[i] = p.lse_in[i];
+  const Strides in = contiguous_bshd(p.in_strides, p.seqlen, p.heads, p.head_dim);
+  const Strides o = contiguous_bshd(p.o_strides, p.seqlen, p.heads, p.head_dim);
+  c.o = p.o, c.lse = p.lse;
+  c.in_batch = in.batch, c.in_seq = in.seq, c.in_head = in.head;
+  c.o_batch = o.batch, c.o_seq = o.seq, c.o_head = o.head;
+  c.batch = p.batch, c.seqlen = p.seqlen, c.heads = p.heads;
+  return c;
+}
+
+unsigned combine_blocks(const CombineKernelConfig& config, long long rows) {
+  return static_cast<unsigned>((rows + config.warps - 1) / config.warps);
+}
+
+Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& p, const dispatch::DecodePlan& plan,
+                     void* workspace) {
+  auto api = cuda::api();
+  if (!api.ok()) return api.error();
+  const auto stream = static_cast<CUstream>(p.stream);
+  DecodeParams params = make_decode_params(p, plan, workspace);
+  FLASHJIT_TRY(launch_one(**api, split, static_cast<unsigned>(plan.splits.num_splits),
+                          static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch),
+                          threads_per_cta(plan.split), shared_memory_bytes(plan.split), stream, &params,
+                          "cuLaunchKernelEx(split-KV decode)"));
+  if (plan.splits.num_splits == 1) return {};
+  CombineParams cp = make_split_combine_params(p, plan, workspace);
+  const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
+  return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,
+                    &cp, "cuLaunchKernelEx(decode combine)");
+}
+
+Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p) {
+  auto api = cuda::api();
+  if (!api.ok()) return api.error();
+  CombineParams cp = make_merge_params(p);
+  const long long rows = 1LL * p.batch * p.seqlen * p.heads;
+  return launch_one(**api, combine, combine_blocks(config, rows), 1, 1, threads_per_cta(config), 0,
+                    static_cast<CUstream>(p.stream), &cp, "cuLaunchKernelEx(merge)");
+}
+
+}  // namespace flashjit::launch

@@ -1,0 +1,27 @@
+// From a decode (or merge) problem and its plan to kernel arguments, grids and launches on the caller's
+// stream: the split kernel, then the combine kernel when the keys were split.
+#pragma once
+
+#include <cuda.h>
+
+#include "decode/params.cuh"
+#include "dispatch/decode_heuristics.hpp"
+#include "flashjit/decode.hpp"
+
+namespace flashjit::launch {
+
+// `workspace` holds plan.workspace_bytes (ignored when the plan has one split).
+DecodeParams make_decode_params(const DecodeProblem& problem, const dispatch::DecodePlan& plan, void* workspace);
+// The combine pass over the split partials in `workspace`.
+CombineParams make_split_combine_params(const DecodeProblem& problem, const dispatch::DecodePlan& plan,
+                                        void* workspace);
+CombineParams make_merge_params(const MergeProblem& problem);
+
+// CTAs of the combine kernel: one warp per output row.
+unsigned combine_blocks(const CombineKernelConfig& config, long long rows);
+
+Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& problem,
+                     const dispatch::DecodePlan& plan, void* workspace);
+Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& problem);
+
+}  // namespace flashjit::launch

@@ -1,0 +1,89 @@
+// Tests of the decode and merge kernel arguments (no device: fake pointers, never dereferenced).
+#include "launch/decode_launch.hpp"
+
+#include <cstdint>
+
+#include "support/catch.hpp"
+
+using namespace flashjit;
+
+namespace {
+
+void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+DecodeProblem paged_problem() {
+  DecodeProblem p;
+  p.batch = 3, p.q_len = 2, p.heads_q = 16, p.heads_kv = 4, p.head_dim = 64;
+  p.q = fake(0x1000), p.o = fake(0x2000), p.k_cache = fake(0x3000), p.v_cache = fake(0x4000);
+  p.seqlens_k = static_cast<const int*>(fake(0x5000));
+  p.layout = KvLayout::paged, p.page_size = 64, p.num_pages = 40, p.max_pages_per_seq = 10;
+  p.page_table = static_cast<const int*>(fake(0x6000));
+  p.max_seqlen_k = 640, p.window_left = 100, p.num_splits = 3;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("decode params: strides, page shift, splits and workspace pointers", "[launch][decode]") {
+  const DecodeProblem p = paged_problem();
+  const auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  REQUIRE(plan.splits.num_splits == 3);
+  void* ws = fake(0x100000);
+  const DecodeParams d = launch::make_decode_params(p, plan, ws);
+  CHECK(d.group == 4);
+  CHECK(d.page_shift == 6);
+  CHECK(d.num_pages == 40);
+  CHECK(d.max_pages_per_seq == 10);
+  // Paged cache [pages, 64 tokens, 4 heads, 64]: page, token and head strides.
+  CHECK(d.k_batch == 64 * 4 * 64);
+  CHECK(d.k_seq == 4 * 64);
+  CHECK(d.k_head == 64);
+  CHECK(d.q_batch == 2 * 16 * 64);
+  CHECK(d.num_splits == 3);
+  CHECK(d.keys_per_split == plan.splits.keys_per_split);
+  CHECK(d.window_left == 100);
+  CHECK(d.softmax_scale == Approx(0.125f));
+  CHECK(d.ws_o == static_cast<float*>(ws));
+  CHECK(reinterpret_cast<std::uintptr_t>(d.ws_lse) == 0x100000 + plan.lse_offset);
+
+  const CombineParams c = launch::make_split_combine_params(p, plan, ws);
+  CHECK(c.num_states == 3);
+  const std::uintptr_t per_split = 3 * 2 * 16 * 64 * 4;  // B x q_len x Hq x D floats
+  CHECK(reinterpret_cast<std::uintptr_t>(c.o_in[1]) == 0x100000 + per_split);
+  CHECK(reinterpret_cast<std::uintptr_t>(c.lse_in[2]) == 0x100000 + plan.lse_offset + 2 * 3 * 2 * 16 * 4);
+  CHECK(c.in_head == 64);
+  CHECK(c.in_seq == 16 * 64);
+  CHECK(c.in_batch == 2 * 16 * 64);
+  CHECK(c.seqlen == 2);
+  CHECK(c.heads == 16);
+  CHECK(c.o == p.o);
+}
+
+TEST_CASE("decode params: one split writes the output directly", "[launch][decode]") {
+  DecodeProblem p = paged_problem();
+  p.num_splits = 1;
+  const auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  CHECK(plan.workspace_bytes == 0);
+  const DecodeParams d = launch::make_decode_params(p, plan, nullptr);
+  CHECK(d.num_splits == 1);
+  CHECK(d.ws_o == nullptr);
+  CHECK(d.ws_lse == nullptr);
+}
+
+TEST_CASE("merge params: states, strides and blocks", "[launch][merge]") {
+  MergeProblem m;
+  m.batch = 2, m.seqlen = 5, m.heads = 3, m.head_dim = 128, m.num_states = 2;
+  m.o_in[0] = fake(0x1000), m.o_in[1] = fake(0x2000);
+  m.lse_in[0] = static_cast<const float*>(fake(0x3000)), m.lse_in[1] = static_cast<const float*>(fake(0x4000));
+  m.o = fake(0x5000);
+  m.o_strides.head = 256;  // padded heads
+  const CombineParams c = launch::make_merge_params(m);
+  CHECK(c.num_states == 2);
+  CHECK(c.o_in[1] == m.o_in[1]);
+  CHECK(c.in_seq == 3 * 128);
+  CHECK(c.o_head == 256);
+  CHECK(c.o_seq == 3 * 128);  // zero strides take contiguous values
+  CombineKernelConfig cfg;
+  cfg.warps = 4;
+  CHECK(launch::combine_blocks(cfg, 2 * 5 * 3) == 8);
+}
