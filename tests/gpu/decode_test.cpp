@@ -1,0 +1,516 @@
+// Decode (split-KV attention against a KV cache) and merge of attention states, against float64 CPU
+// references on the same bf16/fp16-rounded inputs: fresh random data per case, poisoned outputs with guards
+// behind them, unused cache slots and pages full of huge garbage, shuffled page tables, ragged lengths
+// (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1, 16, 64,
+// 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and fp16, sliding
+// windows, LSE on and off, forced and planned split counts (empty trailing splits), caller and
+// runtime-owned workspaces, strided q / o / cache; merges of 1, 2, 3, 5 and 32 states.
+//
+// Only these: flashjit_gpu_tests "[decode],[merge]"
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/half.hpp"
+#include "decode_harness.hpp"
+#include "harness.hpp"
+#include "support/catch.hpp"
+
+using namespace flashjit;
+using namespace flashjit::test;
+
+namespace {
+
+// LSE is fp32 arithmetic on both paths (split partials and combine): far tighter than O.
+constexpr double kLseTolerance = 1e-3;
+
+std::uint64_t fresh_seed() {
+  static std::uint64_t n = 0xdec0de;
+  return n += 0x9e3779b97f4a7c15ull;
+}
+
+enum class Workspace { runtime_owned, caller };
+const char* to_string(Workspace w) { return w == Workspace::caller ? "caller workspace" : "runtime workspace"; }
+
+// The O / LSE check, per sequence (a long sequence's O has a small norm: its errors would hide under a short
+// one's in a batch-wide relative L2): relative L2 of O within o_tol, LSE within lse_tol, no NaN, rows without
+// a visible key exactly O = 0 and LSE = -inf. `lse` empty means the problem had no LSE output (then only O
+// is checked; empty rows still need O = 0).
+void expect_close(const Shape& out, const std::vector<float>& o, const std::vector<float>& lse,
+                  const std::vector<double>& ref_o, const std::vector<double>& ref_lse, double o_tol, double lse_tol,
+                  std::int64_t stray_writes) {
+  const std::size_t o_per = static_cast<std::size_t>(out.seqlen_q) * out.heads_q * out.head_dim;
+  const std::size_t l_per = static_cast<std::size_t>(out.seqlen_q) * out.heads_q;
+  Shape one = out;
+  one.batch = 1;
+  std::string failures, summary;
+  for (int b = 0; b < out.batch; ++b) {
+    std::vector<float> ob(o.begin() + b * o_per, o.begin() + (b + 1) * o_per), lb(l_per);
+    std::vector<double> rob(ref_o.begin() + b * o_per, ref_o.begin() + (b + 1) * o_per);
+    std::vector<double> rlb(ref_lse.begin() + b * l_per, ref_lse.begin() + (b + 1) * l_per);
+    for (std::size_t i = 0; i < l_per; ++i) lb[i] = lse.empty() ? static_cast<float>(rlb[i]) : lse[b * l_per + i];
+    const Comparison c = compare(one, ob, lb, rob, rlb);
+    const bool ok = c.nan_count == 0 && c.empty_row_violations == 0 && c.rel_l2 <= o_tol && c.lse_max_abs <= lse_tol;
+    const std::string line = fmt::format("  sequence {}: {}\n", b, c.to_string());
+    summary += line;
+    if (!ok) failures += line;
+  }
+  INFO("per sequence:\n" << summary);
+  CHECK(failures.empty());
+  CHECK(stray_writes == 0);  // output padding and the guards behind O and LSE stay poisoned
+}
+
+// Runs the case's decode (optionally through a caller workspace sized by decode_workspace_bytes, poisoned,
+// with a guard behind it) and checks it against float64.
+void check_decode(const DecodeShape& shape, Workspace workspace = Workspace::runtime_owned) {
+  ensure_context();
+  const std::uint64_t seed = fresh_seed();
+  INFO(shape.to_string() << ", " << to_string(workspace) << ", seed " << seed);
+  auto c = DecodeCase::make(shape, seed);
+  if (!c.ok()) FAIL(c.error().to_string());
+  DecodeProblem p = c->problem();
+
+  constexpr std::size_t kGuard = 4096;
+  cuda::DeviceBuffer ws;
+  std::size_t ws_bytes = 0;
+  if (workspace == Workspace::caller) {
+    auto bytes = runtime().decode_workspace_bytes(p);
+    if (!bytes.ok()) FAIL(bytes.error().to_string());
+    ws_bytes = *bytes;
+  }
+  INFO("caller workspace bytes " << ws_bytes);
+  if (workspace == Workspace::caller) {
+    if (shape.num_splits == 1) CHECK(ws_bytes == 0);
+    if (shape.num_splits > 1) {
+      // At least the fp32 partial O and LSE of every split (params.cuh).
+      const std::size_t partials = static_cast<std::size_t>(shape.num_splits) * shape.batch() * shape.q_len *
+                                   shape.heads_q * (shape.head_dim + 1) * 4;
+      CHECK(ws_bytes >= partials);
+    }
+    if (ws_bytes > 0) {
+      auto buf = cuda::DeviceBuffer::allocate(ws_bytes + kGuard);
+      REQUIRE(buf.ok());
+      ws = std::move(*buf);
+      REQUIRE(ws.fill_bytes(0xff).ok());  // NaN: nothing may depend on the workspace's previous contents
+      p.workspace = ws.get(), p.workspace_bytes = ws_bytes;
+    }
+  }
+  auto st = runtime().decode(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  std::vector<float> o, lse;
+  std::int64_t stray = 0;
+  REQUIRE(c->read_outputs(o, lse, stray).ok());
+  std::vector<double> ref_o, ref_lse;
+  c->reference(ref_o, ref_lse);
+  expect_close(shape.output_shape(), o, lse, ref_o, ref_lse, tolerance(shape.dtype), kLseTolerance, stray);
+  if (ws_bytes > 0) {
+    std::vector<unsigned char> bytes(ws_bytes + kGuard);
+    REQUIRE(ws.download(bytes.data(), bytes.size()).ok());
+    std::size_t touched = 0;
+    for (std::size_t i = ws_bytes; i < bytes.size(); ++i) touched += bytes[i] != 0xff;
+    INFO("workspace guard bytes written: " << touched);
+    CHECK(touched == 0);  // the kernels stay inside workspace_bytes
+  }
+}
+
+struct Layout {
+  KvLayout kind;
+  int page_size;
+};
+constexpr Layout kContiguous{KvLayout::contiguous, 0};
+constexpr Layout kPaged1{KvLayout::paged, 1}, kPaged16{KvLayout::paged, 16}, kPaged64{KvLayout::paged, 64},
+    kPaged256{KvLayout::paged, 256};
+
+DecodeShape make_shape(DType dtype, int head_dim, int group, int q_len, std::vector<int> seqlens, Layout layout) {
+  DecodeShape s;
+  s.dtype = dtype, s.head_dim = head_dim, s.q_len = q_len, s.seqlens = std::move(seqlens);
+  // Group 1 with an odd head count; groups 4 and 8 over two KV heads.
+  s.heads_kv = group == 1 ? 3 : 2;
+  s.heads_q = s.heads_kv * group;
+  s.layout = layout.kind;
+  if (layout.kind == KvLayout::paged) s.page_size = layout.page_size;
+  return s;
+}
+
+bool all_poisoned(const std::vector<unsigned char>& bytes) {
+  for (unsigned char b : bytes)
+    if (b != 0xff) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("decode: ragged batches on contiguous and paged caches match float64", "[decode][gpu]") {
+  // Every layout meets every (group, q_len) pair; every head dim meets every group across the layouts.
+  const int layout_index = GENERATE(0, 1, 2, 3, 4);
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int hd_index = GENERATE(0, 1, 2);
+  const Layout layouts[] = {kContiguous, kPaged1, kPaged16, kPaged64, kPaged256};
+  const int head_dims[] = {64, 128, 256}, groups[] = {1, 4, 8};
+  const int i = (dtype == DType::fp16 ? 3 : 0) + hd_index;
+  const std::vector<int> ragged[] = {
+      {1, 7, 300, 4097}, {300, 4097, 7, 1, 64}, {7, 1, 4097, 300}, {2, 129, 1000, 65, 3}};
+  DecodeShape s = make_shape(dtype, head_dims[hd_index], groups[(hd_index + layout_index) % 3], i < 3 ? 1 : 4,
+                             ragged[(layout_index + i) % 4], layouts[layout_index]);
+  s.with_lse = (layout_index + i) % 5 != 4;
+  check_decode(s);
+}
+
+TEST_CASE("decode: sliding window (window_left 100, 0 and wider than the cache) matches float64",
+          "[decode][gpu]") {
+  struct Run {
+    int window;
+    Layout layout;
+    int splits;
+  };
+  const Run run = GENERATE(Run{100, kContiguous, 0}, Run{100, kContiguous, 1}, Run{100, kContiguous, 2},
+                           Run{100, kContiguous, 7}, Run{100, kPaged16, 0}, Run{100, kPaged16, 1},
+                           Run{100, kPaged16, 2}, Run{100, kPaged16, 7}, Run{100, kPaged256, 0},
+                           Run{100, kPaged256, 1}, Run{100, kPaged256, 2}, Run{100, kPaged256, 7},
+                           Run{0, kContiguous, 0}, Run{0, kPaged64, 7}, Run{5000, kContiguous, 0},
+                           Run{5000, kPaged64, 7});
+  // 4071 and 231: the first visible key of the first new token (a - 100) is the last of a 64-key tile, so
+  // a split range that starts at that tile must still reach a + q_len - 1; 104: the window starts at key 0.
+  DecodeShape s = make_shape(run.layout.page_size == 256 ? DType::fp16 : DType::bf16, 128, 4, 4,
+                             {1, 7, 104, 231, 300, 4071, 4097}, run.layout);
+  s.window_left = run.window;
+  s.num_splits = run.splits;
+  check_decode(s);
+}
+
+TEST_CASE("decode: forced split counts (1, 2, 7, 32) and the planner's, with caller and runtime workspaces",
+          "[decode][gpu]") {
+  const int splits = GENERATE(1, 2, 7, 32, 0);
+  const Workspace workspace = GENERATE(Workspace::runtime_owned, Workspace::caller);
+  const bool paged = GENERATE(false, true);
+  // Contiguous: the 4097-key sequence fills the splits, the short ones leave trailing splits empty. Paged:
+  // a host bound 300 keys above the longest sequence, so every sequence has empty trailing splits, and an
+  // empty sequence.
+  DecodeShape s = paged ? make_shape(DType::bf16, 64, 8, 4, {3, 40, 0, 100, 700}, kPaged64)
+                        : make_shape(DType::fp16, 128, 8, 4, {1, 7, 300, 4097}, kContiguous);
+  if (paged) s.bound_slack = 300;
+  s.num_splits = splits;
+  s.with_lse = !(splits == 7 && workspace == Workspace::caller);  // the combine pass without LSE, once per layout
+  check_decode(s, workspace);
+}
+
+TEST_CASE("decode: q_len 16 and sequences shorter than q_len (rows without a key: O = 0, LSE = -inf)",
+          "[decode][gpu]") {
+  const int splits = GENERATE(0, 1, 3);
+  SECTION("q_len 16, group 8: 128 rows per KV head, paged") {
+    DecodeShape s = make_shape(DType::bf16, 128, 8, 16, {0, 3, 16, 17, 300, 1000}, kPaged16);
+    s.heads_kv = 1, s.heads_q = 8;
+    s.num_splits = splits;
+    check_decode(s);
+  }
+  SECTION("q_len 4, lengths 0 to 5, contiguous") {
+    DecodeShape s = make_shape(DType::fp16, 64, 4, 4, {0, 1, 2, 3, 4, 5}, kContiguous);
+    s.num_splits = splits;
+    std::vector<double> ref_o, ref_lse;
+    DecodeImage image;
+    DecodeCase::host_only(s, 1, nullptr, image).reference(ref_o, ref_lse);
+    int empty = 0;
+    for (double l : ref_lse) empty += std::isinf(l);
+    CHECK(empty == (4 + 3 + 2 + 1) * s.heads_q);  // the reference agrees with decode.hpp's positions
+    check_decode(s);
+  }
+}
+
+TEST_CASE("decode: strided q, o ([B, H, q_len, D] order) and cache, explicit softmax scale", "[decode][gpu]") {
+  const Layout layout = GENERATE(kContiguous, kPaged16);
+  const int splits = GENERATE(1, 0);
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 4, {1, 7, 300, 4097}, layout);
+  s.strided = true;
+  s.softmax_scale = 0.05f;
+  s.num_splits = splits;
+  check_decode(s);
+}
+
+TEST_CASE("decode: 16k keys with the planner's splits, bitwise repeatable", "[decode][gpu]") {
+  ensure_context();
+  const Layout layout = GENERATE(kContiguous, kPaged256);
+  DecodeShape s = make_shape(DType::bf16, 128, 8, 1, {16411, 9000}, layout);
+  check_decode(s);
+
+  // Same inputs twice, after prepare_decode: bitwise identical outputs (a moving result would be a race).
+  auto c = DecodeCase::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  const DecodeProblem p = c->problem();
+  auto prepared = runtime().prepare_decode(p);
+  if (!prepared.ok()) FAIL(prepared.error().to_string());
+  std::vector<unsigned char> first, second;
+  REQUIRE(runtime().decode(p).ok());
+  REQUIRE(c->read_raw(first).ok());
+  REQUIRE(c->poison_outputs().ok());
+  REQUIRE(runtime().decode(p).ok());
+  REQUIRE(c->read_raw(second).ok());
+  CHECK(first == second);
+}
+
+TEST_CASE("decode: two runs with forced splits on a paged cache are bitwise identical", "[decode][gpu]") {
+  ensure_context();
+  DecodeShape s = make_shape(DType::fp16, 256, 4, 4, {1, 7, 300, 4097}, kPaged64);
+  s.num_splits = 7;
+  auto c = DecodeCase::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  DecodeProblem p = c->problem();
+  auto bytes = runtime().decode_workspace_bytes(p);
+  if (!bytes.ok()) FAIL(bytes.error().to_string());
+  REQUIRE(*bytes > 0);
+  auto ws = cuda::DeviceBuffer::allocate(*bytes);
+  REQUIRE(ws.ok());
+  p.workspace = ws->get(), p.workspace_bytes = *bytes;
+  std::vector<unsigned char> first, second;
+  REQUIRE(ws->fill_bytes(0xff).ok());
+  REQUIRE(runtime().decode(p).ok());
+  REQUIRE(c->read_raw(first).ok());
+  REQUIRE(c->poison_outputs().ok());
+  REQUIRE(ws->fill_bytes(0x00).ok());  // different stale workspace contents, same result
+  REQUIRE(runtime().decode(p).ok());
+  REQUIRE(c->read_raw(second).ok());
+  CHECK(first == second);
+}
+
+TEST_CASE("decode: a seqlens_k entry above max_seqlen_k is clamped to it", "[decode][gpu]") {
+  ensure_context();
+  // Contiguous cache of 1037 slots, max_seqlen_k 1000; slots 1000.. hold garbage. The middle sequence's
+  // device length says 5000: the kernels clamp it to 1000 (decode.hpp), never reading past the bound.
+  DecodeShape s = make_shape(DType::bf16, 64, 4, 4, {300, 1000, 200}, kContiguous);
+  s.num_splits = GENERATE(1, 0);
+  INFO(s.to_string());
+  auto c = DecodeCase::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  REQUIRE(c->upload_seqlens({300, 5000, 200}).ok());
+  auto st = runtime().decode(c->problem());
+  if (!st.ok()) FAIL(st.error().to_string());
+  std::vector<float> o, lse;
+  std::int64_t stray = 0;
+  REQUIRE(c->read_outputs(o, lse, stray).ok());
+  std::vector<double> ref_o, ref_lse;
+  c->reference(ref_o, ref_lse);
+  expect_close(s.output_shape(), o, lse, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
+}
+
+TEST_CASE("decode: bad arguments are rejected before any launch", "[decode][gpu]") {
+  ensure_context();
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 4, {1, 7, 300, 1000}, kPaged16);
+  s.num_splits = 7;
+  auto c = DecodeCase::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  auto expect_untouched = [&] {
+    std::vector<unsigned char> raw;
+    REQUIRE(c->read_raw(raw).ok());
+    CHECK(all_poisoned(raw));  // O and LSE still 0xFF: nothing ran
+  };
+  SECTION("caller workspace one byte short") {
+    DecodeProblem p = c->problem();
+    auto bytes = runtime().decode_workspace_bytes(p);
+    if (!bytes.ok()) FAIL(bytes.error().to_string());
+    REQUIRE(*bytes > 0);
+    auto ws = cuda::DeviceBuffer::allocate(*bytes);
+    REQUIRE(ws.ok());
+    p.workspace = ws->get(), p.workspace_bytes = *bytes - 1;
+    auto st = runtime().decode(p);
+    REQUIRE_FALSE(st.ok());
+    INFO(st.error().to_string());
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    CHECK(st.error().message.find("workspace") != std::string::npos);
+    expect_untouched();
+  }
+  SECTION("host pointer for the key cache") {
+    DecodeProblem p = c->problem();
+    std::vector<std::uint16_t> host(1 << 16);
+    p.k_cache = host.data();
+    auto st = runtime().decode(p);
+    REQUIRE_FALSE(st.ok());
+    INFO(st.error().to_string());
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    CHECK(st.error().message.find("k_cache") != std::string::npos);
+    expect_untouched();
+  }
+  SECTION("check_pages: a page index past num_pages") {
+    REQUIRE(c->set_page_entry(3, 10, c->num_pages()).ok());  // sequence 3 (1000 keys) uses 63 pages
+    DecodeProblem p = c->problem();
+    p.check_pages = true;
+    auto st = runtime().decode(p);
+    REQUIRE_FALSE(st.ok());
+    INFO(st.error().to_string());
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    CHECK(st.error().to_string().find("page") != std::string::npos);
+    expect_untouched();
+  }
+  SECTION("check_pages: a valid table passes and decodes") {
+    DecodeProblem p = c->problem();
+    p.check_pages = true;
+    auto st = runtime().decode(p);
+    if (!st.ok()) FAIL(st.error().to_string());
+    std::vector<float> o, lse;
+    std::int64_t stray = 0;
+    REQUIRE(c->read_outputs(o, lse, stray).ok());
+    std::vector<double> ref_o, ref_lse;
+    c->reference(ref_o, ref_lse);
+    expect_close(s.output_shape(), o, lse, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
+  }
+}
+
+// Merge ---------------------------------------------------------------------------------------------------
+namespace {
+
+// Output rounding alone: relative error at most the dtype's unit roundoff (bf16 2^-8, fp16 2^-11).
+double rounding_tolerance(DType d) { return d == DType::bf16 ? 5e-3 : 7e-4; }
+
+void check_merge(const MergeShape& shape) {
+  ensure_context();
+  const std::uint64_t seed = fresh_seed();
+  INFO(shape.to_string() << ", seed " << seed);
+  auto c = MergeCase::make(shape, seed);
+  if (!c.ok()) FAIL(c.error().to_string());
+  auto st = runtime().merge(c->problem());
+  if (!st.ok()) FAIL(st.error().to_string());
+  std::vector<float> o, lse;
+  std::int64_t stray = 0;
+  REQUIRE(c->read_outputs(o, lse, stray).ok());
+  INFO("rows with some empty states " << c->partly_empty_rows() << ", rows empty in every state " << c->empty_rows());
+  {
+    INFO("against float64 attention over the union of the key sets");
+    expect_close(shape.output_shape(), o, lse, c->union_o(), c->union_lse(), tolerance(shape.dtype), kLseTolerance,
+                 stray);
+  }
+  {
+    INFO("against the float64 merge of the rounded input states");
+    expect_close(shape.output_shape(), o, lse, c->merged_o(), c->merged_lse(), rounding_tolerance(shape.dtype), 1e-4,
+                 stray);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("merge: 2 and 3 states over disjoint key sets match float64 over their union", "[merge][gpu]") {
+  const int states = GENERATE(2, 3);
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 128, 256);
+  MergeShape s;
+  s.dtype = dtype, s.head_dim = head_dim, s.num_states = states;
+  // Sequence 0 has 4 keys for 6 positions: its first two rows see no key at all, and its last state starts
+  // 3 keys from the end (empty for its first positions); random cuts elsewhere, some states may be empty.
+  s.seqlen = 6, s.heads = 3, s.keys = {4, 300, 1000, 17};
+  auto probe = MergeCase::make(s, 7);
+  REQUIRE(probe.ok());
+  REQUIRE(probe->partly_empty_rows() > 0);
+  REQUIRE(probe->empty_rows() > 0);
+  check_merge(s);
+}
+
+TEST_CASE("merge: 1, 5 and 32 states, strided inputs and output, without LSE output", "[merge][gpu]") {
+  struct Run {
+    int states;
+    DType dtype;
+    int head_dim;
+    bool strided, lse;
+  };
+  const Run run = GENERATE(Run{1, DType::bf16, 128, true, true}, Run{1, DType::fp16, 64, false, false},
+                           Run{5, DType::bf16, 256, true, false}, Run{32, DType::fp16, 128, false, true},
+                           Run{32, DType::bf16, 64, true, false});
+  MergeShape s;
+  s.dtype = run.dtype, s.head_dim = run.head_dim, s.num_states = run.states;
+  s.strided = run.strided, s.with_lse = run.lse;
+  s.seqlen = 5, s.heads = 4, s.keys = {2, 64, 900};
+  check_merge(s);
+}
+
+TEST_CASE("merge: decode states over a prefix cache and a suffix cache merge into decode over both",
+          "[decode][merge][gpu]") {
+  ensure_context();
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  // q_len 1: the new token sees every key of each cache, so the two states cover disjoint key sets whose
+  // union is the concatenated cache. Sequence 2 has no suffix keys (its second state is empty).
+  DecodeShape prefix = make_shape(dtype, 128, 4, 1, {500, 1, 64}, kContiguous);
+  DecodeShape suffix = make_shape(dtype, 128, 4, 1, {700, 33, 0}, kPaged16);
+  prefix.num_splits = 2;  // a split decode's LSE must merge like any other
+  INFO(prefix.to_string() << " + " << suffix.to_string());
+  auto a = DecodeCase::make(prefix, fresh_seed());
+  REQUIRE(a.ok());
+  auto b = DecodeCase::make(suffix, fresh_seed(), &a->q());
+  REQUIRE(b.ok());
+  auto st = runtime().decode(a->problem());
+  if (!st.ok()) FAIL(st.error().to_string());
+  st = runtime().decode(b->problem());
+  if (!st.ok()) FAIL(st.error().to_string());
+
+  const int B = prefix.batch(), H = prefix.heads_q, D = prefix.head_dim;
+  auto out = cuda::DeviceBuffer::allocate(std::size_t(B) * H * D * 2);
+  auto out_lse = cuda::DeviceBuffer::allocate(std::size_t(B) * H * 4);
+  REQUIRE(out.ok());
+  REQUIRE(out_lse.ok());
+  REQUIRE(out->fill_bytes(0xff).ok());
+  REQUIRE(out_lse->fill_bytes(0xff).ok());
+  MergeProblem m;
+  m.dtype = dtype, m.batch = B, m.seqlen = 1, m.heads = H, m.head_dim = D, m.num_states = 2;
+  m.o_in[0] = a->problem().o, m.lse_in[0] = a->problem().lse;
+  m.o_in[1] = b->problem().o, m.lse_in[1] = b->problem().lse;
+  m.o = out->get(), m.lse = static_cast<float*>(out_lse->get());
+  st = runtime().merge(m);
+  if (!st.ok()) FAIL(st.error().to_string());
+  REQUIRE(cuda::check((*cuda::api())->cuCtxSynchronize(), "cuCtxSynchronize").ok());
+
+  std::vector<std::uint16_t> bits(std::size_t(B) * H * D);
+  std::vector<float> o(bits.size()), lse(std::size_t(B) * H);
+  REQUIRE(out->download(bits.data(), bits.size() * 2).ok());
+  REQUIRE(out_lse->download(lse.data(), lse.size() * 4).ok());
+  for (std::size_t i = 0; i < bits.size(); ++i) o[i] = from_half_bits(dtype, bits[i]);
+
+  DecodeShape both = prefix;
+  both.seqlens = {1200, 34, 64};
+  std::vector<double> ref_o, ref_lse;
+  reference_decode(both, a->q(), concat(a->kv(), b->kv(), prefix.heads_kv, D), ref_o, ref_lse);
+  expect_close(both.output_shape(), o, lse, ref_o, ref_lse, tolerance(dtype), kLseTolerance, 0);
+}
+
+TEST_CASE("merge: bad arguments are rejected before any launch", "[merge][gpu]") {
+  ensure_context();
+  MergeShape s;
+  s.num_states = 3, s.seqlen = 4, s.heads = 2, s.head_dim = 64, s.keys = {50};
+  auto c = MergeCase::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  auto expect_rejected = [&](const MergeProblem& p, const char* field) {
+    auto st = runtime().merge(p);
+    REQUIRE_FALSE(st.ok());
+    INFO(st.error().to_string());
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    CHECK(st.error().message.find(field) != std::string::npos);
+    std::vector<float> o, lse;
+    std::int64_t stray = 0;
+    REQUIRE(c->read_outputs(o, lse, stray).ok());
+    for (float x : o) REQUIRE(std::isnan(x));  // still poisoned: nothing ran
+    for (float x : lse) REQUIRE(std::isnan(x));
+    CHECK(stray == 0);
+  };
+  SECTION("no state") {
+    MergeProblem p = c->problem();
+    p.num_states = 0;
+    expect_rejected(p, "num_states");
+  }
+  SECTION("more states than the kernel merges") {
+    MergeProblem p = c->problem();
+    p.num_states = kMaxMergeStates + 1;
+    expect_rejected(p, "num_states");
+  }
+  SECTION("a null state") {
+    MergeProblem p = c->problem();
+    p.o_in[1] = nullptr;
+    expect_rejected(p, "o_in");
+  }
+  SECTION("the output aliasing an input") {
+    MergeProblem p = c->problem();
+    p.o_in[0] = p.o;
+    expect_rejected(p, "alias");
+  }
+  SECTION("a null LSE input") {
+    MergeProblem p = c->problem();
+    p.lse_in[2] = nullptr;
+    expect_rejected(p, "lse_in");
+  }
+}
