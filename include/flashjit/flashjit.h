@@ -135,6 +135,107 @@ static inline flashjit_attention_args flashjit_attention_args_default(void) {
   return a;
 }
 
+/* KV cache layouts of a decode. */
+typedef enum flashjit_kv_layout {
+  FLASHJIT_KV_CONTIGUOUS = 0, /* k_cache, v_cache [B, cache_seqlen, Hkv, D] */
+  FLASHJIT_KV_PAGED = 1       /* k_cache, v_cache [num_pages, page_size, Hkv, D] and a page table */
+} flashjit_kv_layout;
+
+/* One decode step (token generation over a KV cache). Each of `batch` sequences brings q_len (1..16) new
+ * query tokens, already appended to its cache: sequence b has seqlens_k[b] keys and its query token i sees
+ * key j when j <= seqlens_k[b] - q_len + i (causal among the new tokens), and with window_left >= 0 also
+ * j >= that - window_left. Tensors (device pointers, last dimension contiguous, 16-byte aligned):
+ *   q, o          [B, q_len, Hq, D]
+ *   lse           [B, Hq, q_len] float32 contiguous, optional
+ *   contiguous:   k_cache, v_cache [B, cache_seqlen, Hkv, D]   (strides: batch, seq, head)
+ *   paged:        k_cache, v_cache [num_pages, page_size, Hkv, D] (strides: page, token, head, in the
+ *                 batch, seq, head fields); page_table [B, max_pages_per_seq] int32 contiguous: key j of
+ *                 sequence b is token j % page_size of page page_table[b * max_pages_per_seq + j / page_size]
+ *   seqlens_k     [B] int32 on the device, read by the kernels only (never by the host, unless check_pages)
+ * max_seqlen_k is a host-side bound on every seqlens_k entry (the split planner divides this many keys;
+ * the kernels clamp each length to it): at most cache_seqlen, or max_pages_per_seq * page_size. */
+typedef struct flashjit_decode_args {
+  size_t struct_size; /* sizeof(flashjit_decode_args) */
+  const void* q;
+  void* o;
+  float* lse; /* NULL: not written */
+  const void* k_cache;
+  const void* v_cache;
+  const int32_t* seqlens_k;
+  const int32_t* page_table; /* paged layout only; NULL for a contiguous cache */
+  int batch;
+  int q_len;
+  int heads_q;
+  int heads_kv;
+  int head_dim;
+  int dtype; /* flashjit_dtype */
+  int max_seqlen_k;
+  /* -- Fields above are required (FLASHJIT_DECODE_ARGS_MIN_SIZE); those below have defaults. -- */
+  int layout;            /* flashjit_kv_layout; default CONTIGUOUS */
+  int cache_seqlen;      /* contiguous: the cache's sequence capacity; default 0: max_seqlen_k */
+  int num_pages;         /* paged: pages in k_cache and v_cache */
+  int page_size;         /* paged: tokens per page, a power of two in [1, 256] */
+  int max_pages_per_seq; /* paged: columns of page_table */
+  flashjit_strides q_strides; /* default 0: contiguous */
+  flashjit_strides o_strides;
+  flashjit_strides k_strides; /* paged: page, token, head */
+  flashjit_strides v_strides;
+  int window_left;      /* default -1: no sliding window */
+  float softmax_scale;  /* 0: default 1/sqrt(head_dim) */
+  int num_splits;       /* 0: planned; 1..32 forces that many key splits (tests, tuning) */
+  /* Scratch for the split partials, workspace_bytes (flashjit_decode_workspace_bytes) on the device; NULL:
+   * the runtime's own workspace for this (device, stream), allocated by the first decode or prepare_decode
+   * on that stream outside CUDA-graph capture. */
+  void* workspace;
+  size_t workspace_bytes;
+  /* Debug: copy seqlens_k and page_table to the host (synchronizing the stream) and check every page index
+   * against num_pages before launching; also on with FLASHJIT_CHECK_PAGES=1. Not graph-capturable. */
+  int check_pages;
+  void* stream; /* CUstream; NULL: the legacy default stream */
+} flashjit_decode_args;
+
+#define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))
+
+static inline flashjit_decode_args flashjit_decode_args_default(void) {
+  flashjit_decode_args a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof(flashjit_decode_args);
+  a.window_left = -1;
+  return a;
+}
+
+/* Merge of attention states over disjoint key sets (shared-prefix cascades, context parallelism): from
+ * (O_i, LSE_i) of the same queries against key sets K_i, the attention over their union:
+ * O = sum_i exp(LSE_i - LSE) O_i with LSE = log sum_i exp(LSE_i). A state with LSE = -inf counts for
+ * nothing; a row empty in every state gets O = 0 and LSE = -inf. */
+#define FLASHJIT_MAX_MERGE_STATES 32
+typedef struct flashjit_merge_args {
+  size_t struct_size; /* sizeof(flashjit_merge_args) */
+  int dtype;          /* flashjit_dtype of every O_i and of o */
+  int batch;
+  int seqlen; /* query positions */
+  int heads;
+  int head_dim;
+  int num_states;              /* 1..FLASHJIT_MAX_MERGE_STATES */
+  const void* const* o_in;     /* num_states pointers to [B, S, H, D], all with in_strides */
+  const float* const* lse_in;  /* num_states pointers to [B, H, S] float32 contiguous */
+  void* o;                     /* [B, S, H, D]; may alias none of the inputs */
+  /* -- Fields above are required (FLASHJIT_MERGE_ARGS_MIN_SIZE); those below have defaults. -- */
+  flashjit_strides in_strides; /* default 0: contiguous */
+  flashjit_strides o_strides;
+  float* lse;   /* [B, H, S] float32, NULL: not written */
+  void* stream; /* CUstream; NULL: the legacy default stream */
+} flashjit_merge_args;
+
+#define FLASHJIT_MERGE_ARGS_MIN_SIZE (offsetof(flashjit_merge_args, in_strides))
+
+static inline flashjit_merge_args flashjit_merge_args_default(void) {
+  flashjit_merge_args a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof(flashjit_merge_args);
+  return a;
+}
+
 /* "0.1.0". */
 FLASHJIT_API const char* flashjit_version(void);
 /* Short name of a status ("ok", "invalid argument", ...). */
@@ -157,6 +258,24 @@ FLASHJIT_API int flashjit_forward(flashjit_runtime* runtime, const flashjit_atte
  * A later forward of the same problem kind then neither compiles nor loads, e.g. inside graph capture. */
 FLASHJIT_API int64_t flashjit_prepare(flashjit_runtime* runtime, const flashjit_attention_args* args, char* info_json_out,
                                       size_t cap);
+
+/* Decode: split-KV attention over the cache, then the combine pass when the keys were split. Asynchronous
+ * on args->stream, nothing synchronized (unless check_pages). The first call for a kind of problem compiles
+ * or loads its kernels, and without a caller workspace allocates the runtime's for the stream: do that
+ * before capturing a CUDA graph (flashjit_prepare_decode), or pass a workspace. */
+FLASHJIT_API int flashjit_decode(flashjit_runtime* runtime, const flashjit_decode_args* args);
+
+/* Everything flashjit_decode does but the launch (the tensors are not read): compiles or loads the kernels
+ * on the device of the pointers, and without a caller workspace allocates the runtime's for the stream. */
+FLASHJIT_API int flashjit_prepare_decode(flashjit_runtime* runtime, const flashjit_decode_args* args);
+
+/* Bytes of workspace the problem needs on its device (0 when its keys are not split), or minus the status.
+ * Reads neither the tensors nor the workspace fields. */
+FLASHJIT_API int64_t flashjit_decode_workspace_bytes(flashjit_runtime* runtime, const flashjit_decode_args* args);
+
+/* Merge of attention states (flashjit_merge_args). Asynchronous; the first call loads the kernel, so it
+ * may be captured into a CUDA graph only after one call of the same kind outside capture. */
+FLASHJIT_API int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_args* args);
 
 /* The canonical JSON of the config the dispatcher picks for args on their device. */
 FLASHJIT_API int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args,

@@ -133,6 +133,75 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   return out;
 }
 
+Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
+  if (args == nullptr) return Error(ErrorCode::invalid_argument, "args is NULL");
+  const flashjit_decode_args& a = *args;
+  FLASHJIT_TRY(check_struct_size(a, FLASHJIT_DECODE_ARGS_MIN_SIZE, "flashjit_decode_args"));
+  DecodeProblem p;
+  auto dtype = dtype_of(a.dtype);
+  if (!dtype.ok()) return std::move(dtype).error();
+  p.dtype = *dtype;
+  p.q = a.q, p.o = a.o, p.lse = a.lse, p.k_cache = a.k_cache, p.v_cache = a.v_cache;
+  p.seqlens_k = a.seqlens_k, p.page_table = a.page_table;
+  p.batch = a.batch, p.q_len = a.q_len, p.heads_q = a.heads_q, p.heads_kv = a.heads_kv, p.head_dim = a.head_dim;
+  p.max_seqlen_k = a.max_seqlen_k;
+  if (FLASHJIT_PRESENT(a, layout)) {
+    switch (a.layout) {
+      case FLASHJIT_KV_CONTIGUOUS: p.layout = KvLayout::contiguous; break;
+      case FLASHJIT_KV_PAGED: p.layout = KvLayout::paged; break;
+      default:
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("layout {} is not a flashjit_kv_layout (0 contiguous, 1 paged)", a.layout));
+    }
+  }
+  if (FLASHJIT_PRESENT(a, cache_seqlen)) p.cache_seqlen = a.cache_seqlen;
+  if (FLASHJIT_PRESENT(a, num_pages)) p.num_pages = a.num_pages;
+  if (FLASHJIT_PRESENT(a, page_size)) p.page_size = a.page_size;
+  if (FLASHJIT_PRESENT(a, max_pages_per_seq)) p.max_pages_per_seq = a.max_pages_per_seq;
+  if (FLASHJIT_PRESENT(a, q_strides)) p.q_strides = strides_of(a.q_strides);
+  if (FLASHJIT_PRESENT(a, o_strides)) p.o_strides = strides_of(a.o_strides);
+  if (FLASHJIT_PRESENT(a, k_strides)) p.k_strides = strides_of(a.k_strides);
+  if (FLASHJIT_PRESENT(a, v_strides)) p.v_strides = strides_of(a.v_strides);
+  if (FLASHJIT_PRESENT(a, window_left)) p.window_left = a.window_left;
+  if (FLASHJIT_PRESENT(a, softmax_scale) && a.softmax_scale != 0.f) p.softmax_scale = a.softmax_scale;
+  if (FLASHJIT_PRESENT(a, num_splits)) p.num_splits = a.num_splits;
+  if (FLASHJIT_PRESENT(a, workspace)) p.workspace = a.workspace;
+  if (FLASHJIT_PRESENT(a, workspace_bytes)) p.workspace_bytes = a.workspace_bytes;
+  if (FLASHJIT_PRESENT(a, check_pages)) p.check_pages = a.check_pages != 0;
+  if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
+  if (p.workspace == nullptr && p.workspace_bytes != 0)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",
+                             p.workspace_bytes));
+  return p;
+}
+
+Result<MergeProblem> read_merge_args(const flashjit_merge_args* args) {
+  if (args == nullptr) return Error(ErrorCode::invalid_argument, "args is NULL");
+  const flashjit_merge_args& a = *args;
+  FLASHJIT_TRY(check_struct_size(a, FLASHJIT_MERGE_ARGS_MIN_SIZE, "flashjit_merge_args"));
+  static_assert(FLASHJIT_MAX_MERGE_STATES == kMaxMergeStates);
+  MergeProblem p;
+  auto dtype = dtype_of(a.dtype);
+  if (!dtype.ok()) return std::move(dtype).error();
+  p.dtype = *dtype;
+  p.batch = a.batch, p.seqlen = a.seqlen, p.heads = a.heads, p.head_dim = a.head_dim;
+  if (a.num_states < 1 || a.num_states > kMaxMergeStates)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("num_states must be in [1, {}], got {}", kMaxMergeStates, a.num_states));
+  if (a.o_in == nullptr) return Error(ErrorCode::invalid_argument, "o_in is NULL (an array of num_states pointers)");
+  if (a.lse_in == nullptr)
+    return Error(ErrorCode::invalid_argument, "lse_in is NULL (an array of num_states pointers)");
+  p.num_states = a.num_states;
+  for (int i = 0; i < a.num_states; ++i) p.o_in[i] = a.o_in[i], p.lse_in[i] = a.lse_in[i];
+  p.o = a.o;
+  if (FLASHJIT_PRESENT(a, in_strides)) p.in_strides = strides_of(a.in_strides);
+  if (FLASHJIT_PRESENT(a, o_strides)) p.o_strides = strides_of(a.o_strides);
+  if (FLASHJIT_PRESENT(a, lse)) p.lse = a.lse;
+  if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
+  return p;
+}
+
 #undef FLASHJIT_PRESENT
 
 Result<KernelConfig> read_config(const char* json) {

@@ -1,5 +1,6 @@
-// The C ABI's inputs as C++ values: versioned structs (struct_size checks, defaults for the fields a shorter
-// struct from an older header lacks), enum range checks, and explicit configs from JSON.
+// The C ABI's inputs as C++ values: versioned structs of attention, decode and merge (struct_size checks,
+// defaults for the fields a shorter struct from an older header lacks), enum range checks, and explicit
+// configs from JSON.
 #pragma once
 
 #include <optional>
@@ -24,6 +25,13 @@ struct ForwardArgs {
 };
 
 Result<ForwardArgs> read_args(const flashjit_attention_args* args);
+
+// A decode problem from flashjit_decode_args (struct_size and enum checks here; the problem's own checks are
+// the runtime's).
+Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args);
+
+// A merge problem from flashjit_merge_args: num_states is checked before the o_in and lse_in arrays are read.
+Result<MergeProblem> read_merge_args(const flashjit_merge_args* args);
 
 // A config from JSON (fields the object lacks keep KernelConfig's defaults).
 Result<KernelConfig> read_config(const char* json);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -107,6 +108,17 @@ std::int64_t run_text(const char* function, char* out, std::size_t cap, auto&& b
   }
 }
 
+// For the functions returning a count: the count (>= 0), or minus the status on failure.
+std::int64_t run_count(const char* function, auto&& body) noexcept {
+  try {
+    Result<std::int64_t> count = guarded(function, body);
+    return count.ok() ? *count : -fail(count.error());
+  } catch (...) {
+    set_last_error("out of memory");
+    return -FLASHJIT_ERROR_INTERNAL;
+  }
+}
+
 Result<Runtime*> runtime_of(flashjit_runtime* runtime) {
   if (runtime == nullptr || !runtime->impl) return Error(ErrorCode::invalid_argument, "runtime is NULL");
   return runtime->impl.get();
@@ -190,6 +202,48 @@ int64_t flashjit_prepare(flashjit_runtime* runtime, const flashjit_attention_arg
     auto info = call->runtime->compile(*config);  // an in-memory hit by now
     if (!info.ok()) return std::move(info).error();
     return kernel_info_json(*config, *info);
+  });
+}
+
+int flashjit_decode(flashjit_runtime* runtime, const flashjit_decode_args* args) {
+  return run_status("flashjit_decode", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_decode_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    return (*rt)->decode(*problem);
+  });
+}
+
+int flashjit_prepare_decode(flashjit_runtime* runtime, const flashjit_decode_args* args) {
+  return run_status("flashjit_prepare_decode", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_decode_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    return (*rt)->prepare_decode(*problem);
+  });
+}
+
+int64_t flashjit_decode_workspace_bytes(flashjit_runtime* runtime, const flashjit_decode_args* args) {
+  return run_count("flashjit_decode_workspace_bytes", [&]() -> Result<std::int64_t> {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_decode_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    auto bytes = (*rt)->decode_workspace_bytes(*problem);
+    if (!bytes.ok()) return std::move(bytes).error();
+    return static_cast<std::int64_t>(*bytes);
+  });
+}
+
+int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_args* args) {
+  return run_status("flashjit_merge", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_merge_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    return (*rt)->merge(*problem);
   });
 }
 

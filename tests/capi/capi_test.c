@@ -1,5 +1,5 @@
 /* The C ABI from C99, against libflashjit.so: runtime life cycle, versioned structs, text outputs, compile into
- * a temporary cache, error codes and the thread-local last error. Needs no GPU (where one is present, fake
+ * a temporary cache, error codes and the thread-local last error; decode and merge arguments. Needs no GPU (where one is present, fake
  * device pointers are rejected as such instead of reporting no device). */
 #define _XOPEN_SOURCE 700
 
@@ -250,6 +250,250 @@ static void test_forward(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* A well-formed decode over a contiguous cache on fake (aligned, non-null) pointers. */
+static flashjit_decode_args fake_decode(void) {
+  flashjit_decode_args a = flashjit_decode_args_default();
+  a.q = (const void*)0x10000;
+  a.o = (void*)0x20000;
+  a.k_cache = (const void*)0x30000;
+  a.v_cache = (const void*)0x40000;
+  a.seqlens_k = (const int32_t*)0x50000;
+  a.batch = 2, a.q_len = 1, a.heads_q = 32, a.heads_kv = 8, a.head_dim = 128, a.max_seqlen_k = 1024;
+  a.dtype = FLASHJIT_DTYPE_BF16;
+  return a;
+}
+
+static flashjit_decode_args fake_paged_decode(void) {
+  flashjit_decode_args a = fake_decode();
+  a.layout = FLASHJIT_KV_PAGED;
+  a.page_table = (const int32_t*)0x60000;
+  a.num_pages = 128, a.page_size = 16, a.max_pages_per_seq = 64;
+  return a;
+}
+
+/* A decode call that must fail with INVALID_ARGUMENT and a message containing `field`. */
+static void expect_decode_rejected(flashjit_runtime* rt, const flashjit_decode_args* a, const char* field,
+                                   const char* what) {
+  char text[256];
+  const int status = flashjit_decode(rt, a);
+  snprintf(text, sizeof text, "decode with %s: invalid argument naming %s", what, field);
+  expect(status == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), field), text);
+  snprintf(text, sizeof text, "decode_workspace_bytes with %s: invalid argument naming %s", what, field);
+  expect(flashjit_decode_workspace_bytes(rt, a) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), field),
+         text);
+  snprintf(text, sizeof text, "prepare_decode with %s: invalid argument", what);
+  expect(flashjit_prepare_decode(rt, a) == FLASHJIT_ERROR_INVALID_ARGUMENT, text);
+}
+
+static void test_decode(const char* root) {
+  char dir[512];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_decode_args a;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the decode tests");
+    return;
+  }
+  expect(FLASHJIT_DECODE_ARGS_MIN_SIZE == offsetof(flashjit_decode_args, layout) &&
+             FLASHJIT_DECODE_ARGS_MIN_SIZE < sizeof(flashjit_decode_args),
+         "decode args: the required fields end where layout begins");
+  a = flashjit_decode_args_default();
+  expect(a.struct_size == sizeof a && a.window_left == -1 && a.layout == FLASHJIT_KV_CONTIGUOUS &&
+             a.workspace == NULL && a.num_splits == 0 && a.softmax_scale == 0.f,
+         "flashjit_decode_args_default");
+
+  a = fake_decode();
+  expect(flashjit_decode(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "runtime"),
+         "decode without runtime");
+  expect(flashjit_decode(rt, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "args is NULL"),
+         "decode without args");
+  expect(flashjit_prepare_decode(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "prepare_decode without runtime");
+  expect(flashjit_prepare_decode(rt, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT, "prepare_decode without args");
+  expect(flashjit_decode_workspace_bytes(NULL, &a) == -FLASHJIT_ERROR_INVALID_ARGUMENT,
+         "decode_workspace_bytes without runtime");
+  expect(flashjit_decode_workspace_bytes(rt, NULL) == -FLASHJIT_ERROR_INVALID_ARGUMENT,
+         "decode_workspace_bytes without args");
+
+  /* Well-formed problems on fake pointers get past every check that needs no device. */
+  expect(failed_at_device(flashjit_decode(rt, &a)), "decode of a valid contiguous problem on fake pointers");
+  expect(failed_at_device(flashjit_prepare_decode(rt, &a)), "prepare_decode on fake pointers");
+  expect(failed_at_device((int)-flashjit_decode_workspace_bytes(rt, &a)), "decode_workspace_bytes on fake pointers");
+  a = fake_paged_decode();
+  expect(failed_at_device(flashjit_decode(rt, &a)), "decode of a valid paged problem on fake pointers");
+
+  /* struct_size rules. */
+  a = fake_decode();
+  a.struct_size = FLASHJIT_DECODE_ARGS_MIN_SIZE - 1;
+  expect_decode_rejected(rt, &a, "flashjit_decode_args.struct_size", "a too small struct_size");
+  a.struct_size = 0;
+  expect_decode_rejected(rt, &a, "struct_size", "struct_size 0");
+  a = fake_decode();
+  a.layout = 99;
+  a.window_left = -7;
+  a.num_splits = 1000;
+  a.workspace_bytes = 12;
+  a.stream = (void*)0x1;
+  a.struct_size = FLASHJIT_DECODE_ARGS_MIN_SIZE;
+  expect(failed_at_device(flashjit_decode(rt, &a)), "older decode args: fields past struct_size take their defaults");
+  a.struct_size = sizeof a;
+  expect_decode_rejected(rt, &a, "layout 99", "the full struct: an unknown layout");
+  {
+    struct {
+      flashjit_decode_args a;
+      uint64_t newer_field;
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.a = fake_decode();
+    newer.a.struct_size = sizeof newer;
+    expect(failed_at_device(flashjit_decode(rt, &newer.a)), "newer decode args with zero extra fields");
+    newer.newer_field = 3;
+    expect_decode_rejected(rt, &newer.a, "newer flashjit.h", "a newer struct with a set extra field");
+  }
+
+  /* Bad fields, each named in the message. */
+  a = fake_decode();
+  a.dtype = 5;
+  expect_decode_rejected(rt, &a, "dtype 5", "an unknown dtype");
+  a = fake_decode();
+  a.workspace_bytes = 4096;
+  expect_decode_rejected(rt, &a, "workspace", "workspace NULL with workspace_bytes");
+  a = fake_decode();
+  a.q_len = 0;
+  expect_decode_rejected(rt, &a, "q_len", "q_len 0");
+  a = fake_decode();
+  a.q_len = 17;
+  expect_decode_rejected(rt, &a, "q_len", "q_len 17");
+  a = fake_decode();
+  a.heads_kv = 3;
+  expect_decode_rejected(rt, &a, "heads_kv", "heads_q not a multiple of heads_kv");
+  a = fake_decode();
+  a.head_dim = 72;
+  expect_decode_rejected(rt, &a, "head_dim", "head_dim 72");
+  a = fake_decode();
+  a.max_seqlen_k = 0;
+  expect_decode_rejected(rt, &a, "max_seqlen_k", "max_seqlen_k 0");
+  a = fake_decode();
+  a.cache_seqlen = 512;
+  expect_decode_rejected(rt, &a, "cache_seqlen", "max_seqlen_k beyond cache_seqlen");
+  a = fake_decode();
+  a.seqlens_k = NULL;
+  expect_decode_rejected(rt, &a, "seqlens_k", "seqlens_k NULL");
+  a = fake_decode();
+  a.q = (const void*)0x10008;
+  expect_decode_rejected(rt, &a, "q (", "a misaligned q");
+  a = fake_decode();
+  a.v_cache = NULL;
+  expect_decode_rejected(rt, &a, "v_cache", "v_cache NULL");
+  a = fake_decode();
+  a.k_strides.head = 12;
+  expect_decode_rejected(rt, &a, "k_cache head stride", "a k_cache head stride of 12");
+  a = fake_decode();
+  a.page_table = (const int32_t*)0x60000;
+  expect_decode_rejected(rt, &a, "page_table", "a page table with a contiguous cache");
+  a = fake_paged_decode();
+  a.page_size = 24;
+  expect_decode_rejected(rt, &a, "page_size", "page_size 24");
+  a = fake_paged_decode();
+  a.page_table = NULL;
+  expect_decode_rejected(rt, &a, "page_table", "a paged cache without page table");
+  a = fake_paged_decode();
+  a.num_pages = 0;
+  expect_decode_rejected(rt, &a, "num_pages", "num_pages 0");
+  a = fake_paged_decode();
+  a.max_pages_per_seq = 8; /* 8 x 16 < 1024 */
+  expect_decode_rejected(rt, &a, "max_pages_per_seq", "a page table shorter than max_seqlen_k");
+  a = fake_decode();
+  a.window_left = -2;
+  expect_decode_rejected(rt, &a, "window_left", "window_left -2");
+  a = fake_decode();
+  a.softmax_scale = -1.f;
+  expect_decode_rejected(rt, &a, "softmax_scale", "a negative softmax_scale");
+  a = fake_decode();
+  a.num_splits = 33;
+  expect_decode_rejected(rt, &a, "num_splits", "num_splits 33");
+  flashjit_runtime_destroy(rt);
+}
+
+static flashjit_merge_args fake_merge(const void* const* o_in, const float* const* lse_in) {
+  flashjit_merge_args a = flashjit_merge_args_default();
+  a.dtype = FLASHJIT_DTYPE_FP16;
+  a.batch = 2, a.seqlen = 4, a.heads = 8, a.head_dim = 128, a.num_states = 3;
+  a.o_in = o_in;
+  a.lse_in = lse_in;
+  a.o = (void*)0x90000;
+  return a;
+}
+
+static void expect_merge_rejected(flashjit_runtime* rt, const flashjit_merge_args* a, const char* field,
+                                  const char* what) {
+  char text[256];
+  snprintf(text, sizeof text, "merge with %s: invalid argument naming %s", what, field);
+  expect(flashjit_merge(rt, a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), field), text);
+}
+
+static void test_merge(const char* root) {
+  char dir[512];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_merge_args a;
+  const void* o_in[3] = {(const void*)0x10000, (const void*)0x20000, (const void*)0x30000};
+  const float* lse_in[3] = {(const float*)0x40000, (const float*)0x50000, (const float*)0x60000};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the merge tests");
+    return;
+  }
+  expect(FLASHJIT_MERGE_ARGS_MIN_SIZE == offsetof(flashjit_merge_args, in_strides), "merge args: required fields");
+  a = fake_merge(o_in, lse_in);
+  expect(flashjit_merge(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "merge without runtime");
+  expect(flashjit_merge(rt, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "args is NULL"),
+         "merge without args");
+  expect(failed_at_device(flashjit_merge(rt, &a)), "merge of a valid problem on fake pointers");
+  a.num_states = 1;
+  expect(failed_at_device(flashjit_merge(rt, &a)), "merge of one state on fake pointers");
+
+  a = fake_merge(o_in, lse_in);
+  a.struct_size = FLASHJIT_MERGE_ARGS_MIN_SIZE - 1;
+  expect_merge_rejected(rt, &a, "flashjit_merge_args.struct_size", "a too small struct_size");
+  a = fake_merge(o_in, lse_in);
+  a.lse = (float*)0x3;
+  a.in_strides.seq = 5;
+  a.struct_size = FLASHJIT_MERGE_ARGS_MIN_SIZE;
+  expect(failed_at_device(flashjit_merge(rt, &a)), "older merge args: fields past struct_size take their defaults");
+
+  a = fake_merge(o_in, lse_in);
+  a.dtype = 3;
+  expect_merge_rejected(rt, &a, "dtype 3", "an unknown dtype");
+  a = fake_merge(o_in, lse_in);
+  a.num_states = 0;
+  expect_merge_rejected(rt, &a, "num_states", "num_states 0");
+  a = fake_merge(o_in, lse_in);
+  a.num_states = FLASHJIT_MAX_MERGE_STATES + 1; /* rejected before the 3-entry arrays are read past their end */
+  expect_merge_rejected(rt, &a, "num_states", "num_states 33");
+  a = fake_merge(NULL, lse_in);
+  expect_merge_rejected(rt, &a, "o_in", "o_in NULL");
+  a = fake_merge(o_in, NULL);
+  expect_merge_rejected(rt, &a, "lse_in", "lse_in NULL");
+  a = fake_merge(o_in, lse_in);
+  a.heads = 0;
+  expect_merge_rejected(rt, &a, "heads", "heads 0");
+  a = fake_merge(o_in, lse_in);
+  a.o = NULL;
+  expect_merge_rejected(rt, &a, "o is a null", "o NULL");
+  a = fake_merge(o_in, lse_in);
+  a.o = (void*)o_in[1];
+  expect_merge_rejected(rt, &a, "o aliases o_in[1]", "o aliasing an input");
+  flashjit_runtime_destroy(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/flashjit-capi-XXXXXX";
   if (mkdtemp(root) == NULL) {
@@ -261,6 +505,8 @@ int main(void) {
   test_emit();
   test_compile(root);
   test_forward(root);
+  test_decode(root);
+  test_merge(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
