@@ -2,17 +2,23 @@
 
     import flashjit
     o = flashjit.attention(q, k, v, causal=True)   # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], bf16 or fp16
+    o = flashjit.decode(q, k_cache, v_cache, seqlens_k)            # q [B, q_len, Hq, D] over a KV cache
+    o = flashjit.decode(q, k_pages, v_pages, seqlens_k, page_table=page_table)   # paged cache
+    o, lse = flashjit.merge([o1, o2], [lse1, lse2], return_lse=True)            # states over disjoint keys
 
 CUDA graphs: attention() neither synchronizes nor allocates (besides its outputs), but the first call for a
 kind of problem compiles (or reads from the disk cache) and loads its kernel, which must happen before
-capture: call flashjit.warmup(q, k, v, ...) or flashjit.precompile(q_shape=..., dtype=...) first.
+capture: call flashjit.warmup(q, k, v, ...) or flashjit.precompile(q_shape=..., dtype=...) first; for decode,
+flashjit.prepare_decode(q, k_cache, v_cache, seqlens_k, ...); for merge, one merge() call.
 
 The library, libflashjit.so, is found through $FLASHJIT_LIBRARY, else inside this package, else in the
 repository's build folder. Kernels are cached on disk (FLASHJIT_CACHE_DIR, default ~/.cache/flashjit).
 torch is imported only by the functions that take tensors.
 """
 from ._attention import attention, precompile, warmup
+from ._decode import decode, merge, prepare_decode
 from ._errors import FlashjitError
 from ._info import cache_info, emit, version
 
-__all__ = ["attention", "warmup", "precompile", "cache_info", "emit", "version", "FlashjitError"]
+__all__ = ["attention", "warmup", "precompile", "decode", "prepare_decode", "merge", "cache_info", "emit", "version",
+           "FlashjitError"]

@@ -22,6 +22,11 @@ MASK_SLIDING_WINDOW = 2
 MASK_CHUNKED = 3
 MASK_CHUNKED_CAUSAL = 4
 
+KV_CONTIGUOUS = 0
+KV_PAGED = 1
+
+MAX_MERGE_STATES = 32
+
 
 class Strides(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_int64), ("seq", ctypes.c_int64), ("head", ctypes.c_int64)]
@@ -58,3 +63,65 @@ class AttentionArgs(ctypes.Structure):
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}
         super().__init__(**{**defaults, **fields})
+
+
+class DecodeArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("q", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("k_cache", ctypes.c_void_p),
+        ("v_cache", ctypes.c_void_p),
+        ("seqlens_k", ctypes.c_void_p),
+        ("page_table", ctypes.c_void_p),
+        ("batch", ctypes.c_int),
+        ("q_len", ctypes.c_int),
+        ("heads_q", ctypes.c_int),
+        ("heads_kv", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("max_seqlen_k", ctypes.c_int),
+        ("layout", ctypes.c_int),
+        ("cache_seqlen", ctypes.c_int),
+        ("num_pages", ctypes.c_int),
+        ("page_size", ctypes.c_int),
+        ("max_pages_per_seq", ctypes.c_int),
+        ("q_strides", Strides),
+        ("o_strides", Strides),
+        ("k_strides", Strides),
+        ("v_strides", Strides),
+        ("window_left", ctypes.c_int),
+        ("softmax_scale", ctypes.c_float),
+        ("num_splits", ctypes.c_int),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("check_pages", ctypes.c_int),
+        ("stream", ctypes.c_void_p),
+    ]
+
+    def __init__(self, **fields):
+        defaults = {"struct_size": ctypes.sizeof(DecodeArgs), "window_left": -1}
+        super().__init__(**{**defaults, **fields})
+
+
+class MergeArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("seqlen", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("num_states", ctypes.c_int),
+        ("o_in", ctypes.POINTER(ctypes.c_void_p)),
+        ("lse_in", ctypes.POINTER(ctypes.c_void_p)),
+        ("o", ctypes.c_void_p),
+        ("in_strides", Strides),
+        ("o_strides", Strides),
+        ("lse", ctypes.c_void_p),
+        ("stream", ctypes.c_void_p),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__(**{"struct_size": ctypes.sizeof(MergeArgs), **fields})

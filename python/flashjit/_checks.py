@@ -1,6 +1,8 @@
-"""The checks attention() makes before anything runs, on duck-typed tensors (.is_cuda, .device, .dtype, .shape,
-.stride(), .data_ptr()), so they are testable without torch. Each failure is a ValueError naming the argument."""
+"""The checks attention(), decode() and merge() make before anything runs, on duck-typed tensors (.is_cuda,
+.device, .dtype, .shape, .stride(), .data_ptr()), so they are testable without torch. Each failure is a ValueError
+naming the argument."""
 import math
+import operator
 from dataclasses import dataclass
 
 from . import _abi
@@ -37,13 +39,13 @@ def _require_4d(name, t):
         raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
 
 
-def _require_layout(name, t):
+def _require_layout(name, t, dims=("batch", "sequence", "head")):
     """Last dimension contiguous, the other strides multiples of 8 elements (16 bytes), 16-byte aligned data."""
     shape, stride = _shape(t), tuple(int(s) for s in t.stride())
     if stride[-1] != 1:
         raise ValueError(f"{name}: the last dimension must be contiguous (stride(-1) == 1), got strides {list(stride)}; "
                          f"pass {name}.contiguous()")
-    for dim, what in ((0, "batch"), (1, "sequence"), (2, "head")):
+    for dim, what in enumerate(dims):
         if shape[dim] > 1 and (stride[dim] <= 0 or stride[dim] % 8 != 0):
             raise ValueError(f"{name}: the {what} stride (stride({dim}) = {stride[dim]}) must be a positive multiple of "
                              f"8 elements (16 bytes), got strides {list(stride)}; pass {name}.contiguous()")
@@ -148,3 +150,208 @@ def shape4(name, shape):
     if len(dims) != 4 or min(dims) < 1:
         raise ValueError(f"{name} must be [batch, seqlen, heads, head_dim] with every entry >= 1, got {shape!r}")
     return dims
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# decode() and merge()
+
+INT32 = "torch.int32"
+INT32_MAX = 2**31 - 1
+FLOAT32 = "torch.float32"
+
+
+@dataclass(frozen=True)
+class DecodeProblem:
+    batch: int
+    q_len: int
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    dtype: int  # flashjit_dtype
+    layout: int  # flashjit_kv_layout
+    max_seqlen_k: int
+    cache_seqlen: int  # contiguous: the cache's max_seq; paged: 0
+    num_pages: int  # paged only
+    page_size: int
+    max_pages_per_seq: int
+
+
+def _require_same_device(name, t, q):
+    if str(t.device) != str(q.device):
+        raise ValueError(f"{name} is on {t.device} but q is on {q.device}: all tensors must be on one CUDA device")
+
+
+def _require_dense(name, t, what):
+    """Contiguous (dimensions of size 1 may have any stride), elements aligned."""
+    shape, stride = _shape(t), tuple(int(s) for s in t.stride())
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(stride)):
+        if n > 1 and s != expected:
+            raise ValueError(f"{name} must be contiguous ({what}), got shape {list(shape)} with strides {list(stride)}; "
+                             f"pass {name}.contiguous()")
+        expected *= n
+    if t.data_ptr() % 4 != 0:
+        raise ValueError(f"{name}: data_ptr() {t.data_ptr():#x} is not 4-byte aligned")
+
+
+def _int_arg(name, value, low, high=None):
+    """An integer (int or anything with __index__, not bool) in [low, high]."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seqlen_k=None):
+    """The DecodeProblem of q [B, q_len, Hq, D] over a contiguous cache [B, max_seq, Hkv, D] (page_table None) or
+    a paged one [num_pages, page_size, Hkv, D] with page_table [B, max_pages] int32; seqlens_k [B] int32 on the
+    device. Kernel limits (q_len, head_dim, page_size, group * q_len) are the library's checks."""
+    paged = page_table is not None
+    tensors = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("seqlens_k", seqlens_k)]
+    if paged:
+        tensors.append(("page_table", page_table))
+    for name, t in tensors:
+        _require_cuda(name, t)
+    for name, t in tensors[1:]:
+        _require_same_device(name, t, q)
+    if str(q.dtype) not in DTYPES:
+        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+    for name, t in tensors[1:3]:
+        if str(t.dtype) != str(q.dtype):
+            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
+    for name, t in tensors[3:]:
+        if str(t.dtype) != INT32:
+            raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
+    _require_4d("q", q)
+    cache_dims = "[num_pages, page_size, heads_kv, head_dim]" if paged else "[batch, max_seqlen, heads_kv, head_dim]"
+    for name, t in tensors[1:3]:
+        shape = _shape(t)
+        if len(shape) != 4:
+            raise ValueError(f"{name} must be 4-D {cache_dims}, got shape {list(shape)}")
+        if min(shape) < 1:
+            raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
+    if _shape(v_cache) != _shape(k_cache):
+        raise ValueError(f"v_cache: shape {list(_shape(v_cache))} differs from k_cache's {list(_shape(k_cache))}")
+    (b, q_len, hq, d), (n0, n1, hkv, dk) = _shape(q), _shape(k_cache)
+    if not paged and n0 != b:
+        raise ValueError(f"k_cache: batch {n0} differs from q's {b} (a paged cache needs page_table)")
+    if dk != d:
+        raise ValueError(f"k_cache: head_dim {dk} differs from q's {d}")
+    if hq % hkv != 0:
+        raise ValueError(f"k_cache: its {hkv} heads must divide q's {hq} heads (grouped-query attention)")
+    if d % 8 != 0 or d > MAX_HEAD_DIM:
+        raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+    if _shape(seqlens_k) != (b,):
+        raise ValueError(f"seqlens_k must have shape [{b}] (one length per sequence of q), got {list(_shape(seqlens_k))}")
+    _require_dense("seqlens_k", seqlens_k, "int32 [batch]")
+    max_pages = 0
+    if paged:
+        shape = _shape(page_table)
+        if len(shape) != 2 or shape[0] != b or shape[1] < 1:
+            raise ValueError(f"page_table must have shape [{b}, max_pages_per_seq] (one row per sequence of q), got "
+                             f"{list(shape)}")
+        _require_dense("page_table", page_table, "int32 [batch, max_pages_per_seq], rows back to back")
+        max_pages = shape[1]
+    _require_layout("q", q)
+    cache_strides = ("page", "token", "head") if paged else ("batch", "sequence", "head")
+    _require_layout("k_cache", k_cache, cache_strides)
+    _require_layout("v_cache", v_cache, cache_strides)
+    capacity = max_pages * n1 if paged else n1
+    if max_seqlen_k is None:
+        max_seqlen_k = capacity
+        if max_seqlen_k > INT32_MAX:
+            raise ValueError(f"the cache holds {capacity} keys per sequence, beyond int32: pass max_seqlen_k")
+    else:
+        what = "max_pages_per_seq * page_size" if paged else "the cache's sequence capacity k_cache.shape[1]"
+        max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
+        if max_seqlen_k > capacity:
+            raise ValueError(f"max_seqlen_k {max_seqlen_k} exceeds {what} = {capacity}")
+    if paged:
+        return DecodeProblem(b, q_len, hq, hkv, d, DTYPES[str(q.dtype)], _abi.KV_PAGED, max_seqlen_k, 0, n0, n1,
+                             max_pages)
+    return DecodeProblem(b, q_len, hq, hkv, d, DTYPES[str(q.dtype)], _abi.KV_CONTIGUOUS, max_seqlen_k, n1, 0, 0, 0)
+
+
+def check_decode_options(window_left, num_splits):
+    """(window_left, num_splits) as ints: window_left >= -1 (-1: no window), num_splits >= 0 (0: planned)."""
+    return _int_arg("window_left", window_left, -1, INT32_MAX), _int_arg("num_splits", num_splits, 0, INT32_MAX)
+
+
+@dataclass(frozen=True)
+class MergeProblem:
+    batch: int
+    seqlen: int
+    heads: int
+    head_dim: int
+    dtype: int
+    num_states: int
+
+
+def check_merge_inputs(outs, lses):
+    """The MergeProblem of states outs[i] [B, S, H, D] (one dtype, one layout) with lses[i] [B, H, S] float32."""
+    if not isinstance(outs, (list, tuple)) or not isinstance(lses, (list, tuple)):
+        raise ValueError("outs and lses must be lists (or tuples) of tensors, one O and one LSE per state")
+    if not 1 <= len(outs) <= _abi.MAX_MERGE_STATES:
+        raise ValueError(f"outs must hold 1 to {_abi.MAX_MERGE_STATES} states, got {len(outs)}")
+    if len(lses) != len(outs):
+        raise ValueError(f"lses holds {len(lses)} tensors but outs holds {len(outs)}: one LSE per state")
+    first = outs[0]
+    for i, (o, lse) in enumerate(zip(outs, lses)):
+        _require_cuda(f"outs[{i}]", o)
+        _require_cuda(f"lses[{i}]", lse)
+    for i, (o, lse) in enumerate(zip(outs, lses)):
+        for name, t in ((f"outs[{i}]", o), (f"lses[{i}]", lse)):
+            if str(t.device) != str(first.device):
+                raise ValueError(f"{name} is on {t.device} but outs[0] is on {first.device}: all tensors must be on one "
+                                 f"CUDA device")
+    if str(first.dtype) not in DTYPES:
+        raise ValueError(f"outs[0]: dtype {first.dtype} is not supported (torch.bfloat16 or torch.float16)")
+    _require_4d("outs[0]", first)
+    b, s, h, d = _shape(first)
+    strides = bshd_strides(first)
+    for i, (o, lse) in enumerate(zip(outs, lses)):
+        if str(o.dtype) != str(first.dtype):
+            raise ValueError(f"outs[{i}]: dtype {o.dtype} differs from outs[0]'s {first.dtype}")
+        if _shape(o) != (b, s, h, d):
+            raise ValueError(f"outs[{i}]: shape {list(_shape(o))} differs from outs[0]'s {[b, s, h, d]}")
+        _require_last_dim_contiguous(f"outs[{i}]", o)
+        if bshd_strides(o) != strides:
+            raise ValueError(f"outs[{i}]: strides {list(o.stride())} differ from outs[0]'s {list(first.stride())}: every "
+                             f"state must have one layout (pass .contiguous())")
+        if str(lse.dtype) != FLOAT32:
+            raise ValueError(f"lses[{i}]: dtype {lse.dtype} must be torch.float32")
+        if _shape(lse) != (b, h, s):
+            raise ValueError(f"lses[{i}] must have shape [batch, heads, seqlen] = {[b, h, s]}, got {list(_shape(lse))}")
+        _require_dense(f"lses[{i}]", lse, "float32 [batch, heads, seqlen]")
+    return MergeProblem(b, s, h, d, DTYPES[str(first.dtype)], len(outs))
+
+
+def _require_last_dim_contiguous(name, t):
+    shape, stride = _shape(t), tuple(int(x) for x in t.stride())
+    if stride[-1] != 1:
+        raise ValueError(f"{name}: the last dimension must be contiguous (stride(-1) == 1), got strides {list(stride)}; "
+                         f"pass {name}.contiguous()")
+    for dim in range(3):
+        if shape[dim] > 1 and stride[dim] <= 0:
+            raise ValueError(f"{name}: stride({dim}) = {stride[dim]} must be positive, got strides {list(stride)}")
+
+
+def check_merge_out(out, first, outs):
+    """`out=` of merge: like outs[0] (device, dtype, shape), last dimension contiguous, no input's memory."""
+    _require_cuda("out", out)
+    if str(out.device) != str(first.device):
+        raise ValueError(f"out is on {out.device} but outs[0] is on {first.device}")
+    if str(out.dtype) != str(first.dtype):
+        raise ValueError(f"out: dtype {out.dtype} differs from outs[0]'s {first.dtype}")
+    if _shape(out) != _shape(first):
+        raise ValueError(f"out: shape {list(_shape(out))} differs from outs[0]'s {list(_shape(first))}")
+    _require_last_dim_contiguous("out", out)
+    for i, o in enumerate(outs):
+        if o.data_ptr() == out.data_ptr():
+            raise ValueError(f"out aliases outs[{i}]: the merge reads every state while writing out")

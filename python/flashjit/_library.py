@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from ._abi import AttentionArgs
+from ._abi import AttentionArgs, DecodeArgs, MergeArgs
 from ._errors import FlashjitError
 
 LIBRARY = "libflashjit.so"
@@ -37,6 +37,10 @@ def _declare(lib):
         "flashjit_runtime_destroy": (None, [c.c_void_p]),
         "flashjit_forward": (c.c_int, [c.c_void_p, c.POINTER(AttentionArgs)]),
         "flashjit_prepare": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),
+        "flashjit_decode": (c.c_int, [c.c_void_p, c.POINTER(DecodeArgs)]),
+        "flashjit_prepare_decode": (c.c_int, [c.c_void_p, c.POINTER(DecodeArgs)]),
+        "flashjit_decode_workspace_bytes": (c.c_int64, [c.c_void_p, c.POINTER(DecodeArgs)]),
+        "flashjit_merge": (c.c_int, [c.c_void_p, c.POINTER(MergeArgs)]),
         "flashjit_select": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),
         "flashjit_compile": (c.c_int64, [c.c_void_p, c.c_char_p] + text_out),
         "flashjit_emit": (c.c_int64, [c.c_char_p] + text_out),

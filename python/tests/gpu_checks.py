@@ -1,4 +1,4 @@
-"""flashjit.attention on a GPU against torch's scaled_dot_product_attention computed in float32.
+"""flashjit.attention, decode and merge on a GPU against torch's scaled_dot_product_attention in float32.
 
 Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine that lacks it:
     PYTHONPATH=python python3 python/tests/gpu_checks.py
@@ -208,8 +208,254 @@ def check_explicit_config():
     expect_close(o, None, ref_o, None, BF16, "explicit fa2 config")
 
 
+# -- decode and merge ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeCase:
+    seqlens: tuple  # keys per sequence (new tokens included), each >= q_len
+    q_len: int
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    dtype: torch.dtype
+    page_size: int = 0  # 0: contiguous cache
+    capacity: int = 0  # contiguous: the cache's max_seq (0: max(seqlens)); paged: pages per sequence * page_size
+    window_left: int = -1
+    num_splits: int = 0
+    max_seqlen_k: int = None  # None: decode's default (the capacity)
+
+    def __str__(self):
+        lens = ",".join(str(n) for n in self.seqlens)
+        layout = f"paged{self.page_size}" if self.page_size else "contiguous"
+        extra = (f"-w{self.window_left}" if self.window_left >= 0 else "") + (
+            f"-splits{self.num_splits}" if self.num_splits else "") + (
+            f"-max{self.max_seqlen_k}" if self.max_seqlen_k else "")
+        return (f"decode-{layout}-lens{lens}-q{self.q_len}-H{self.heads_q}/{self.heads_kv}-D{self.head_dim}-"
+                f"{str(self.dtype).replace('torch.', '')}{extra}")
+
+
+DECODE_CASES = [
+    DecodeCase((1, 300, 1000), 1, 32, 8, 128, BF16),
+    DecodeCase((4, 77, 513), 4, 8, 1, 64, FP16),
+    DecodeCase((32768,), 1, 32, 8, 128, BF16),
+    DecodeCase((5, 1000, 4097, 16), 1, 32, 8, 128, BF16, page_size=16),
+    DecodeCase((4, 130, 2000), 4, 16, 4, 128, FP16, page_size=64),
+    DecodeCase((3000, 17), 1, 16, 2, 256, BF16, page_size=1),
+    DecodeCase((1000, 2049), 4, 32, 8, 128, BF16, window_left=100),
+    DecodeCase((600, 2000), 1, 8, 8, 64, FP16, page_size=32, window_left=512),
+    DecodeCase((1000, 999), 1, 32, 8, 128, BF16, num_splits=1),
+    DecodeCase((1000, 999), 2, 32, 8, 128, BF16, num_splits=7),
+    DecodeCase((100, 1500), 1, 32, 8, 128, BF16, capacity=4096, max_seqlen_k=1500),
+    DecodeCase((16, 8000), 16, 8, 1, 128, BF16, page_size=256),
+]
+
+
+def decode_inputs(case):
+    """q, k_cache, v_cache, seqlens_k, page_table (None for a contiguous cache) and, for the reference, each
+    sequence's keys and values [len, Hkv, D]. A paged cache has a shuffled page table whose unused entries
+    point at (valid) pages of other sequences, so that reading past a sequence's last page shows."""
+    b, dev = len(case.seqlens), "cuda"
+    q = torch.randn(b, case.q_len, case.heads_q, case.head_dim, device=dev, dtype=case.dtype)
+    lens = torch.tensor(case.seqlens, dtype=torch.int32, device=dev)
+    if not case.page_size:
+        capacity = case.capacity or max(case.seqlens)
+        k = torch.randn(b, capacity, case.heads_kv, case.head_dim, device=dev, dtype=case.dtype)
+        v = torch.randn_like(k)
+        return q, k, v, lens, None, [(k[i, :n], v[i, :n]) for i, n in enumerate(case.seqlens)]
+    ps = case.page_size
+    max_pages = max(-(-n // ps) for n in case.seqlens)
+    if case.capacity:
+        max_pages = max(max_pages, case.capacity // ps)
+    used = [-(-n // ps) for n in case.seqlens]
+    num_pages = sum(used) + 3
+    k = torch.randn(num_pages, ps, case.heads_kv, case.head_dim, device=dev, dtype=case.dtype)
+    v = torch.randn_like(k)
+    order = torch.randperm(num_pages, device=dev).to(torch.int32)
+    table = torch.randint(0, num_pages, (b, max_pages), device=dev, dtype=torch.int32)
+    start, per_seq = 0, []
+    for i, (n, pages) in enumerate(zip(case.seqlens, used)):
+        table[i, :pages] = order[start:start + pages]
+        start += pages
+        idx = table[i, :pages].long()
+        per_seq.append((k[idx].reshape(-1, case.heads_kv, case.head_dim)[:n],
+                        v[idx].reshape(-1, case.heads_kv, case.head_dim)[:n]))
+    return q, k, v, lens, table, per_seq
+
+
+def decode_reference(q, per_seq, window_left=-1):
+    """O [B, q_len, Hq, D] and LSE [B, Hq, q_len], sequence by sequence: token t of sequence b sits at key
+    position len_b - q_len + t and sees the keys up to it (and window_left before it)."""
+    outs, lses = [], []
+    for i, (k, v) in enumerate(per_seq):
+        o, lse = reference(q[i:i + 1], k[None], v[None], causal=True, window=(window_left, -1))
+        outs.append(o)
+        lses.append(lse)
+    return torch.cat(outs), torch.cat(lses)
+
+
+def check_decode_case(case):
+    q, k, v, lens, table, per_seq = decode_inputs(case)
+    o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_left=case.window_left, return_lse=True,
+                             num_splits=case.num_splits, max_seqlen_k=case.max_seqlen_k)
+    assert o.shape == q.shape and o.dtype == q.dtype
+    assert lse.shape == (q.shape[0], case.heads_q, case.q_len) and lse.dtype == torch.float32
+    ref_o, ref_lse = decode_reference(q, per_seq, case.window_left)
+    expect_close(o, lse, ref_o, ref_lse, case.dtype, str(case))
+
+
+def check_decode_out_and_strided_q():
+    """q as a view of a packed [B, q_len, Hq + 2 Hkv, D] projection, out= a preallocated tensor, custom scale."""
+    b, q_len, hq, hkv, d = 3, 2, 16, 4, 128
+    packed = torch.randn(b, q_len, hq + 2 * hkv, d, device="cuda", dtype=BF16)
+    q = packed[:, :, :hq]
+    k = torch.randn(b, 700, hkv, d, device="cuda", dtype=BF16)
+    v = torch.randn_like(k)
+    lens = torch.tensor([2, 350, 700], dtype=torch.int32, device="cuda")
+    out = torch.full((b, q_len, hq, d), math.nan, device="cuda", dtype=BF16)
+    result = flashjit.decode(q, k, v, lens, out=out, softmax_scale=0.07)
+    assert result is out
+    ref_o = torch.cat([reference(q[i:i + 1], k[i:i + 1, :n], v[i:i + 1, :n], causal=True, softmax_scale=0.07)[0]
+                       for i, n in enumerate((2, 350, 700))])
+    expect_close(out, None, ref_o, None, BF16, "decode into out= from a strided q, scale 0.07")
+
+
+def check_decode_graph_capture_and_replay():
+    """prepare_decode, capture decode (contiguous cache with splits, and paged) on torch.cuda.graph's stream,
+    then replay with new lengths and values written into the captured tensors: the lengths are read on the
+    device at replay."""
+    cases = [DecodeCase((300, 4000, 9000), 1, 32, 8, 128, BF16, capacity=9000),
+             DecodeCase((50, 3000), 4, 32, 8, 128, BF16, page_size=16, capacity=8192)]
+    captured = []
+    for case in cases:
+        q, k, v, lens, table, _ = decode_inputs(case)
+        out = torch.empty_like(q)
+        flashjit.prepare_decode(q, k, v, lens, page_table=table, out=out)
+        flashjit.prepare_decode(q, k, v, lens, page_table=table, return_lse=True)
+        captured.append((case, q, k, v, lens, table, out))
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    results = []
+    with torch.cuda.graph(graph):
+        for case, q, k, v, lens, table, out in captured:
+            flashjit.decode(q, k, v, lens, page_table=table, out=out)
+            results.append(flashjit.decode(q, k, v, lens, page_table=table, return_lse=True))
+    new_lengths = [(9000, 1, 4500), (3000, 8192)]
+    for step in range(3):
+        for (case, q, k, v, lens, table, out), new in zip(captured, new_lengths):
+            q.copy_(torch.randn_like(q))
+            k.copy_(torch.randn_like(k))
+            v.copy_(torch.randn_like(v))
+            if step > 0:
+                lens.copy_(torch.tensor(new, dtype=torch.int32, device="cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        for (case, q, k, v, lens, table, out), (graph_o, graph_lse) in zip(captured, results):
+            per_seq = []
+            for i, n in enumerate(lens.tolist()):
+                if table is None:
+                    per_seq.append((k[i, :n], v[i, :n]))
+                else:
+                    idx = table[i, :-(-n // case.page_size)].long()
+                    per_seq.append((k[idx].reshape(-1, *k.shape[2:])[:n], v[idx].reshape(-1, *v.shape[2:])[:n]))
+            ref_o, ref_lse = decode_reference(q, per_seq)
+            expect_close(out, None, ref_o, None, BF16, f"decode graph replay {step} {case} (static out)")
+            expect_close(graph_o, graph_lse, ref_o, ref_lse, BF16, f"decode graph replay {step} {case} (graph O, LSE)")
+
+
+def check_decode_capture_without_prepare_is_an_error():
+    """Head dim 48 is used by no other check: its kernel is not loaded, which capture cannot do."""
+    case = DecodeCase((100, 200), 1, 8, 2, 48, FP16)
+    q, k, v, lens, _, _ = decode_inputs(case)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            flashjit.decode(q, k, v, lens)
+    except flashjit.FlashjitError as e:
+        assert "capturing a CUDA graph" in str(e), str(e)
+    else:
+        raise AssertionError("capturing a decode kernel that was never loaded did not fail")
+
+
+def split_keys(k, v, bounds):
+    return [(k[:, a:b], v[:, a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def check_merge_states():
+    """attention over disjoint key chunks, merged, against attention over all keys: 2 and 3 states, both
+    dtypes, a strided output; and a state without keys (LSE -inf, O full of NaN) counts for nothing."""
+    for dtype, bounds in ((BF16, (0, 700, 1500)), (FP16, (0, 1, 900, 2048)), (BF16, (0, 1024, 1100, 3000))):
+        q = torch.randn(2, 37, 8, 128, device="cuda", dtype=dtype)
+        k = torch.randn(2, bounds[-1], 8, 128, device="cuda", dtype=dtype)
+        v = torch.randn_like(k)
+        states = [flashjit.attention(q, kc, vc, return_lse=True) for kc, vc in split_keys(k, v, bounds)]
+        outs, lses = [s[0] for s in states], [s[1] for s in states]
+        o, lse = flashjit.merge(outs, lses, return_lse=True)
+        ref_o, ref_lse = reference(q, k, v)
+        expect_close(o, lse, ref_o, ref_lse, dtype, f"merge of {len(outs)} states ({dtype})")
+        strided_out = torch.empty(2, 37, 2, 8, 128, device="cuda", dtype=dtype)[:, :, 1]
+        assert flashjit.merge(outs, lses, out=strided_out) is strided_out
+        expect_close(strided_out, None, ref_o, None, dtype, f"merge into a strided out ({dtype})")
+        empty_o = torch.full_like(outs[0], math.nan)
+        empty_lse = torch.full_like(lses[0], -math.inf)
+        o2, lse2 = flashjit.merge(outs + [empty_o], lses + [empty_lse], return_lse=True)
+        expect_close(o2, lse2, ref_o, ref_lse, dtype, f"merge with an empty state ({dtype})")
+    # Rows empty in every state: O = 0 and LSE = -inf.
+    outs = [torch.full((1, 2, 4, 64), math.nan, device="cuda", dtype=BF16) for _ in range(2)]
+    lses = [torch.full((1, 4, 2), -math.inf, device="cuda") for _ in range(2)]
+    o, lse = flashjit.merge(outs, lses, return_lse=True)
+    assert torch.equal(o, torch.zeros_like(o)) and torch.isneginf(lse).all(), "merge of empty rows"
+
+
+def check_decode_cascade_merge():
+    """A shared prefix (the same pages in every row of a page table) and per-sequence suffixes (contiguous): decode
+    over each part, merged, equals attention over the concatenated keys."""
+    b, hq, hkv, d, prefix, ps = 4, 32, 8, 128, 1000, 16
+    suffix_lens = [1, 10, 300, 77]
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=BF16)
+    pages = -(-prefix // ps)
+    pk = torch.randn(pages + 5, ps, hkv, d, device="cuda", dtype=BF16)
+    pv = torch.randn_like(pk)
+    shared = torch.randperm(pages + 5, device="cuda")[:pages].to(torch.int32)
+    table = shared[None].repeat(b, 1).contiguous()
+    prefix_lens = torch.full((b,), prefix, dtype=torch.int32, device="cuda")
+    sk = torch.randn(b, max(suffix_lens), hkv, d, device="cuda", dtype=BF16)
+    sv = torch.randn_like(sk)
+    suffix = torch.tensor(suffix_lens, dtype=torch.int32, device="cuda")
+    # With one new token per sequence, the prefix is entirely visible in the prefix decode, and the suffix in its own.
+    o1, lse1 = flashjit.decode(q, pk, pv, prefix_lens, page_table=table, return_lse=True)
+    o2, lse2 = flashjit.decode(q, sk, sv, suffix, return_lse=True)
+    o, lse = flashjit.merge([o1, o2], [lse1, lse2], return_lse=True)
+    prefix_k = pk[shared.long()].reshape(-1, hkv, d)[:prefix]
+    prefix_v = pv[shared.long()].reshape(-1, hkv, d)[:prefix]
+    per_seq = [(torch.cat([prefix_k, sk[i, :n]]), torch.cat([prefix_v, sv[i, :n]])) for i, n in enumerate(suffix_lens)]
+    ref_o, ref_lse = decode_reference(q, per_seq)
+    expect_close(o, lse, ref_o, ref_lse, BF16, "cascade: shared paged prefix and suffix decodes merged")
+
+
+def check_merge_graph_capture():
+    q = torch.randn(1, 5, 8, 64, device="cuda", dtype=FP16)
+    k = torch.randn(1, 600, 8, 64, device="cuda", dtype=FP16)
+    v = torch.randn_like(k)
+    states = [flashjit.attention(q, kc, vc, return_lse=True) for kc, vc in split_keys(k, v, (0, 200, 600))]
+    outs, lses = [s[0] for s in states], [s[1] for s in states]
+    out = torch.empty_like(q)
+    flashjit.merge(outs, lses, out=out)  # loads the kernel, outside capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        flashjit.merge(outs, lses, out=out)
+    out.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    expect_close(out, None, reference(q, k, v)[0], None, FP16, "merge graph replay")
+
+
 CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_capture_and_replay,
-          check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config]
+          check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config,
+          check_decode_out_and_strided_q, check_decode_graph_capture_and_replay,
+          check_decode_capture_without_prepare_is_an_error, check_merge_states, check_decode_cascade_merge,
+          check_merge_graph_capture]
 
 
 def main():
@@ -218,6 +464,7 @@ def main():
         return 0
     torch.manual_seed(0)
     runs = [(str(case), lambda case=case: check_case(case)) for case in CASES]
+    runs += [(str(case), lambda case=case: check_decode_case(case)) for case in DECODE_CASES]
     runs += [(check.__name__, check) for check in CHECKS]
     passed = failed = 0
     for name, run in runs:

@@ -1,6 +1,6 @@
-"""GPU tests (skipped without torch or a CUDA GPU): flashjit.attention against float32 SDPA, out= reuse,
-strided views, explicit configs, CUDA-graph capture and replay. The checks live in gpu_checks.py, which
-also runs without pytest."""
+"""GPU tests (skipped without torch or a CUDA GPU): flashjit.attention and flashjit.decode against float32
+SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay. The checks live in
+gpu_checks.py, which also runs without pytest."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -18,6 +18,11 @@ def seeded():
 @pytest.mark.parametrize("case", gpu_checks.CASES, ids=str)
 def test_matches_sdpa(case):
     gpu_checks.check_case(case)
+
+
+@pytest.mark.parametrize("case", gpu_checks.DECODE_CASES, ids=str)
+def test_decode_matches_sdpa(case):
+    gpu_checks.check_decode_case(case)
 
 
 @pytest.mark.parametrize("check", gpu_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))

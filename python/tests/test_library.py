@@ -1,5 +1,6 @@
 """The package over libflashjit.so without a GPU: loading, version, emit, compile into the session's cache,
 cache info, and the library's errors surfacing as FlashjitError."""
+import ctypes
 import json
 import os
 import re
@@ -130,3 +131,70 @@ def test_import_and_cpu_use_do_not_import_torch():
     done = run_python("import sys, flashjit; flashjit.emit(%r); flashjit.cache_info(); print('torch' in sys.modules)" % (FA2,))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def fake_decode_inputs(q_len=1, paged=False):
+    b, hq, hkv, d = 2, 8, 2, 64
+    q = FakeTensor((b, q_len, hq, d))
+    cache = (40, 16, hkv, d) if paged else (b, 96, hkv, d)
+    extra = {"page_table": FakeTensor((b, 6), "torch.int32")} if paged else {}
+    return (q, FakeTensor(cache), FakeTensor(cache), FakeTensor((b,), "torch.int32")), dict(extra, out=FakeTensor(q.shape))
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+def test_decode_on_fake_pointers_raises_the_library_error(paged):
+    tensors, kwargs = fake_decode_inputs(paged=paged)
+    with pytest.raises(flashjit.FlashjitError) as raised:
+        flashjit.decode(*tensors, stream=0, **kwargs)
+    assert raised.value.status in (_abi.ERROR_NO_DEVICE, _abi.ERROR_INVALID_ARGUMENT)
+    assert re.search(r"no CUDA driver|cuInit failed|not a CUDA device pointer", str(raised.value))
+
+
+def test_decode_error_from_the_library_checks():
+    # Python's checks pass, the library's limit on new tokens per sequence rejects q_len 17.
+    tensors, kwargs = fake_decode_inputs(q_len=17)
+    with pytest.raises(flashjit.FlashjitError) as raised:
+        flashjit.decode(*tensors, stream=0, **kwargs)
+    assert raised.value.status == _abi.ERROR_INVALID_ARGUMENT
+    assert "q_len must be in [1, 16]" in str(raised.value)
+
+
+def test_merge_on_fake_pointers_raises_the_library_error():
+    outs = [FakeTensor((2, 3, 8, 64)) for _ in range(2)]
+    lses = [FakeTensor((2, 8, 3), "torch.float32") for _ in range(2)]
+    with pytest.raises(flashjit.FlashjitError) as raised:
+        flashjit.merge(outs, lses, out=FakeTensor((2, 3, 8, 64)), stream=0)
+    assert raised.value.status in (_abi.ERROR_NO_DEVICE, _abi.ERROR_INVALID_ARGUMENT)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("layout", 7, "layout 7 is not a flashjit_kv_layout"),
+    ("cache_seqlen", 10, "exceeds the contiguous cache's cache_seqlen (10)"),
+    ("k_strides", _abi.Strides(0, 0, 12), "k_cache head stride must be a positive multiple of 8"),
+    ("v_strides", _abi.Strides(0, 20, 0), "v_cache sequence stride must be a positive multiple of 8"),
+    ("window_left", -3, "window_left must be >= 0 or -1"),
+    ("softmax_scale", -2.0, "softmax_scale must be positive"),
+    ("num_splits", 99, "num_splits must be 0 (planned) or in [1, "),
+    ("workspace_bytes", 64, "workspace is NULL but workspace_bytes is 64"),
+])
+def test_decode_args_struct_matches_the_header(field, value, message):
+    # Each optional field of the ctypes mirror lands where libflashjit reads it: a bad value is named.
+    args = _abi.DecodeArgs(q=0x10000, o=0x20000, k_cache=0x30000, v_cache=0x40000, seqlens_k=0x50000, batch=2,
+                           q_len=1, heads_q=8, heads_kv=2, head_dim=64, dtype=_abi.DTYPE_BF16, max_seqlen_k=96)
+    setattr(args, field, value)
+    lib = _library.load()
+    assert lib.flashjit_decode(flashjit._runtime.handle(), ctypes.byref(args)) == _abi.ERROR_INVALID_ARGUMENT
+    assert message in lib.flashjit_last_error().decode()
+
+
+def test_merge_args_struct_matches_the_header():
+    o_in = (ctypes.c_void_p * 2)(0x10000, 0x20000)
+    lse_in = (ctypes.c_void_p * 2)(0x30000, 0x40000)
+    args = _abi.MergeArgs(dtype=_abi.DTYPE_FP16, batch=1, seqlen=3, heads=4, head_dim=64, num_states=2, o_in=o_in,
+                          lse_in=lse_in, o=0x50000, lse=0x60002)
+    lib = _library.load()
+    assert lib.flashjit_merge(flashjit._runtime.handle(), ctypes.byref(args)) == _abi.ERROR_INVALID_ARGUMENT
+    assert "lse must be 4-byte aligned" in lib.flashjit_last_error().decode()
+    args.lse, args.o_strides = None, _abi.Strides(-5, 0, 0)
+    assert lib.flashjit_merge(flashjit._runtime.handle(), ctypes.byref(args)) == _abi.ERROR_INVALID_ARGUMENT
+    assert "o_strides batch stride must be positive" in lib.flashjit_last_error().decode()
