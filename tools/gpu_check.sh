@@ -46,13 +46,13 @@ if [ $tiles = 1 ]; then
     --config "algorithm=fa2 block_m=128 warps=8 block_n=32 stages=3" --config "algorithm=fa2 block_m=256 warps=8 block_n=32 stages=2" \
     --out "$out/tiles.jsonl"
 fi
-# flashjit and torch's kernels on the same tensors in one process, with plots.
+# flashjit and torch's kernels on the same tensors in one process, with plots (prefill sweeps, then decode).
 pybench=(env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" python3 "$root/tools/bench/attention_bench.py"
          --outdir "$out")
 if [ $quick = 1 ]; then
-  step python_bench "${pybench[@]}" --sweep llama3 --seqlens 2048,4096,16384 --flex-min-seqlen 0
+  step python_bench "${pybench[@]}" --sweep llama3 --seqlens 2048,4096,16384 --flex-min-seqlen 0 --sweep decode
 else
-  step python_bench "${pybench[@]}" --sweep llama3 --sweep fa3 --flex-min-seqlen 16384
+  step python_bench "${pybench[@]}" --sweep llama3 --sweep fa3 --sweep decode --flex-min-seqlen 16384
 fi
 for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
 grep -h overheads "$bench" 2>/dev/null

@@ -88,3 +88,85 @@ def test_plot(tmp_path):
     path = tmp_path / "llama3.png"
     report.plot("llama3", rows(), {"matmul_tflops": 800.0}, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- decode sweep ---------------------------------------------------------------------------------------------
+
+
+def test_decode_sweep():
+    shapes = report.decode_sweep()
+    assert len(shapes) == 3 + 6 * 7 + 2 * 3
+    assert {(s["heads_q"], s["heads_kv"], s["head_dim"], s["q_len"], s["dtype"]) for s in shapes} == {(32, 8, 128, 1, "bf16")}
+    assert [(s["batch"], s["seqlen_k"]) for s in shapes[:3]] == [(1, 32768), (64, 16384), (16, 8192)]
+    grid = [(s["batch"], s["seqlen_k"]) for s in shapes if not s["page_size"]]
+    assert len(grid) == len(set(grid)) == 45
+    assert {(b, sk) for b in (4, 16, 32, 64, 128, 256) for sk in (32, 64, 128, 256, 512, 1024, 2048)} <= set(grid)
+    paged = [(s["batch"], s["seqlen_k"], s["page_size"]) for s in shapes if s["page_size"]]
+    assert paged == [(b, sk, ps) for ps in (16, 64) for b, sk in [(1, 32768), (64, 16384), (16, 8192)]]
+    assert "decode" in report.SWEEPS
+
+
+def test_decode_bytes_and_timing():
+    s = report.decode_shape(64, 16384)
+    assert report.kv_bytes(s) == 2 * 64 * 16384 * 8 * 128 * 2  # 4.3 GB: one set, one call per replay
+    assert report.decode_timing(s) == (1, 1)
+    small = report.decode_shape(4, 32)
+    sets, calls = report.decode_timing(small)
+    assert sets * report.decode_set_bytes(small) >= report.ROTATION_BYTES
+    assert calls == report.DECODE_MAX_CALLS and sets <= calls
+    mid = report.decode_shape(1, 32768)  # 134 MB of K/V
+    sets, calls = report.decode_timing(mid)
+    assert sets == 2 and calls % sets == 0 and calls * report.kv_bytes(mid) >= report.DECODE_GRAPH_TARGET_BYTES
+    assert report.label(report.decode_shape(16, 8192, page_size=64)) == "B16 Sk8192 H32/8 D128 paged 64"
+    assert report.label(report.decode_shape(1, 100, q_len=4)) == "B1 Sk100 q4 H32/8 D128"
+
+
+def decode_rows():
+    def result(gb_s, gqa=None):
+        r = {"ms": 0.5, "gb_s": gb_s, "method": "graph", "fraction_of_copy": gb_s / 4200}
+        return dict(r, gqa=gqa) if gqa else r
+    return [
+        {"shape": report.decode_shape(1, 32768), "method": "graph", "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},
+         "results": {"flashjit": result(3000.0), "cudnn": result(2000.0, "enable_gqa"),
+                     "torch_flash": result(1500.0, "enable_gqa")}},
+        {"shape": report.decode_shape(4, 32), "method": "graph",
+         "check": {"against": "torch_flash", "rel_l2": 0.3, "ok": False},
+         "results": {"flashjit": result(100.0), "cudnn": {"error": "No available kernel. Aborting execution."},
+                     "torch_flash": result(50.0, "enable_gqa")}},
+        {"shape": report.decode_shape(4, 64), "method": "graph", "check": {"against": "cudnn", "rel_l2": 1e-3, "ok": True},
+         "results": {"flashjit": result(200.0), "cudnn": result(100.0, "enable_gqa"), "torch_flash": result(80.0, "enable_gqa")}},
+        {"shape": report.decode_shape(1, 32768, page_size=16), "method": "graph",
+         "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},
+         "results": {"flashjit": result(2800.0), "cudnn": result(2000.0, "enable_gqa"),
+                     "torch_flash": result(1500.0, "enable_gqa")}},
+    ]
+
+
+def test_decode_markdown_table():
+    text = report.decode_markdown_table(decode_rows(), {"matmul_tflops": 800.0, "copy_tb_s": 4.2},
+                                        {"date": "2026-11-29", "gpu": "NVIDIA H200", "torch": "2.11"})
+    lines = text.splitlines()
+    assert lines[0] == "# decode"
+    assert "4.20 TB/s" in text and "2·B·Sk·Hkv·D·2" in text
+    assert "GQA in the peers: cuDNN: enable_gqa; torch flash (FA2): enable_gqa." in text
+    table = [line for line in lines if line.startswith("| B")]
+    assert len(table) == 4
+    first = [cell.strip() for cell in table[0].strip("|").split("|")]
+    assert first == ["B1 Sk32768 H32/8 D128", "graph", "500.0", "3000", "2000", "1500", "1.50", "2.00", "71.4", "2.0e-03"]
+    second = [cell.strip() for cell in table[1].strip("|").split("|")]
+    assert second[3:8] == ["100", "–", "50", "–", "2.00"]
+    assert second[-1] == "3.0e-01 ✗ (vs torch flash (FA2))"
+    assert table[3].startswith("| B1 Sk32768 H32/8 D128 paged 16 |")
+    assert "- B4 Sk32 H32/8 D128, cuDNN: No available kernel" in text
+    rows = decode_rows()
+    rows[2]["check"] = {"against": None, "ok": False, "error": "invalid decode problem"}
+    text = report.decode_markdown_table(rows, {"copy_tb_s": 4.2}, {})
+    assert "| B4 Sk64 H32/8 D128 | graph |" in text and "✗ (failed, below) |" in text
+    assert "- B4 Sk64 H32/8 D128, check: invalid decode problem" in text
+
+
+def test_decode_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "decode.png"
+    report.plot_decode(decode_rows(), {"matmul_tflops": 800.0, "copy_tb_s": 4.2}, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Times flashjit (through its Python package) and torch's attention kernels in one process, on the same
 tensors: SDPA with the cuDNN, flash (FA2) and efficient backends, and FlexAttention (torch.compile; only
-from --flex-min-seqlen on, to bound compile time). CUDA events, warm-up, medians, input sets rotated past
-the L2; short kernels are timed as CUDA-graph replays of many calls so that launch latency is not what is
-measured (each row says how it was timed). flashjit's output is checked against cuDNN's before timing.
-The ceilings (bf16 matmul 8192³, 2 GiB device copy) are measured in the same run.
+from --flex-min-seqlen on, to bound compile time). The decode sweep times flashjit.decode (contiguous and
+paged KV caches) against SDPA's cuDNN and flash backends on the same data, in GB/s of the K/V bytes read.
+CUDA events, warm-up, medians, input sets rotated past the L2; short kernels are timed as CUDA-graph replays
+of many calls so that launch latency is not what is measured (each row says how it was timed). flashjit's
+output is checked against cuDNN's before timing. The ceilings (bf16 matmul 8192³, 2 GiB device copy) are
+measured in the same run.
 
 usage: PYTHONPATH=python python3 tools/bench/attention_bench.py --outdir OUT [--sweep llama3] [--sweep fa3]
+       [--sweep decode]
 Writes OUT/SWEEP.json, OUT/SWEEP.md and OUT/SWEEP.png per sweep.
 """
 import argparse
@@ -223,6 +226,146 @@ def bench_case(s, args, ceil):
     return row
 
 
+# -- decode ---------------------------------------------------------------------------------------------------
+
+
+def make_decode_sets(s, count):
+    """Input sets of one decode shape: q [B, 1, Hq, D], a full contiguous cache [B, Sk, Hkv, D] (every sequence
+    holds Sk keys), seqlens_k, and for paged shapes the same keys and values in shuffled pages with their table."""
+    dtype = DTYPES[s["dtype"]]
+    b, sk, hkv, d, ps = s["batch"], s["seqlen_k"], s["heads_kv"], s["head_dim"], s["page_size"]
+    sets = []
+    for _ in range(count):
+        t = {"q": torch.randn(b, s["q_len"], s["heads_q"], d, device="cuda", dtype=dtype),
+             "k": torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype),
+             "v": torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype),
+             "lens": torch.full((b,), sk, dtype=torch.int32, device="cuda"), "table": None}
+        t["o"] = torch.empty_like(t["q"])
+        if ps:
+            pages_per_seq = -(-sk // ps)
+            num_pages = b * pages_per_seq
+            table = torch.randperm(num_pages, device="cuda").to(torch.int32).view(b, pages_per_seq)
+            for name in "kv":
+                padded = torch.zeros(b, pages_per_seq * ps, hkv, d, device="cuda", dtype=dtype)
+                padded[:, :sk] = t[name]
+                paged = torch.empty(num_pages, ps, hkv, d, device="cuda", dtype=dtype)
+                paged[table.long().flatten()] = padded.view(b * pages_per_seq, ps, hkv, d)
+                t["paged_" + name] = paged
+            t["table"] = table
+        sets.append(t)
+    return sets
+
+
+def peer_inputs(backend, sets, group):
+    """(BHSD views per set, how GQA is done, enable_gqa) for an SDPA backend: enable_gqa when the backend runs
+    it on set 0, else K and V heads repeated (materialized: the peer reads `group` times the bytes; whether
+    that runs shows when it is timed)."""
+    bhsd = [(t["q"].transpose(1, 2), t["k"].transpose(1, 2), t["v"].transpose(1, 2)) for t in sets]
+    if group == 1:
+        return bhsd, None, False
+    try:
+        with sdpa_kernel(backend):
+            F.scaled_dot_product_attention(*bhsd[0], enable_gqa=True)
+        torch.cuda.synchronize()
+        return bhsd, "enable_gqa", True
+    except RuntimeError:
+        torch.cuda.synchronize()
+    expanded = [(q, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)) for q, k, v in bhsd]
+    return expanded, f"KV heads repeated {group}x (materialized; enable_gqa not supported)", False
+
+
+def decode_runners(s, sets):
+    """name -> (run(i), how GQA is done) for flashjit.decode and the SDPA backends on set i % len(sets)."""
+    n, group = len(sets), s["heads_q"] // s["heads_kv"]
+    paged = bool(s["page_size"])
+
+    def flashjit_run(i):
+        t = sets[i % n]
+        if paged:
+            return flashjit.decode(t["q"], t["paged_k"], t["paged_v"], t["lens"], page_table=t["table"], out=t["o"])
+        return flashjit.decode(t["q"], t["k"], t["v"], t["lens"], out=t["o"])
+
+    out = {"flashjit": (flashjit_run, None)}
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("torch_flash", SDPBackend.FLASH_ATTENTION)):
+        try:
+            bhsd, how, gqa = peer_inputs(backend, sets, group)
+        except Exception as e:  # noqa: BLE001  (reported as the backend's error)
+            out[name] = (e, None)
+            continue
+
+        def run(i, bhsd=bhsd, gqa=gqa, backend=backend):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(*bhsd[i % n], enable_gqa=gqa)
+        out[name] = (run, how)
+    return out
+
+
+def check_decode_against_peer(sets, run):
+    """flashjit's output on set 0 against cuDNN's (else torch flash's)."""
+    mine = run["flashjit"][0](0).float()
+    for name in ("cudnn", "torch_flash"):
+        fn = run[name][0]
+        if not callable(fn):
+            continue
+        try:
+            theirs = fn(0).transpose(1, 2).float()
+        except RuntimeError:
+            torch.cuda.synchronize()
+            continue
+        rel = (torch.linalg.vector_norm(mine - theirs) / torch.linalg.vector_norm(theirs)).item()
+        return {"against": name, "rel_l2": rel, "ok": math.isfinite(rel) and rel <= CHECK_TOLERANCE}
+    return {"against": None, "ok": False}
+
+
+def bench_decode_case(s, args, ceil):
+    sets_count, calls = report.decode_timing(s)
+    sets = make_decode_sets(s, sets_count)
+    needed = report.kv_bytes(s)
+    run = decode_runners(s, sets)
+    t = sets[0]
+    k, v = (t["paged_k"], t["paged_v"]) if s["page_size"] else (t["k"], t["v"])
+    try:
+        flashjit.prepare_decode(t["q"], k, v, t["lens"], page_table=t["table"], out=t["o"])
+        check = check_decode_against_peer(sets, run)
+    except Exception as e:  # noqa: BLE001  (recorded; the timing of flashjit then records its own error)
+        check = {"against": None, "ok": False, "error": (str(e).strip().splitlines() or [type(e).__name__])[0][:200]}
+        torch.cuda.synchronize()
+    row = {"shape": s, "kv_bytes": needed, "sets": len(sets), "calls_per_replay": calls, "check": check,
+           "results": {}}
+    used = set()
+    for name, (fn, how) in run.items():
+        if not callable(fn):
+            row["results"][name] = {"error": (str(fn).strip().splitlines() or [type(fn).__name__])[0][:200]}
+            continue
+        try:
+            ms, method = measure(fn, "graph", calls, args)
+        except Exception as e:  # noqa: BLE001  (a backend that does not run the shape)
+            row["results"][name] = {"error": str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__}
+            torch.cuda.synchronize()
+            continue
+        used.add(method)
+        gb_s = needed / (ms * 1e-3) / 1e9
+        row["results"][name] = {"ms": ms, "gb_s": gb_s, "method": method,
+                                "fraction_of_copy": gb_s / (ceil["copy_tb_s"] * 1e3)}
+        if how:
+            row["results"][name]["gqa"] = how
+    row["method"] = "+".join(sorted(used)) or "graph"
+    del sets, run
+    torch.cuda.empty_cache()
+    return row
+
+
+def print_decode_row(row):
+    r = row["results"]
+    cells = [f"{name} {r[name]['gb_s']:.0f}" if "gb_s" in r[name] else f"{name} –" for name in report.DECODE_IMPLS
+             if name in r]
+    fj = r.get("flashjit", {})
+    extra = f" ({1e3 * fj['ms']:.1f} us, {100 * fj['fraction_of_copy']:.0f}% of copy BW)" if "gb_s" in fj else ""
+    flag = "" if row["check"].get("ok") else "  CHECK FAILED"
+    print(f"{report.decode_label(row['shape']):<34} [{row['method']}] GB/s " + ", ".join(cells) + extra + flag,
+          flush=True)
+
+
 def print_row(row):
     r = row["results"]
     cells = [f"{name} {r[name]['tflops']:.0f}" if "tflops" in r.get(name, {}) else f"{name} –" for name in report.IMPLS
@@ -239,7 +382,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outdir", required=True)
     parser.add_argument("--sweep", action="append", choices=sorted(report.SWEEPS),
-                        help="llama3 and/or fa3 (repeatable; default: both)")
+                        help="llama3, fa3 and/or decode (repeatable; default: all)")
     parser.add_argument("--seqlens", type=lambda t: [int(x) for x in t.split(",")],
                         help="llama3 sequence lengths (comma-separated; default: the full sweep)")
     parser.add_argument("--iters", type=int, default=30)
@@ -260,15 +403,20 @@ def main():
     sweeps = args.sweep or sorted(report.SWEEPS)
     for sweep in sweeps:
         shapes = report.llama3_sweep(args.seqlens) if sweep == "llama3" and args.seqlens else report.SWEEPS[sweep]()
+        decode = sweep == "decode"
         rows = []
         for s in shapes:
-            rows.append(bench_case(s, args, ceil))
-            print_row(rows[-1])
+            rows.append(bench_decode_case(s, args, ceil) if decode else bench_case(s, args, ceil))
+            (print_decode_row if decode else print_row)(rows[-1])
         base = Path(args.outdir, sweep)
         with open(base.with_suffix(".json"), "w") as f:
             json.dump({"stamp": stamp, "ceilings": ceil, "methods": report.METHOD_NOTE, "rows": rows}, f, indent=1)
-        base.with_suffix(".md").write_text(report.markdown_table(sweep, rows, ceil, stamp))
-        report.plot(sweep, rows, ceil, str(base.with_suffix(".png")))
+        if decode:
+            base.with_suffix(".md").write_text(report.decode_markdown_table(rows, ceil, stamp, sweep))
+            report.plot_decode(rows, ceil, str(base.with_suffix(".png")), sweep)
+        else:
+            base.with_suffix(".md").write_text(report.markdown_table(sweep, rows, ceil, stamp))
+            report.plot(sweep, rows, ceil, str(base.with_suffix(".png")))
     for sweep in sweeps:
         print(Path(args.outdir, f"{sweep}.md").read_text())
     return 0

@@ -32,7 +32,29 @@ def fa3_grid():
     return [shape(1, 16384, 16384, 2048 // d, 2048 // d, d, causal) for causal in (False, True) for d in (64, 128, 256)]
 
 
-SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid}
+def decode_shape(batch, seqlen_k, heads_q=32, heads_kv=8, head_dim=128, q_len=1, page_size=0, dtype="bf16"):
+    """One decode step: q [B, q_len, Hq, D] over a full KV cache of seqlen_k keys per sequence (page_size 0:
+    contiguous [B, Sk, Hkv, D]; else pages of that many tokens behind a shuffled page table)."""
+    return {"kind": "decode", "batch": batch, "seqlen_k": seqlen_k, "heads_q": heads_q, "heads_kv": heads_kv,
+            "head_dim": head_dim, "q_len": q_len, "page_size": page_size, "dtype": dtype}
+
+
+DECODE_HEADLINE = [(1, 32768), (64, 16384), (16, 8192)]  # (batch, seqlen_k)
+DECODE_BATCHES = [4, 16, 32, 64, 128, 256]
+DECODE_SEQLENS = [32, 64, 128, 256, 512, 1024, 2048]
+DECODE_PAGE_SIZES = [16, 64]
+
+
+def decode_sweep():
+    """H32 KV8 D128 bf16, one new token: the headline shapes, the batch x length grid, then the headline shapes
+    with paged caches."""
+    shapes = [decode_shape(b, sk) for b, sk in DECODE_HEADLINE]
+    shapes += [decode_shape(b, sk) for b in DECODE_BATCHES for sk in DECODE_SEQLENS if (b, sk) not in DECODE_HEADLINE]
+    shapes += [decode_shape(b, sk, page_size=ps) for ps in DECODE_PAGE_SIZES for b, sk in DECODE_HEADLINE]
+    return shapes
+
+
+SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep}
 
 
 def visible_pairs(seqlen_q, seqlen_k, causal, window=(-1, -1)):
@@ -75,7 +97,41 @@ def timing_method(flops):
     return "events", 1
 
 
+def kv_bytes(s, element_bytes=2):
+    """The K and V bytes a decode must read at least: 2·B·Sk·Hkv·D elements."""
+    return 2 * s["batch"] * s["seqlen_k"] * s["heads_kv"] * s["head_dim"] * element_bytes
+
+
+def decode_set_bytes(s, element_bytes=2):
+    """Device bytes of one decode input set: K and V, plus q and o (the paged copy of K and V not counted)."""
+    q = s["batch"] * s["q_len"] * s["heads_q"] * s["head_dim"] * element_bytes
+    return kv_bytes(s, element_bytes) + 2 * q
+
+
+DECODE_MAX_CALLS = 512  # calls captured in one CUDA graph (and input sets rotated through)
+DECODE_GRAPH_TARGET_BYTES = 2e9  # a replay reads at least this much K/V (≈ 0.5 ms at 4 TB/s) when calls allow
+
+
+def decode_timing(s):
+    """(input sets, calls per graph replay) for a decode shape: enough sets that ROTATION_BYTES of other inputs
+    pass between two calls on the same set (so no call finds its K/V left in the L2), and enough calls that a
+    replay reads DECODE_GRAPH_TARGET_BYTES; calls a multiple of the sets, both at most DECODE_MAX_CALLS."""
+    per_set = decode_set_bytes(s)
+    sets = max(1, min(DECODE_MAX_CALLS, math.ceil(ROTATION_BYTES / per_set)))
+    calls = max(sets, min(DECODE_MAX_CALLS, math.ceil(DECODE_GRAPH_TARGET_BYTES / kv_bytes(s))))
+    calls = min(DECODE_MAX_CALLS, sets * math.ceil(calls / sets))
+    return sets, calls
+
+
+def decode_label(s):
+    layout = f" paged {s['page_size']}" if s.get("page_size") else ""
+    q_len = f" q{s['q_len']}" if s.get("q_len", 1) != 1 else ""
+    return f"B{s['batch']} Sk{s['seqlen_k']}{q_len} H{s['heads_q']}/{s['heads_kv']} D{s['head_dim']}{layout}"
+
+
 def label(s):
+    if s.get("kind") == "decode":
+        return decode_label(s)
     return (f"B{s['batch']} S{s['seqlen_q']}" + (f"/{s['seqlen_k']}" if s["seqlen_k"] != s["seqlen_q"] else "") +
             f" H{s['heads_q']}/{s['heads_kv']} D{s['head_dim']} {'causal' if s['causal'] else 'full'}")
 
@@ -133,6 +189,122 @@ def markdown_table(sweep, rows, ceilings, stamp):
     if errors:
         lines += ["", "Not measured:", ""] + [f"- {case}, {LABELS.get(name, name)}: {why}" for case, name, why in errors]
     return "\n".join(lines) + "\n"
+
+
+DECODE_IMPLS = ["flashjit", "cudnn", "torch_flash"]
+
+
+def gbs_of(result):
+    return result.get("gb_s") if isinstance(result, dict) else None
+
+
+def decode_markdown_table(rows, ceilings, stamp, sweep="decode"):
+    """The decode sweep's markdown: GB/s of the K/V bytes each kernel must read, ratios to cuDNN and torch
+    flash, time per call, the check against the peer, and how each peer got GQA."""
+    gqa = sorted({f"{LABELS.get(name, name)}: {res['gqa']}" for row in rows for name, res in row["results"].items()
+                  if isinstance(res, dict) and res.get("gqa")})
+    lines = [f"# {sweep}", "",
+             f"{stamp.get('date', '')} — {stamp.get('gpu', '')}, torch {stamp.get('torch', '')} "
+             f"(CUDA {stamp.get('cuda', '')}, cuDNN {stamp.get('cudnn', '')}).", "",
+             f"Ceiling measured in this run: device copy of 2 GiB {ceilings['copy_tb_s']:.2f} TB/s (read + write).", "",
+             "One decode step (one new token per sequence, every sequence holding Sk keys), bf16. GB/s = the K/V "
+             "bytes a kernel must read, 2·B·Sk·Hkv·D·2, over the median time per call; every kernel on the same "
+             "data in one process: flashjit.decode on the KV cache [B, Sk, Hkv, D] (paged rows: the same values in "
+             "pages behind a shuffled page table), torch SDPA on q [B, Hq, 1, D] and k, v [B, Hkv, Sk, D] (views of "
+             "the cache). Timing: CUDA-graph replays of many back-to-back calls rotating through input sets that "
+             "exceed the L2 (where 512 calls suffice), time per call. flashjit's output is checked against cuDNN's "
+             "(rel. L2 ≤ 2e-2) before timing; ✗ marks a failed check." +
+             (" GQA in the peers: " + "; ".join(gqa) + "." if gqa else ""), "",
+             "| case | timing | flashjit µs | flashjit GB/s | cuDNN GB/s | torch flash GB/s | × cuDNN | × flash | "
+             "% copy BW | check |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        r = row["results"]
+        fj = gbs_of(r.get("flashjit"))
+        check = row.get("check", {})
+        mark = "–" if "rel_l2" not in check else (f"{check['rel_l2']:.1e}" + ("" if check["ok"] else " ✗"))
+        if check.get("against") not in (None, "cudnn"):
+            mark += f" (vs {LABELS[check['against']]})"
+        if "error" in check:
+            mark = "✗ (failed, below)"
+        fj_result = r.get("flashjit", {})
+        us = fj_result.get("ms") * 1e3 if "ms" in fj_result else None
+        fraction = fj_result.get("fraction_of_copy")
+        lines.append(
+            f"| {decode_label(row['shape'])} | {row['method']} | {number(us, 1)} | {number(fj)} | "
+            f"{number(gbs_of(r.get('cudnn')))} | {number(gbs_of(r.get('torch_flash')))} | "
+            f"{ratio(fj, gbs_of(r.get('cudnn')))} | {ratio(fj, gbs_of(r.get('torch_flash')))} | "
+            f"{number(percent(fraction), 1)} | {mark} |")
+    errors = [(decode_label(row["shape"]), "check", row["check"]["error"]) for row in rows
+              if "error" in row.get("check", {})]
+    errors += [(decode_label(row["shape"]), name, res["error"]) for row in rows for name, res in row["results"].items()
+               if isinstance(res, dict) and "error" in res]
+    if errors:
+        lines += ["", "Not measured:", ""] + [f"- {case}, {LABELS.get(name, name)}: {why}" for case, name, why in errors]
+    return "\n".join(lines) + "\n"
+
+
+def plot_decode(rows, ceilings, path, sweep="decode"):
+    """Left: GB/s against Sk for each batch of the contiguous grid (flashjit solid, cuDNN dashed); right: the
+    headline shapes, each kernel and layout as a bar. The copy ceiling dashed in both. PNG at `path`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (grid_ax, bar_ax) = plt.subplots(1, 2, figsize=(14, 5))
+    contiguous = [row for row in rows if not row["shape"].get("page_size")]
+    batches = sorted({row["shape"]["batch"] for row in contiguous})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for n, batch in enumerate(batches):
+        subset = sorted((row for row in contiguous if row["shape"]["batch"] == batch),
+                        key=lambda r: r["shape"]["seqlen_k"])
+        if len(subset) < 2:
+            continue
+        for impl, style in (("flashjit", "-"), ("cudnn", "--")):
+            points = [(row["shape"]["seqlen_k"], gbs_of(row["results"].get(impl))) for row in subset]
+            points = [(x, y) for x, y in points if y]
+            if points:
+                grid_ax.plot(*zip(*points), style, marker="o", markersize=3, color=colors[n % len(colors)],
+                             label=f"B{batch} {LABELS[impl]}")
+    copy_gbs = ceilings["copy_tb_s"] * 1e3  # the DRAM traffic of a device copy (read + write) per second
+    grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
+    grid_ax.set_xscale("log", base=2)
+    grid_ax.set_xlabel("keys per sequence (Sk)")
+    grid_ax.set_ylabel("GB/s of K/V read")
+    grid_ax.set_ylim(bottom=0)
+    grid_ax.set_title(f"{sweep}: batch x length grid (H32/8 D128 bf16)")
+    grid_ax.grid(alpha=0.3)
+    grid_ax.legend(fontsize=6, ncol=2)
+
+    # The headline shapes: those with paged variants, in sweep order (else the first three).
+    paged_keys = {(row["shape"]["batch"], row["shape"]["seqlen_k"]) for row in rows if row["shape"].get("page_size")}
+    headline = []
+    for row in rows:
+        key = (row["shape"]["batch"], row["shape"]["seqlen_k"])
+        if key not in headline and (key in paged_keys or not paged_keys):
+            headline.append(key)
+    headline = headline if paged_keys else headline[:3]
+    page_sizes = sorted({row["shape"].get("page_size", 0) for row in rows} - {0})
+    series = [("flashjit", 0)] + [("flashjit", ps) for ps in page_sizes] + [("cudnn", 0), ("torch_flash", 0)]
+    width = 0.8 / len(series)
+    for n, (impl, ps) in enumerate(series):
+        values = []
+        for key in headline:
+            match = [row for row in rows if (row["shape"]["batch"], row["shape"]["seqlen_k"]) == key and
+                     row["shape"].get("page_size", 0) == ps]
+            values.append((gbs_of(match[0]["results"].get(impl)) or 0) if match else 0)
+        name = LABELS[impl] + (f" paged {ps}" if ps else "")
+        bar_ax.bar([i + n * width for i in range(len(headline))], values, width, label=name)
+    bar_ax.axhline(copy_gbs, linestyle=":", color="gray")
+    bar_ax.set_xticks([i + 0.4 - width / 2 for i in range(len(headline))])
+    bar_ax.set_xticklabels([f"B{b} Sk{sk}" for b, sk in headline])
+    bar_ax.set_ylabel("GB/s of K/V read")
+    bar_ax.set_title(f"{sweep}: headline shapes")
+    bar_ax.grid(alpha=0.3, axis="y")
+    bar_ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def percent(fraction):
