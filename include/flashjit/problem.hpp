@@ -1,5 +1,21 @@
 // AttentionProblem: what the caller has. Tensors are BSHD with the last dimension contiguous:
 // Q [B, Sq, Hq, D], K and V [B, Sk, Hkv, D], O like Q, optional LSE [B, Hq, Sq] float32 contiguous.
+//
+// Ragged (varlen) batches, like flash-attn's flash_attn_varlen_func: set cu_seqlens_q and cu_seqlens_k (both
+// or neither), device int32 arrays of batch + 1 non-decreasing offsets (usually from 0). Sequence b then owns
+// query rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of the packed Q [total_q, Hq, D] (and O), and key rows
+// [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of K and V [total_k, Hkv, D]; a length may be 0. In that mode
+//   - seqlen_q / seqlen_k are the maximum lengths over the batch (host values; seqlen_q sizes the grid, so
+//     query rows of a sequence past it would not be written), total_q / total_k the rows of the packed
+//     tensors (required: TMA descriptors and bounds), which must cover every offset (the offsets are device
+//     data: the host does not read them);
+//   - the strides' batch components must be 0 (seq and head strides as usual, 0 = contiguous);
+//   - LSE is [Hq, total_q] float32 contiguous (flash-attn's varlen layout);
+//   - every mask applies per sequence, with that sequence's lengths: causal is bottom-right aligned per
+//     sequence (query i of sequence b sees keys j <= i + len_k[b] - len_q[b]), and likewise the diagonal of
+//     sliding windows and chunks. A sequence with len_k = 0 gets O = 0 and LSE = -inf for its rows.
+// A tile of the FA3 kernel may read rows of the next sequence (masked as keys, never stored as outputs);
+// like every row below total_q / total_k they must hold finite values.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +47,13 @@ struct AttentionProblem {
   void* o = nullptr;
   float* lse = nullptr;  // optional: natural-log log-sum-exp of each row's scores, -inf for empty rows
 
+  // Varlen (see the top of this file): device int32 [batch + 1] offsets, both or neither; then seqlen_q /
+  // seqlen_k are the max lengths and total_q / total_k (host) the rows of the packed tensors.
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int total_q = 0;
+  int total_k = 0;
+
   Strides q_strides{}, k_strides{}, v_strides{}, o_strides{};
 
   // Masks. Causal with seqlen_k != seqlen_q is bottom-right aligned: query i sees keys
@@ -44,12 +67,16 @@ struct AttentionProblem {
 
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
   void* stream = nullptr;              // CUstream; nullptr is the legacy default stream
+
+  // A ragged batch (cu_seqlens_q or cu_seqlens_k set).
+  bool varlen() const { return cu_seqlens_q != nullptr || cu_seqlens_k != nullptr; }
 };
 
 // `s` with each zero replaced by the stride of a contiguous [batch, seqlen, heads, head_dim] tensor.
 Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim);
 
-// The strides with zeros replaced by contiguous-BSHD values.
+// The strides with zeros replaced by contiguous-BSHD values (for a varlen problem: contiguous
+// [total, heads, head_dim], batch stride 0).
 Strides resolved_q_strides(const AttentionProblem& p);
 Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s);
 Strides resolved_o_strides(const AttentionProblem& p);
@@ -59,6 +86,10 @@ Strides resolved_o_strides(const AttentionProblem& p);
 Status check(const AttentionProblem& p);
 
 // Floating-point operations (4·B·Hq·Σ visible (q,k) pairs·D; for masks only the visible pairs count).
+// A varlen problem's lengths live on the device: this counts every sequence at the max lengths (seqlen_q,
+// seqlen_k), an upper bound; the overload below takes the offsets from the host for the exact count.
 double attention_flops(const AttentionProblem& p);
+// Exact count of a varlen problem from host copies of cu_seqlens_q / cu_seqlens_k (batch + 1 entries each).
+double attention_flops(const AttentionProblem& p, const int* host_cu_seqlens_q, const int* host_cu_seqlens_k);
 
 }  // namespace flashjit

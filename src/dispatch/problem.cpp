@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "flashjit/problem.hpp"
 
@@ -42,10 +43,17 @@ Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim) {
   return r;
 }
 
-Strides resolved_q_strides(const AttentionProblem& p) { return contiguous_bshd(p.q_strides, p.seqlen_q, p.heads_q, p.head_dim); }
-Strides resolved_o_strides(const AttentionProblem& p) { return contiguous_bshd(p.o_strides, p.seqlen_q, p.heads_q, p.head_dim); }
+// Varlen tensors are packed [total, heads, head_dim]: no batch dimension (stride 0; check() rejects others).
+static Strides resolved(const AttentionProblem& p, const Strides& s, int seqlen, int heads) {
+  Strides r = contiguous_bshd(s, seqlen, heads, p.head_dim);
+  if (p.varlen()) r.batch = 0;
+  return r;
+}
+
+Strides resolved_q_strides(const AttentionProblem& p) { return resolved(p, p.q_strides, p.seqlen_q, p.heads_q); }
+Strides resolved_o_strides(const AttentionProblem& p) { return resolved(p, p.o_strides, p.seqlen_q, p.heads_q); }
 Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s) {
-  return contiguous_bshd(s, p.seqlen_k, p.heads_kv, p.head_dim);
+  return resolved(p, s, p.seqlen_k, p.heads_kv);
 }
 
 Status check(const AttentionProblem& p) {
@@ -62,6 +70,37 @@ Status check(const AttentionProblem& p) {
     add(fmt::format("head_dim must be a multiple of 8 in [8, 256], got {}", p.head_dim));
   if (p.batch > 65535 || p.heads_q > 65535) add("batch and heads_q must be <= 65535 (grid limits)");
 
+  const bool varlen = p.varlen();
+  if (varlen) {
+    // Ragged batch: both offset arrays (device int32 [batch + 1]) and the rows of the packed tensors.
+    const std::pair<const int*, const char*> offsets[] = {{p.cu_seqlens_q, "cu_seqlens_q"},
+                                                          {p.cu_seqlens_k, "cu_seqlens_k"}};
+    for (int i = 0; i < 2; ++i) {
+      const auto [ptr, name] = offsets[i];
+      if (ptr == nullptr)
+        add(fmt::format("{} is a null pointer but {} is set: a varlen problem needs both offset arrays", name,
+                        offsets[1 - i].second));
+      else if (reinterpret_cast<std::uintptr_t>(ptr) % 4 != 0)
+        add(fmt::format("{} ({}) must be 4-byte aligned (int32 offsets)", name, fmt::ptr(ptr)));
+    }
+    if (p.total_q < 1)
+      add(fmt::format("total_q (rows of the packed q and o) must be >= 1 for a varlen problem, got {}", p.total_q));
+    if (p.total_k < 1)
+      add(fmt::format("total_k (rows of the packed k and v) must be >= 1 for a varlen problem, got {}", p.total_k));
+    const std::pair<const Strides*, const char*> batch_strides[] = {{&p.q_strides, "q_strides"},
+                                                                     {&p.k_strides, "k_strides"},
+                                                                     {&p.v_strides, "v_strides"},
+                                                                     {&p.o_strides, "o_strides"}};
+    for (const auto& [strides, name] : batch_strides)
+      if (strides->batch != 0)
+        add(fmt::format("{}.batch must be 0 for a varlen problem (packed [total, heads, head_dim] tensors), got {}",
+                        name, strides->batch));
+  } else if (p.total_q != 0 || p.total_k != 0) {
+    add(fmt::format("total_q and total_k ({} and {}) are for varlen problems: set cu_seqlens_q and cu_seqlens_k, "
+                    "or leave them 0",
+                    p.total_q, p.total_k));
+  }
+
   struct Tensor { const char* name; const void* ptr; Strides strides; };
   const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p)},
                             {"k", p.k, resolved_kv_strides(p, p.k_strides)},
@@ -76,7 +115,7 @@ Status check(const AttentionProblem& p) {
       add(fmt::format("{} ({}) must be 16-byte aligned", t.name, fmt::ptr(t.ptr)));
     const std::int64_t s[] = {t.strides.batch, t.strides.seq, t.strides.head};
     const char* names[] = {"batch", "sequence", "head"};
-    for (int i = 0; i < 3; ++i)
+    for (int i = varlen ? 1 : 0; i < 3; ++i)  // varlen: no batch dimension (checked above)
       if (s[i] <= 0 || s[i] % 8 != 0)
         add(fmt::format("{} {} stride must be a positive multiple of 8 elements (16 bytes), got {}", t.name,
                         names[i], s[i]));
@@ -109,6 +148,19 @@ double attention_flops(const AttentionProblem& p) {
     for (std::int64_t i = 0; i < p.seqlen_q; ++i) pairs += double(visible_keys(p, i));
   }
   return 4.0 * p.batch * p.heads_q * pairs * p.head_dim;
+}
+
+double attention_flops(const AttentionProblem& p, const int* cu_q, const int* cu_k) {
+  double flops = 0;
+  AttentionProblem one = p;
+  one.batch = 1;
+  one.cu_seqlens_q = one.cu_seqlens_k = nullptr;
+  for (int b = 0; b < p.batch; ++b) {
+    one.seqlen_q = cu_q[b + 1] - cu_q[b];
+    one.seqlen_k = cu_k[b + 1] - cu_k[b];
+    if (one.seqlen_q > 0 && one.seqlen_k > 0) flops += attention_flops(one);
+  }
+  return flops;
 }
 
 }  // namespace flashjit

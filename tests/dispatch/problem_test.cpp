@@ -411,3 +411,134 @@ TEST_CASE("attention_flops agrees with a brute-force count", "[dispatch]") {
         CHECK(attention_flops(p) == 4.0 * 8 * brute_force_pairs(p));
       }
 }
+
+namespace {
+
+// valid_problem() as a ragged batch of 2: packed q/o [300, 8, 64], k/v [500, 2, 64], max lengths 128 / 256.
+AttentionProblem valid_varlen_problem() {
+  AttentionProblem p = valid_problem();
+  p.cu_seqlens_q = reinterpret_cast<const int*>(std::uintptr_t{0x60000});
+  p.cu_seqlens_k = reinterpret_cast<const int*>(std::uintptr_t{0x60100});
+  p.total_q = 300;
+  p.total_k = 500;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("check(problem): a valid varlen problem passes", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  CHECK(p.varlen());
+  CHECK_FALSE(valid_problem().varlen());
+  CHECK(check(p).ok());
+  SECTION("explicit seq and head strides (padded rows); lse; every mask") {
+    p.q_strides = {0, 1024, 128};
+    p.k_strides = {0, 0, 64};
+    p.lse = reinterpret_cast<float*>(std::uintptr_t{0x50004});
+    for (MaskKind m : {MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
+                       MaskKind::chunked_causal}) {
+      p.mask = m;
+      p.chunk_size = 64;
+      CHECK(check(p).ok());
+    }
+  }
+  SECTION("max lengths above the totals (a loose bound) are accepted") {
+    p.seqlen_q = 4096, p.total_q = 17;
+    CHECK(check(p).ok());
+  }
+}
+
+TEST_CASE("check(problem): varlen offsets come in pairs", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  SECTION("only cu_seqlens_q") {
+    p.cu_seqlens_k = nullptr;
+    require_invalid(p, "cu_seqlens_k is a null pointer but cu_seqlens_q is set");
+  }
+  SECTION("only cu_seqlens_k") {
+    p.cu_seqlens_q = nullptr;
+    require_invalid(p, "cu_seqlens_q is a null pointer but cu_seqlens_k is set");
+  }
+}
+
+TEST_CASE("check(problem): misaligned varlen offsets", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  std::string name = GENERATE(as<std::string>{}, "cu_seqlens_q", "cu_seqlens_k");
+  const int* bad = reinterpret_cast<const int*>(std::uintptr_t{0x60002});
+  (name == "cu_seqlens_q" ? p.cu_seqlens_q : p.cu_seqlens_k) = bad;
+  require_invalid(p, name + " (");
+  require_invalid(p, "must be 4-byte aligned");
+}
+
+TEST_CASE("check(problem): varlen totals", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  SECTION("total_q missing") {
+    p.total_q = 0;
+    require_invalid(p, "total_q (rows of the packed q and o) must be >= 1");
+  }
+  SECTION("total_k negative") {
+    p.total_k = -5;
+    require_invalid(p, "total_k (rows of the packed k and v) must be >= 1");
+  }
+  SECTION("totals without offsets") {
+    AttentionProblem f = valid_problem();
+    f.total_q = 300;
+    require_invalid(f, "total_q and total_k (300 and 0) are for varlen problems");
+    f.total_q = 0, f.total_k = 7;
+    require_invalid(f, "total_q and total_k (0 and 7) are for varlen problems");
+  }
+}
+
+TEST_CASE("check(problem): varlen tensors have no batch stride", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  std::string name = GENERATE(as<std::string>{}, "q", "k", "v", "o");
+  Strides& s = name == "q" ? p.q_strides : name == "k" ? p.k_strides : name == "v" ? p.v_strides : p.o_strides;
+  s.batch = 128 * 8 * 64;
+  require_invalid(p, name + "_strides.batch must be 0 for a varlen problem");
+  SECTION("seq and head strides are checked as usual") {
+    s.batch = 0;
+    s.seq = 12;
+    require_invalid(p, name + " sequence stride must be a positive multiple of 8");
+  }
+}
+
+TEST_CASE("check(problem): the usual checks apply to varlen problems", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  p.seqlen_q = 0;  // the max length
+  p.k = nullptr;
+  auto st = check(p);
+  REQUIRE(!st.ok());
+  INFO(st.error().message);
+  CHECK(contains(st.error().message, "seqlen_q must be >= 1"));
+  CHECK(contains(st.error().message, "k is a null pointer"));
+}
+
+TEST_CASE("resolved strides: varlen tensors are packed [total, heads, head_dim]", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();  // Hq 8, Hkv 2, D 64
+  auto q = resolved_q_strides(p);
+  CHECK(q.batch == 0);
+  CHECK(q.seq == 8 * 64);
+  CHECK(q.head == 64);
+  auto k = resolved_kv_strides(p, p.k_strides);
+  CHECK(k.batch == 0);
+  CHECK(k.seq == 2 * 64);
+  CHECK(k.head == 64);
+  p.o_strides = {0, 1024, 0};
+  CHECK(resolved_o_strides(p).seq == 1024);
+  CHECK(resolved_o_strides(p).batch == 0);
+}
+
+TEST_CASE("attention_flops: varlen", "[dispatch][varlen]") {
+  AttentionProblem p = valid_varlen_problem();
+  p.batch = 3, p.heads_q = 2, p.heads_kv = 1, p.head_dim = 8, p.mask = MaskKind::causal;
+  const int cu_q[] = {0, 4, 4, 6}, cu_k[] = {0, 4, 9, 10};  // (4, 4), (0, 5), (2, 1)
+  p.seqlen_q = 4, p.seqlen_k = 5;
+  SECTION("without host lengths: every sequence at the max lengths (an upper bound)") {
+    CHECK(attention_flops(p) == 3 * attention_flops(flops_problem(4, 5, MaskKind::causal, 8)) * 2);
+  }
+  SECTION("with host offsets: exact") {
+    // (4, 4): 1 + 2 + 3 + 4 = 10 pairs; (0, 5): none; (2, 1): the last row sees its one key.
+    CHECK(attention_flops(p, cu_q, cu_k) == 4.0 * 2 * (10 + 0 + 1) * 8);
+    p.mask = MaskKind::none;
+    CHECK(attention_flops(p, cu_q, cu_k) == 4.0 * 2 * (16 + 0 + 2) * 8);
+  }
+}
