@@ -49,6 +49,9 @@ struct KernelConfig {
   int warps = 4;       // warps per CTA (fa2, naive); consumer warpgroups for fa3
   MaskKind mask = MaskKind::none;
   Scheduler scheduler = Scheduler::grid;
+  // Ragged batches (AttentionProblem::cu_seqlens_q/k): per-sequence offsets and lengths read by the kernel.
+  // A compile-time variant, so fixed-length kernels keep their code; the dispatcher sets it from the problem.
+  bool varlen = false;
 
   bool operator==(const KernelConfig&) const = default;
 };
@@ -75,7 +78,7 @@ std::string to_json(const KernelConfig& config);
 Result<KernelConfig> config_from_json(std::string_view json);
 // "key=value" pairs (algorithm=fa2 head_dim=64 ...), the CLI's inline form.
 Result<KernelConfig> config_from_pairs(const std::vector<std::string>& pairs);
-// Readable name: fa2_bf16_d128_bm128_bn64_s2_w4_causal_sm90a.
+// Readable name: fa2_bf16_d128_bm128_bn64_s2_w4_causal_sm90a (…_causal_varlen_sm90a for a varlen kernel).
 std::string readable_name(const KernelConfig& config);
 
 }  // namespace flashjit

@@ -46,6 +46,14 @@ Status set_field(KernelConfig& c, const std::string& key, const std::string& val
     auto s = parse_scheduler(value);
     if (!s) return bad_field(key, fmt::format("'{}' is not one of grid, persistent", value));
     c.scheduler = *s;
+  } else if (key == "varlen") {
+    if (value == "true" || value == "1") {
+      c.varlen = true;
+    } else if (value == "false" || value == "0") {
+      c.varlen = false;
+    } else {
+      return bad_field(key, fmt::format("'{}' is not one of true, false", value));
+    }
   } else if (key == "head_dim") {
     return as_int(c.head_dim);
   } else if (key == "block_m") {
@@ -58,7 +66,7 @@ Status set_field(KernelConfig& c, const std::string& key, const std::string& val
     return as_int(c.warps);
   } else {
     return bad_field(key, "unknown field (known: algorithm, arch, dtype, head_dim, block_m, block_n, stages, "
-                          "warps, mask, scheduler)");
+                          "warps, mask, scheduler, varlen)");
   }
   return {};
 }
@@ -68,9 +76,9 @@ Status set_field(KernelConfig& c, const std::string& key, const std::string& val
 std::string to_json(const KernelConfig& c) {
   return fmt::format(
       R"({{"algorithm":"{}","arch":"{}","dtype":"{}","head_dim":{},"block_m":{},"block_n":{},"stages":{},)"
-      R"("warps":{},"mask":"{}","scheduler":"{}"}})",
+      R"("warps":{},"mask":"{}","scheduler":"{}","varlen":{}}})",
       to_string(c.algorithm), c.arch.to_string(), to_string(c.dtype), c.head_dim, c.block_m, c.block_n,
-      c.stages, c.warps, to_string(c.mask), to_string(c.scheduler));
+      c.stages, c.warps, to_string(c.mask), to_string(c.scheduler), c.varlen ? "true" : "false");
 }
 
 Result<KernelConfig> config_from_json(std::string_view text) {
@@ -84,8 +92,10 @@ Result<KernelConfig> config_from_json(std::string_view text) {
       text_value = value.get<std::string>();
     } else if (value.is_number_integer()) {
       text_value = std::to_string(value.get<long long>());
+    } else if (value.is_boolean()) {
+      text_value = value.get<bool>() ? "true" : "false";
     } else {
-      return bad_field(key, fmt::format("expected a string or an integer, got {}", value.dump()));
+      return bad_field(key, fmt::format("expected a string, an integer or a boolean, got {}", value.dump()));
     }
     FLASHJIT_TRY(set_field(c, key, text_value));
   }
@@ -106,12 +116,14 @@ Result<KernelConfig> config_from_pairs(const std::vector<std::string>& pairs) {
 std::string readable_name(const KernelConfig& c) {
   std::string arch = c.arch.to_string();
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
+  const char* varlen = c.varlen ? "_varlen" : "";
   if (c.algorithm == Algorithm::naive)
-    return fmt::format("naive_{}_d{}_w{}_{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), arch);
+    return fmt::format("naive_{}_d{}_w{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), varlen,
+                       arch);
   // fa3 counts consumer warpgroups ("wg"), fa2 warps ("w").
-  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
+  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}{}{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
                      c.block_m, c.block_n, c.stages, c.algorithm == Algorithm::fa3 ? "wg" : "w", c.warps,
-                     to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "", arch);
+                     to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "", varlen, arch);
 }
 
 }  // namespace flashjit

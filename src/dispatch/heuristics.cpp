@@ -76,6 +76,9 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   if (c.dtype != p.dtype) why.push_back(fmt::format("dtype {} != problem dtype {}", to_string(c.dtype), to_string(p.dtype)));
   if (c.head_dim != p.head_dim) why.push_back(fmt::format("head_dim {} != problem head_dim {}", c.head_dim, p.head_dim));
   if (c.mask != p.mask) why.push_back(fmt::format("mask {} != problem mask {}", to_string(c.mask), to_string(p.mask)));
+  if (c.varlen != p.varlen())
+    why.push_back(c.varlen ? "a varlen kernel needs cu_seqlens_q/cu_seqlens_k (the problem has none)"
+                           : "the problem is varlen (cu_seqlens_q/cu_seqlens_k set) but the kernel is not: set varlen");
   // A cubin for sm_XY runs on devices of the same major version and minor >= Y; an "a" target only on XY.
   bool loadable = c.arch.accelerated ? c.arch.sm == device.sm
                                      : (c.arch.sm / 10 == device.sm / 10 && c.arch.sm <= device.sm);
@@ -85,8 +88,11 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
                fmt::format("config {} does not fit the problem: {}", readable_name(c), fmt::join(why, "; ")));
 }
 
-Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
-                            const tune::TunedTables* tuned) {
+namespace {
+
+// choose() but for the varlen flag (false in the result).
+Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, Algorithm requested,
+                                  const tune::TunedTables* tuned) {
   switch (requested) {
     case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch);
     case Algorithm::fa2: {
@@ -100,8 +106,13 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
       return c;
     }
     case Algorithm::automatic: {
-      if (tuned)
-        if (auto c = tuned->lookup(p, arch)) return *c;  // measured on this GPU
+      if (tuned) {
+        // Measured on this GPU. Tables hold fixed-length problems: a varlen one takes the tiles of its padded
+        // twin (max lengths), choose() then turns on varlen.
+        AttentionProblem fixed = p;
+        fixed.cu_seqlens_q = fixed.cu_seqlens_k = nullptr;
+        if (auto c = tuned->lookup(fixed, arch)) return *c;
+      }
       // FA3 where the GPU has wgmma/TMA (sm_90a) and the head dim is one it covers; FA2 elsewhere.
       if (auto c3 = fa3_heuristic(p.dtype, p.head_dim, p.mask, arch); validate(c3).empty()) return c3;
       auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);
@@ -110,6 +121,15 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     }
   }
   return Error(ErrorCode::internal, "unknown algorithm");
+}
+
+}  // namespace
+
+Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
+                            const tune::TunedTables* tuned) {
+  auto c = choose_tiles(p, arch, requested, tuned);
+  if (c.ok()) c->varlen = p.varlen();
+  return c;
 }
 
 }  // namespace flashjit::dispatch

@@ -20,7 +20,8 @@ KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& 
 
 // Picks a config for the problem on a device of `arch`. `requested` = automatic takes the closest bucket of
 // the tuned tables when given and one matches, else the fastest algorithm by the heuristics that supports
-// the problem (fa3 on sm_90a, else fa2, else naive).
+// the problem (fa3 on sm_90a, else fa2, else naive). A varlen problem gets the same tiles as its padded
+// fixed-length twin, with varlen set.
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
                             Algorithm requested = Algorithm::automatic, const tune::TunedTables* tuned = nullptr);
 

@@ -26,7 +26,7 @@ inline std::size_t fnv1a(std::initializer_list<int> fields) {
 inline std::size_t hash_of(int device, const KernelConfig& c) {
   return fnv1a({device, static_cast<int>(c.algorithm), c.arch.sm, c.arch.accelerated, static_cast<int>(c.dtype),
                 c.head_dim, c.block_m, c.block_n, c.stages, c.warps, static_cast<int>(c.mask),
-                static_cast<int>(c.scheduler)});
+                static_cast<int>(c.scheduler), c.varlen});
 }
 inline std::size_t hash_of(int device, const DecodeKernelConfig& c) {
   return fnv1a({device, c.arch.sm, c.arch.accelerated, static_cast<int>(c.dtype), c.head_dim, c.rows, c.block_n,

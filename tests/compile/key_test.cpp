@@ -57,6 +57,7 @@ std::vector<Mutation> mutations() {
       {"mask", [](KernelConfig& c) { c.mask = MaskKind::sliding_window; }},
       {"mask", [](KernelConfig& c) { c.mask = MaskKind::chunked; }},
       {"mask", [](KernelConfig& c) { c.mask = MaskKind::chunked_causal; }},
+      {"varlen", [](KernelConfig& c) { c.varlen = true; }},
       // scheduler: Scheduler has a single value, so there is nothing to change yet.
   };
 }

@@ -44,6 +44,7 @@ TEST_CASE("to_json -> config_from_json round-trips", "[config]") {
   auto [d, bm, bn, s, w] = GENERATE(std::make_tuple(128, 128, 64, 2, 4), std::make_tuple(64, 1, 128, 1, 4),
                                     std::make_tuple(256, 64, 32, 5, 8), std::make_tuple(40, 16, 16, 1, 1),
                                     std::make_tuple(0, -1, 0, 0, -3), std::make_tuple(100000, 4096, 7, 99, 64));
+  const bool varlen = GENERATE(false, true);
   KernelConfig c;
   c.algorithm = algorithm;
   c.arch = arch;
@@ -51,6 +52,7 @@ TEST_CASE("to_json -> config_from_json round-trips", "[config]") {
   c.mask = mask;
   c.head_dim = d, c.block_m = bm, c.block_n = bn, c.stages = s, c.warps = w;
   c.scheduler = Scheduler::grid;
+  c.varlen = varlen;
 
   const std::string json = to_json(c);
   INFO(json);
@@ -64,7 +66,7 @@ TEST_CASE("to_json -> config_from_json round-trips", "[config]") {
       {std::string("algorithm=") + to_string(algorithm), "arch=" + arch.to_string(),
        std::string("dtype=") + to_string(dtype), "head_dim=" + std::to_string(d), "block_m=" + std::to_string(bm),
        "block_n=" + std::to_string(bn), "stages=" + std::to_string(s), "warps=" + std::to_string(w),
-       std::string("mask=") + to_string(mask), "scheduler=grid"});
+       std::string("mask=") + to_string(mask), "scheduler=grid", varlen ? "varlen=true" : "varlen=false"});
   REQUIRE(pairs.ok());
   CHECK(*pairs == c);
 }
@@ -75,7 +77,7 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     c.mask = MaskKind::causal;
     CHECK(to_json(c) ==
           R"({"algorithm":"fa2","arch":"sm_90a","dtype":"bf16","head_dim":128,"block_m":128,"block_n":64,)"
-          R"("stages":2,"warps":4,"mask":"causal","scheduler":"grid"})");
+          R"("stages":2,"warps":4,"mask":"causal","scheduler":"grid","varlen":false})");
   }
   SECTION("naive") {
     KernelConfig c;
@@ -86,13 +88,26 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     c.mask = MaskKind::chunked_causal;
     CHECK(to_json(c) ==
           R"({"algorithm":"naive","arch":"sm_80","dtype":"fp16","head_dim":40,"block_m":1,"block_n":128,)"
-          R"("stages":1,"warps":4,"mask":"chunked_causal","scheduler":"grid"})");
+          R"("stages":1,"warps":4,"mask":"chunked_causal","scheduler":"grid","varlen":false})");
+  }
+  SECTION("varlen fa3") {
+    KernelConfig c;
+    c.algorithm = Algorithm::fa3;
+    c.head_dim = 128, c.block_m = 128, c.block_n = 128, c.stages = 2, c.warps = 2;
+    c.scheduler = Scheduler::persistent;
+    c.varlen = true;
+    CHECK(to_json(c) ==
+          R"({"algorithm":"fa3","arch":"sm_90a","dtype":"bf16","head_dim":128,"block_m":128,"block_n":128,)"
+          R"("stages":2,"warps":2,"mask":"none","scheduler":"persistent","varlen":true})");
   }
   SECTION("the same config always gives the same text; a different one a different text") {
     KernelConfig a, b;
     CHECK(to_json(a) == to_json(b));
     b.stages = 3;
     CHECK(to_json(a) != to_json(b));
+    KernelConfig v;
+    v.varlen = true;
+    CHECK(to_json(a) != to_json(v));
   }
   SECTION("any field order and whitespace parse to the same config and canonicalize") {
     auto r = flashjit::config_from_json(
@@ -101,7 +116,7 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     REQUIRE(r.ok());
     CHECK(to_json(*r) ==
           R"({"algorithm":"fa2","arch":"sm_86","dtype":"fp16","head_dim":256,"block_m":64,"block_n":32,)"
-          R"("stages":3,"warps":8,"mask":"sliding_window","scheduler":"grid"})");
+          R"("stages":3,"warps":8,"mask":"sliding_window","scheduler":"grid","varlen":false})");
   }
 }
 
@@ -131,6 +146,23 @@ TEST_CASE("partial JSON keeps the defaults", "[config]") {
     auto r = flashjit::config_from_json(R"({"block_n":"128"})");
     REQUIRE(r.ok());
     CHECK(r->block_n == 128);
+  }
+  SECTION("varlen defaults to false; a boolean, or its text form") {
+    CHECK_FALSE(defaults.varlen);
+    for (const char* json : {R"({"varlen":true})", R"({"varlen":"true"})", R"({"varlen":1})"}) {
+      INFO(json);
+      auto r = flashjit::config_from_json(json);
+      REQUIRE(r.ok());
+      KernelConfig expected = defaults;
+      expected.varlen = true;
+      CHECK(*r == expected);
+    }
+    for (const char* json : {R"({"varlen":false})", R"({"varlen":"false"})", R"({"varlen":0})"}) {
+      INFO(json);
+      auto r = flashjit::config_from_json(json);
+      REQUIRE(r.ok());
+      CHECK(*r == defaults);
+    }
   }
 }
 
@@ -162,6 +194,11 @@ TEST_CASE("config_from_json: wrong value types name the field", "[config]") {
       {R"({"algorithm":false})", "algorithm"},
       {R"({"arch":90})", "arch"},
       {R"({"scheduler":0})", "scheduler"},
+      {R"({"varlen":"yes"})", "varlen"},
+      {R"({"varlen":2})", "varlen"},
+      {R"({"varlen":null})", "varlen"},
+      {R"({"varlen":[true]})", "varlen"},
+      {R"({"block_n":false})", "block_n"},
   }));
   INFO("JSON: " << json);
   require_error_naming(flashjit::config_from_json(json), field);
@@ -240,6 +277,8 @@ TEST_CASE("config_from_pairs", "[config]") {
         {"arch=sm_9x", "arch"},
         {"algorithm=", "algorithm"},
         {"foo=1", "foo"},
+        {"varlen=on", "varlen"},
+        {"varlen=", "varlen"},
     }));
     INFO("pair: " << pair);
     require_error_naming(flashjit::config_from_pairs({"head_dim=64", pair}), field);
@@ -269,6 +308,17 @@ TEST_CASE("readable_name examples", "[config]") {
   n.dtype = DType::fp16, n.head_dim = 256, n.mask = MaskKind::none, n.arch = Arch{86, false};
   n.warps = 2, n.block_n = 64;
   CHECK(readable_name(n) == "naive_fp16_d256_w2_none_sm86");
+  n.varlen = true;
+  CHECK(readable_name(n) == "naive_fp16_d256_w2_none_varlen_sm86");
+  KernelConfig f;
+  f.algorithm = Algorithm::fa3;
+  f.head_dim = 128, f.block_m = 128, f.block_n = 128, f.stages = 2, f.warps = 2;
+  f.mask = MaskKind::causal;
+  f.scheduler = Scheduler::persistent;
+  f.varlen = true;
+  CHECK(readable_name(f) == "fa3_bf16_d128_bm128_bn128_s2_wg2_causal_persistent_varlen_sm90a");
+  f.scheduler = Scheduler::grid;
+  CHECK(readable_name(f) == "fa3_bf16_d128_bm128_bn128_s2_wg2_causal_varlen_sm90a");
 }
 
 TEST_CASE("readable names are C identifiers and tell the heuristic/naive configs apart", "[config]") {
@@ -279,8 +329,11 @@ TEST_CASE("readable names are C identifiers and tell the heuristic/naive configs
       for (MaskKind m : {MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
                          MaskKind::chunked_causal})
         for (int d : {32, 64, 96, 128, 256}) {
-          for (const auto& c : {flashjit::dispatch::fa2_heuristic(t, d, m, a),
-                                flashjit::dispatch::naive_config(t, d, m, a)}) {
+          for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(t, d, m, a),
+                                 flashjit::dispatch::naive_config(t, d, m, a),
+                                 flashjit::dispatch::fa2_heuristic(t, d, m, a),
+                                 flashjit::dispatch::naive_config(t, d, m, a)}) {
+            c.varlen = count % 4 >= 2;  // the last two: their varlen variants
             std::string name = readable_name(c);
             INFO(name);
             ++count;

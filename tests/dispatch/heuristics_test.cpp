@@ -354,3 +354,63 @@ TEST_CASE("supports: which architectures can load a kernel", "[dispatch]") {
   }
   SECTION("a plain sm_90 kernel runs on an sm_90 device") { CHECK(on(kSm90, kSm90a)); }
 }
+
+namespace {
+
+// problem() as a ragged batch: packed q/k/v, device offsets (fake), max lengths 100 / 300.
+AttentionProblem varlen_problem(DType dtype, int head_dim, MaskKind mask) {
+  AttentionProblem p = problem(dtype, head_dim, mask);
+  p.cu_seqlens_q = reinterpret_cast<const int*>(std::uintptr_t{0x500000});
+  p.cu_seqlens_k = reinterpret_cast<const int*>(std::uintptr_t{0x500100});
+  p.total_q = 150, p.total_k = 420;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("choose: a varlen problem gets the fixed-length choice with varlen set", "[dispatch][varlen]") {
+  for (Arch a : {kSm75, kSm80, kSm86, kSm90a})
+    for (MaskKind m : kMasks)
+      for (int d : {40, 64, 96, 128, 256})
+        for (auto algorithm : {Algorithm::automatic, Algorithm::naive}) {
+          const auto vp = varlen_problem(DType::bf16, d, m);
+          REQUIRE(check(vp).ok());
+          auto fixed = choose(problem(DType::bf16, d, m), a, algorithm);
+          auto r = choose(vp, a, algorithm);
+          INFO(a.to_string() << " d" << d << " " << to_string(m));
+          REQUIRE(fixed.ok());
+          REQUIRE(r.ok());
+          INFO("chose " << readable_name(*r));
+          CHECK(r->varlen);
+          CHECK_FALSE(fixed->varlen);
+          KernelConfig expected = *fixed;
+          expected.varlen = true;
+          CHECK(*r == expected);
+          CHECK(validate(*r).empty());
+          CHECK(supports(*r, vp, a).ok());
+          CHECK_FALSE(supports(*fixed, vp, a).ok());
+        }
+}
+
+TEST_CASE("supports: varlen kernels for varlen problems only", "[dispatch][varlen]") {
+  auto c = fa3_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a);
+  SECTION("a fixed-length kernel for a varlen problem") {
+    auto st = supports(c, varlen_problem(DType::bf16, 128, MaskKind::causal), kSm90a);
+    REQUIRE(!st.ok());
+    INFO(st.error().message);
+    CHECK(st.error().code == ErrorCode::invalid_argument);
+    CHECK(st.error().message.find("varlen") != std::string::npos);
+  }
+  SECTION("a varlen kernel for a fixed-length problem") {
+    c.varlen = true;
+    auto st = supports(c, problem(DType::bf16, 128, MaskKind::causal), kSm90a);
+    REQUIRE(!st.ok());
+    INFO(st.error().message);
+    CHECK(st.error().message.find("varlen") != std::string::npos);
+    CHECK(st.error().message.find(readable_name(c)) != std::string::npos);
+  }
+  SECTION("matching") {
+    c.varlen = true;
+    CHECK(supports(c, varlen_problem(DType::bf16, 128, MaskKind::causal), kSm90a).ok());
+  }
+}

@@ -243,3 +243,25 @@ TEST_CASE("tuned table: choose() uses the table, else the heuristics", "[tune][t
   // A table for another device does not apply to this one.
   CHECK(tables.for_device("NVIDIA H100 80GB HBM3", kSm90a).lookup(p, kSm90a) == std::nullopt);
 }
+
+TEST_CASE("tuned table: a varlen problem takes the tiles of its padded twin, with varlen set", "[tune][table][varlen]") {
+  TunedTables tables;
+  REQUIRE(tables.add(table({entry(shape(4096), fa3(96))}), "t.json"));
+  AttentionProblem p = to_problem(shape(4096));  // seqlen_q / seqlen_k: the max lengths
+  p.q = p.k = p.v = reinterpret_cast<const void*>(0x100000);
+  p.o = reinterpret_cast<void*>(0x200000);
+  p.cu_seqlens_q = p.cu_seqlens_k = reinterpret_cast<const int*>(0x300000);
+  p.total_q = p.total_k = 5000;
+  REQUIRE(check(p).ok());
+  auto c = flashjit::dispatch::choose(p, kSm90a, Algorithm::automatic, &tables);
+  REQUIRE(c.ok());
+  KernelConfig expected = fa3(96);
+  expected.varlen = true;
+  CHECK(*c == expected);
+  // A table entry that is itself varlen never serves a fixed-length problem.
+  KernelConfig varlen_entry = fa3(112);
+  varlen_entry.varlen = true;
+  TunedTables other;
+  REQUIRE(other.add(table({entry(shape(4096), varlen_entry)}), "v.json"));
+  CHECK(other.lookup(to_problem(shape(4096)), kSm90a) == std::nullopt);
+}
