@@ -142,7 +142,12 @@ struct Runtime::Impl {
   }
 
   Result<int> problem_device(const AttentionProblem& p) {
-    return common_device({p.q, "q"}, {{p.k, "k"}, {p.v, "v"}, {p.o, "o"}, {p.lse, "lse"}});
+    return common_device({p.q, "q"}, {{p.k, "k"},
+                                      {p.v, "v"},
+                                      {p.o, "o"},
+                                      {p.lse, "lse"},
+                                      {p.cu_seqlens_q, "cu_seqlens_q"},
+                                      {p.cu_seqlens_k, "cu_seqlens_k"}});
   }
 
   // The kernel of a config on a device: loaded before, or compiled / read from the cache and loaded now,

@@ -19,6 +19,10 @@ struct Mask {
   __device__ explicit Mask(const AttentionParams& p)
       : offset(p.causal_offset), left(p.window_left), right(p.window_right), chunk(p.chunk_size),
         seqlen_k(p.seqlen_k) {}
+  // One sequence's mask (varlen: its own lengths; SeqInfo gives both values).
+  __device__ Mask(const AttentionParams& p, int causal_offset, int seqlen_k_)
+      : offset(causal_offset), left(p.window_left), right(p.window_right), chunk(p.chunk_size),
+        seqlen_k(seqlen_k_) {}
 
   // Keys [lo, hi) that any of the rows [q0, q1) may see, clamped to [0, seqlen_k); hi <= lo when none.
   __device__ void key_range(int q0, int q1, int& lo, int& hi) const {

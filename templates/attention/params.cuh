@@ -5,19 +5,19 @@
 namespace flashjit {
 
 struct AttentionParams {
-  const void* q;  // [B, Sq, Hq, D]
-  const void* k;  // [B, Sk, Hkv, D]
-  const void* v;  // [B, Sk, Hkv, D]
-  void* o;        // [B, Sq, Hq, D]
-  float* lse;     // [B, Hq, Sq] or null
+  const void* q;  // [B, Sq, Hq, D]     varlen: [total_q, Hq, D]
+  const void* k;  // [B, Sk, Hkv, D]    varlen: [total_k, Hkv, D]
+  const void* v;  // [B, Sk, Hkv, D]    varlen: [total_k, Hkv, D]
+  void* o;        // [B, Sq, Hq, D]     varlen: [total_q, Hq, D]
+  float* lse;     // [B, Hq, Sq] or null; varlen: [Hq, total_q]
 
-  // Element strides (batch, sequence, head); the last dimension is contiguous.
+  // Element strides (batch, sequence, head); the last dimension is contiguous. Varlen: batch strides unused.
   long long q_batch, q_seq, q_head;
   long long k_batch, k_seq, k_head;
   long long v_batch, v_seq, v_head;
   long long o_batch, o_seq, o_head;
 
-  int batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  int batch, seqlen_q, seqlen_k, heads_q, heads_kv;  // varlen: seqlen_q / seqlen_k are the max lengths
   int group;           // heads_q / heads_kv
   float scale_log2;    // softmax_scale * log2(e)
   float softmax_scale;
@@ -28,6 +28,12 @@ struct AttentionParams {
   int window_left;   // -1: unbounded
   int window_right;  // -1: unbounded
   int chunk_size;
+
+  // Varlen kernels only (after the fixed-length fields, whose offsets stay put): rows of the packed tensors,
+  // and the [batch + 1] offsets of each sequence's rows in them (0 and null otherwise).
+  int total_q, total_k;
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
 };
 
 }  // namespace flashjit

@@ -6,10 +6,15 @@
 // 32-key tiles, 0.85-0.9x flash-attn's FA2 measured in the same run. Tried and reverted: a rolled Q·Kᵀ
 // k-loop (fewer spills, slower: loses the ldmatrix/mma interleave) and skipping the O rescale by warp vote
 // (the branch splits the scheduling region). On sm_90 the dispatcher picks FA3 instead.
+//
+// Varlen (kVarlen): blockIdx.z is the sequence; its rows and lengths come from cu_seqlens (SeqInfo), m-blocks
+// past its length exit at once, and loads stop at its last key (cp.async zero fill), so no row of another
+// sequence is read.
 #pragma once
 
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
+#include "attention/seqlen.cuh"
 #include "attention/softmax.cuh"
 #include "common/types.cuh"
 #include "fa2/smem_tile.cuh"
@@ -18,7 +23,7 @@
 
 namespace flashjit::fa2 {
 
-template <class T, int kHeadDim, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask>
+template <class T, int kHeadDim, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask, bool kVarlen = false>
 struct Kernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRowsPerWarp = kBM / kWarps;
@@ -50,13 +55,18 @@ struct Kernel {
     const int head = blockIdx.y, batch = blockIdx.z;
     const int kv_head = head / p.group;
     const int m0 = m_block * kBM;
-    const int rows_valid = min(kBM, p.seqlen_q - m0);
+    const SeqInfo<kVarlen> seq(p, batch);
+    if constexpr (kVarlen) {
+      if (m0 >= seq.seqlen_q) return;  // this sequence is shorter than the m-block's start
+    }
+    const int seqlen_k = seq.seqlen_k;
+    const int rows_valid = min(kBM, seq.seqlen_q - m0);
 
-    const auto* q = static_cast<const unsigned short*>(p.q) + batch * p.q_batch + head * p.q_head + m0 * p.q_seq;
-    const auto* k = static_cast<const unsigned short*>(p.k) + batch * p.k_batch + kv_head * p.k_head;
-    const auto* v = static_cast<const unsigned short*>(p.v) + batch * p.v_batch + kv_head * p.v_head;
+    const auto* q = static_cast<const unsigned short*>(p.q) + seq.q_offset(p, batch) + head * p.q_head + m0 * p.q_seq;
+    const auto* k = static_cast<const unsigned short*>(p.k) + seq.k_offset(p, batch) + kv_head * p.k_head;
+    const auto* v = static_cast<const unsigned short*>(p.v) + seq.v_offset(p, batch) + kv_head * p.v_head;
 
-    const Mask<kMask> mask(p);
+    const Mask<kMask> mask(p, seq.causal_offset(p), seqlen_k);
     int key_lo, key_hi;
     mask.key_range(m0, m0 + rows_valid, key_lo, key_hi);
     const int tile_begin = key_lo / kBN;
@@ -64,7 +74,7 @@ struct Kernel {
 
     auto load_kv = [&](int tile, int stage) {
       const int n0 = (tile_begin + tile) * kBN;
-      const int valid = min(kBN, p.seqlen_k - n0);
+      const int valid = min(kBN, seqlen_k - n0);
       KVTile::template load_async<kThreads>(s_k + stage * KVTile::kBytes, k + n0 * p.k_seq, p.k_seq, valid, tid);
       KVTile::template load_async<kThreads>(s_v + stage * KVTile::kBytes, v + n0 * p.v_seq, p.v_seq, valid, tid);
     };
@@ -149,7 +159,7 @@ struct Kernel {
 
       // Per-element masking only on tiles the mask (or the end of the keys) cuts.
       const int n0 = (tile_begin + it) * kBN;
-      if (n0 + kBN > p.seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
+      if (n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -158,7 +168,7 @@ struct Kernel {
             for (int c = 0; c < 4; ++c) {
               const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
               const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
-              if (key >= p.seqlen_k || !mask.visible(row, key)) s[mt][nt][c] = neg_infinity();
+              if (key >= seqlen_k || !mask.visible(row, key)) s[mt][nt][c] = neg_infinity();
             }
       }
 
@@ -200,6 +210,10 @@ struct Kernel {
     ptx::cp_async_wait<0>();
 
     // Epilogue: O / l as T, staged through shared memory (the Q tile) for 16-byte global stores.
+    // Varlen: the sequence's offsets are read again here rather than kept in registers through the main loop
+    // (the 32-row variants have none to spare).
+    const SeqInfo<kVarlen> out_seq = SeqInfo<kVarlen>::reread(p, batch);
+    const int rows_out = kVarlen ? min(kBM, out_seq.seqlen_q - m0) : rows_valid;
     float inv_sum[2 * kMT], lse[2 * kMT];
     softmax.finalize(p.softmax_scale, inv_sum, lse);
     __syncthreads();  // all warps are done with Q (when read from shared memory) before it is overwritten
@@ -221,15 +235,15 @@ struct Kernel {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = q_row0 + mt * 16 + lane / 4 + h * 8;
-          if (row < p.seqlen_q) p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.seqlen_q + row] = lse[2 * mt + h];
+          if (row < out_seq.seqlen_q) p.lse[out_seq.lse_index(p, batch, head, row)] = lse[2 * mt + h];
         }
     }
     __syncthreads();
-    auto* out = static_cast<unsigned short*>(p.o) + batch * p.o_batch + head * p.o_head + m0 * p.o_seq;
+    auto* out = static_cast<unsigned short*>(p.o) + out_seq.o_offset(p, batch) + head * p.o_head + m0 * p.o_seq;
 #pragma unroll
     for (int i = tid; i < kBM * QTile::kChunks; i += kThreads) {
       const int row = i / QTile::kChunks, chunk = i % QTile::kChunks;
-      if (row < rows_valid)
+      if (row < rows_out)
         *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
             *reinterpret_cast<const uint4*>(smem + QTile::offset(row, chunk));
     }

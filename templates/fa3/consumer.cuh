@@ -108,9 +108,9 @@ struct Consumer {
   }
 
   // One work tile: `local` counts the CTA's work tiles (Q buffer phase), `ring` is the running index of its
-  // first K/V tile in the stage ring.
-  __device__ void mainloop(const Storage& smem, const AttentionParams& p, int tile_begin, int num_tiles, int local,
-                           int ring) {
+  // first K/V tile in the stage ring. causal_offset and seqlen_k are the sequence's (SeqInfo).
+  __device__ void mainloop(const Storage& smem, const AttentionParams& p, int causal_offset, int seqlen_k,
+                           int tile_begin, int num_tiles, int local, int ring) {
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j)
 #pragma unroll
@@ -118,7 +118,7 @@ struct Consumer {
     softmax.init();
     ptx::mbarrier_wait(smem.q_full(), local & 1);  // also before an early return: the epilogue reuses Q's memory
     if (num_tiles == 0) return;
-    const Mask<kMask> mask(p);
+    const Mask<kMask> mask(p, causal_offset, seqlen_k);
     const bool leader = threadIdx.x % 128 == 0;
     float rescale[2];
 
@@ -133,7 +133,7 @@ struct Consumer {
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
     if (leader) ptx::mbarrier_arrive(smem.k_empty(first));
-    softmax_step(mask, tile_begin * kBN, p.seqlen_k, p.scale_log2, rescale);
+    softmax_step(mask, tile_begin * kBN, seqlen_k, p.scale_log2, rescale);
 
     for (int i = 1; i < num_tiles; ++i) {
       const int r = ring + i, stage = r % kStages, prev = (r - 1) % kStages;
@@ -147,7 +147,7 @@ struct Consumer {
       ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
       ptx::fence_registers(s[0]);
       if (leader) ptx::mbarrier_arrive(smem.k_empty(stage));
-      softmax_step(mask, (tile_begin + i) * kBN, p.seqlen_k, p.scale_log2, rescale);
+      softmax_step(mask, (tile_begin + i) * kBN, seqlen_k, p.scale_log2, rescale);
       ptx::wgmma_wait<0>();
       ptx::fence_registers(o);
       if (leader) ptx::mbarrier_arrive(smem.v_empty(prev));

@@ -13,9 +13,10 @@ namespace flashjit::fa3 {
 
 template <class T, class Storage, int kHeadDim, int kBM>
 struct Epilogue {
-  template <class Consumer>
+  // seq: the batch entry's SeqInfo (its length, where its rows and LSE live).
+  template <class Consumer, class Seq>
   static __device__ void run(Consumer& c, unsigned char* smem_q, unsigned q_empty, const AttentionParams& p, int m0,
-                             int head, int batch) {
+                             int head, int batch, const Seq& seq) {
     float inv_sum[2], lse[2];
     c.softmax.finalize(p.softmax_scale, inv_sum, lse);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
@@ -34,16 +35,16 @@ struct Epilogue {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = c.row0 + 8 * h;
-        if (row < p.seqlen_q) p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.seqlen_q + row] = lse[h];
+        if (row < seq.seqlen_q) p.lse[seq.lse_index(p, batch, head, row)] = lse[h];
       }
     }
     ptx::named_barrier_sync(barrier, 128);
-    auto* out = static_cast<unsigned short*>(p.o) + batch * p.o_batch + head * p.o_head;
+    auto* out = static_cast<unsigned short*>(p.o) + seq.o_offset(p, batch) + head * p.o_head;
     constexpr int kChunks = kHeadDim / 8;
 #pragma unroll
     for (int i = tid; i < 64 * kChunks; i += 128) {
       const int r = i / kChunks, chunk = i % kChunks, row = m0 + 64 * c.wg + r;
-      if (row < p.seqlen_q)
+      if (row < seq.seqlen_q)
         *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
             *reinterpret_cast<const uint4*>(smem_q + Storage::swizzled(kBM, 64 * c.wg + r, chunk));
     }

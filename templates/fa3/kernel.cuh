@@ -6,10 +6,15 @@
 // Status (H200, 2026-11-29, bench/NOTES.md): llama3 D128 S 8192 674 / 630 TFLOP/s (non-causal / causal),
 // 1.08-1.10x cuDNN in the same run. The ping-pong between consumer warpgroups gave +29% over the
 // intra-warpgroup overlap alone. Not yet: a persistent tile scheduler, a TMA store of O.
+//
+// Varlen (kVarlen): the batch index of a work tile is a sequence (SeqInfo: offsets and lengths from
+// cu_seqlens); work tiles whose m-block starts past the sequence's length are skipped by producer and
+// consumers alike (a grid CTA then does nothing), so `local` and the stage ring stay in step.
 #pragma once
 
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
+#include "attention/seqlen.cuh"
 #include "fa3/consumer.cuh"
 #include "fa3/epilogue.cuh"
 #include "fa3/producer.cuh"
@@ -27,7 +32,8 @@ template <> struct RegisterSplit<1> { static constexpr int kProducer = 56, kCons
 template <> struct RegisterSplit<2> { static constexpr int kProducer = 24, kConsumer = 240; };
 template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kConsumer = 160; };
 
-template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind kMask, bool kPersistent>
+template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind kMask, bool kPersistent,
+          bool kVarlen = false>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -35,12 +41,20 @@ struct Kernel {
   static constexpr int kSmemBytes = Storage::kAllocBytes;
   using ConsumerT = Consumer<T, Storage, kHeadDim, kBM, kBN, kStages, kMask>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
+  using Seq = SeqInfo<kVarlen>;
+
+  // Whether the work tile has rows: varlen m-blocks past their sequence's length are skipped.
+  static __device__ bool has_rows(const Seq& seq, int m_block) {
+    if constexpr (kVarlen) return m_block * kBM < seq.seqlen_q;
+    return true;
+  }
 
   // Key tiles [tile_begin, tile_begin + num_tiles) that the rows of m-block `m_block` may see.
-  static __device__ void key_tiles(const AttentionParams& p, int m_block, int& tile_begin, int& num_tiles) {
+  static __device__ void key_tiles(const AttentionParams& p, const Seq& seq, int m_block, int& tile_begin,
+                                   int& num_tiles) {
     const int m0 = m_block * kBM;
     int key_lo, key_hi;
-    Mask<kMask>(p).key_range(m0, min(m0 + kBM, p.seqlen_q), key_lo, key_hi);
+    Mask<kMask>(p, seq.causal_offset(p), seq.seqlen_k).key_range(m0, min(m0 + kBM, seq.seqlen_q), key_lo, key_hi);
     tile_begin = key_lo / kBN;
     num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
   }
@@ -69,16 +83,19 @@ struct Kernel {
     if (wg == 0) {
       ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
       if (threadIdx.x != 0) return;
-      using ProducerT = Producer<Storage, kHeadDim, kBM, kBN, kStages>;
+      using ProducerT = Producer<Storage, kHeadDim, kBM, kBN, kStages, kVarlen>;
       ProducerT::prefetch_descriptors(maps);
       int ring = 0, local = 0;
-      for (Scheduler sched(p, kBM); sched.valid(); sched.advance(), ++local) {
+      for (Scheduler sched(p, kBM); sched.valid(); sched.advance()) {
         const WorkTile t = sched.tile();
+        const Seq seq(p, t.batch);
+        if (!has_rows(seq, t.m_block)) continue;
         int tile_begin, num_tiles;
-        key_tiles(p, t.m_block, tile_begin, num_tiles);
+        key_tiles(p, seq, t.m_block, tile_begin, num_tiles);
         ProducerT::load_tile(smem, maps, local, t.m_block * kBM, t.head, t.head / p.group, t.batch, tile_begin,
-                             num_tiles, ring);
+                             num_tiles, ring, seq.q_start, seq.k_start);
         ring += num_tiles;
+        ++local;
       }
     } else {
       ptx::setmaxnreg_inc<RegisterSplit<kConsumers>::kConsumer>();
@@ -87,16 +104,19 @@ struct Kernel {
       c.consumers = kConsumers;
       c.lane = threadIdx.x % 32;
       int ring = 0, local = 0;
-      for (Scheduler sched(p, kBM); sched.valid(); sched.advance(), ++local) {
+      for (Scheduler sched(p, kBM); sched.valid(); sched.advance()) {
         const WorkTile t = sched.tile();
+        const Seq seq(p, t.batch);
+        if (!has_rows(seq, t.m_block)) continue;
         int tile_begin, num_tiles;
-        key_tiles(p, t.m_block, tile_begin, num_tiles);
+        key_tiles(p, seq, t.m_block, tile_begin, num_tiles);
         const int m0 = t.m_block * kBM;
         c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
-        c.mainloop(smem, p, tile_begin, num_tiles, local, ring);
+        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring);
         Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::kQOffset, smem.q_empty(), p, m0, t.head,
-                                                 t.batch);
+                                                 t.batch, seq);
         ring += num_tiles;
+        ++local;
       }
     }
   }

@@ -20,4 +20,14 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
+// 3-D box load (the packed varlen views: head_dim, row, head).
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
+                                            int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
 }  // namespace flashjit::ptx

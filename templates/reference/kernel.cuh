@@ -1,16 +1,18 @@
 // The reference kernel (the seed's NAIVE): one CTA per (query row, head, batch), fp32 arithmetic with
 // precise exp/log, any head dim that is a multiple of 8 and every mask. Slow on purpose-simple code: it is
 // the yardstick for large-shape GPU tests and the fallback for problems no fast kernel supports.
+// Varlen (kVarlen): blockIdx.z is the sequence (SeqInfo); rows past its length exit at once.
 #pragma once
 
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
+#include "attention/seqlen.cuh"
 #include "common/math.cuh"
 #include "common/types.cuh"
 
 namespace flashjit::reference {
 
-template <class T, int kHeadDim, int kBlockThreads, MaskKind kMask>
+template <class T, int kHeadDim, int kBlockThreads, MaskKind kMask, bool kVarlen = false>
 struct Kernel {
   static constexpr int kThreads = kBlockThreads;
   static constexpr int kWarps = kThreads / 32;
@@ -37,13 +39,17 @@ struct Kernel {
 
     const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z, tid = threadIdx.x;
     const int kv_head = head / p.group;
-    const T* q = static_cast<const T*>(p.q) + batch * p.q_batch + head * p.q_head + row * p.q_seq;
-    const T* k = static_cast<const T*>(p.k) + batch * p.k_batch + kv_head * p.k_head;
-    const T* v = static_cast<const T*>(p.v) + batch * p.v_batch + kv_head * p.v_head;
+    const SeqInfo<kVarlen> seq(p, batch);
+    if constexpr (kVarlen) {
+      if (row >= seq.seqlen_q) return;  // past this sequence's length
+    }
+    const T* q = static_cast<const T*>(p.q) + seq.q_offset(p, batch) + head * p.q_head + row * p.q_seq;
+    const T* k = static_cast<const T*>(p.k) + seq.k_offset(p, batch) + kv_head * p.k_head;
+    const T* v = static_cast<const T*>(p.v) + seq.v_offset(p, batch) + kv_head * p.v_head;
     for (int d = tid; d < kHeadDim; d += kThreads) q_row[d] = to_float(q[d]);
     __syncthreads();
 
-    const Mask<kMask> mask(p);
+    const Mask<kMask> mask(p, seq.causal_offset(p), seq.seqlen_k);
     int lo, hi;
     mask.key_range(row, row + 1, lo, hi);
     auto score = [&](int key) {
@@ -81,13 +87,13 @@ struct Kernel {
     sum = block_reduce(sum, scratch, false);
 
     const bool empty = !(sum > 0.f);
-    T* o = static_cast<T*>(p.o) + batch * p.o_batch + head * p.o_head + row * p.o_seq;
+    T* o = static_cast<T*>(p.o) + seq.o_offset(p, batch) + head * p.o_head + row * p.o_seq;
     for (int c = 0; c < kColsPerThread; ++c) {
       const int d = tid + c * kThreads;
       if (d < kHeadDim) o[d] = from_float<T>(empty ? 0.f : acc[c] / sum);
     }
     if (p.lse != nullptr && tid == 0)
-      p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.seqlen_q + row] =
+      p.lse[seq.lse_index(p, batch, head, row)] =
           empty ? neg_infinity() : m * p.softmax_scale + logf(sum);
   }
 };

@@ -176,6 +176,25 @@ TEST_CASE("generate: every sample config names its entry, embeds its JSON and as
   CHECK(entries.size() == configs.size());
 }
 
+TEST_CASE("generate: varlen is a template argument of every kernel, and part of the name", "[codegen][varlen]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
+    INFO(readable_name(c));
+    auto fixed = generate(c);
+    REQUIRE(fixed.ok());
+    CHECK(contains(fixed->text, "/*varlen=*/false>"));
+    c.varlen = true;
+    auto varlen = generate(c);
+    REQUIRE(varlen.ok());
+    CHECK(contains(varlen->text, "/*varlen=*/true>"));
+    CHECK(contains(varlen->text, "// config: " + to_json(c) + "\n"));
+    CHECK(contains(varlen->name, "_varlen_"));
+    CHECK(varlen->entry == "flashjit_" + varlen->name);
+    CHECK(varlen->name != fixed->name);
+  }
+}
+
 TEST_CASE("generate: an invalid config is invalid_config", "[codegen]") {
   KernelConfig c;
   SECTION("bad head_dim") { c.head_dim = 65; }

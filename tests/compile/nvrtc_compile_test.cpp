@@ -1,11 +1,11 @@
 // NVRTC compiles of every shipped kernel variant (no GPU needed): generate + compile + options_for for the FA2
 // heuristic configs (sm_90a: mask x head_dim x dtype; sm_80: mask x head_dim in bf16), the FA3 heuristic
-// configs (sm_90a: mask x {64, 128, 256} x dtype) and the reference kernel (sm_90a: mask x {64, 128, 256, 40}
-// x dtype). Each must compile to a non-empty cubin with a ptxas
+// configs (sm_90a: mask x {64, 128, 256} x dtype), the reference kernel (sm_90a: mask x {64, 128, 256, 40}
+// x dtype) and the varlen variants of the heuristic configs. Each must compile to a non-empty cubin with a ptxas
 // report; the heuristic configs must not spill. Plus the error path: a broken source is ErrorCode::compile with
 // the NVRTC log.
 //
-// This is the slow suite (about 140 NVRTC runs). Compiles run on all cores (NVRTC programs are independent)
+// This is the slow suite (about 190 NVRTC runs). Compiles run on all cores (NVRTC programs are independent)
 // and each result is kept for the process, so the test cases that look at the same kernels share one compile.
 #include <algorithm>
 #include <atomic>
@@ -212,6 +212,38 @@ TEST_CASE("nvrtc: every FA3 heuristic variant for sm_90a compiles without spills
   }
 }
 
+// The varlen variants of the kernels choose() picks (the heuristic tiles with varlen set): FA3 on sm_90a, FA2 on
+// sm_90a (head dims FA3 does not cover, and explicit requests) and sm_80 (the Ampere path), bf16 (fp16 has the
+// same registers); no spills, setmaxnreg kept. The reference kernel's varlen variants compile.
+std::vector<KernelConfig> varlen_configs() {
+  std::vector<KernelConfig> out;
+  for (MaskKind m : kMasks) {
+    for (int d : {64, 128, 256}) out.push_back(flashjit::dispatch::fa3_heuristic(DType::bf16, d, m, kSm90a));
+    for (int d : {64, 96, 128, 256}) out.push_back(flashjit::dispatch::fa2_heuristic(DType::bf16, d, m, kSm90a));
+    for (int d : {64, 128}) out.push_back(flashjit::dispatch::fa2_heuristic(DType::bf16, d, m, kSm80));
+    out.push_back(flashjit::dispatch::naive_config(DType::bf16, 128, m, kSm90a));
+  }
+  KernelConfig persistent = flashjit::dispatch::fa3_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a);
+  persistent.scheduler = flashjit::Scheduler::persistent;
+  out.push_back(persistent);
+  for (auto& c : out) c.varlen = true;
+  return out;
+}
+
+TEST_CASE("nvrtc: the varlen variants of the heuristic configs compile without spills", "[compile][varlen]") {
+  auto outcomes = CompileCache::get().compile_all(varlen_configs());
+  REQUIRE(outcomes.size() == 5 * (3 + 4 + 2 + 1) + 1);
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    if (o->config.algorithm == flashjit::Algorithm::naive) continue;
+    check_no_spills(*o);
+    if (o->result && o->result->ok()) {
+      INFO(readable_name(o->config));
+      CHECK_FALSE((*o->result)->ptxas.setmaxnreg_ignored);
+    }
+  }
+}
+
 TEST_CASE("nvrtc: every reference variant compiles", "[compile]") {
   auto outcomes = CompileCache::get().compile_all(reference_configs());
   REQUIRE(outcomes.size() == 5 * 4 * 2);
@@ -309,7 +341,8 @@ TEST_CASE("nvrtc: compile timing summary", "[compile]") {
   (void)cache.compile_all(fa2_configs(kSm80, {64, 96, 128, 256}, {DType::bf16}));
   (void)cache.compile_all(reference_configs());
   (void)cache.compile_all(fa3_sm90a_configs());
+  (void)cache.compile_all(varlen_configs());
   WARN("compiled " << cache.compiles() << " kernels with NVRTC in " << cache.seconds() << " s ("
                    << std::thread::hardware_concurrency() << " threads)");
-  CHECK(cache.compiles() >= 5 * 4 * 2 + 5 * 4 + 5 * 4 * 2 + 5 * 3 * 2);
+  CHECK(cache.compiles() >= 5 * 4 * 2 + 5 * 4 + 5 * 4 * 2 + 5 * 3 * 2 + 5 * 10 + 1);
 }
