@@ -92,7 +92,8 @@ typedef struct flashjit_strides {
 
 /* One attention forward: O = softmax(Q·Kᵀ·scale + mask)·V, per (batch, query head). Tensors are BSHD with
  * the last dimension contiguous: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o like q; lse (optional)
- * [B, Hq, Sq] float32 contiguous. Device pointers, 16-byte aligned; GQA when Hkv divides Hq. */
+ * [B, Hq, Sq] float32 contiguous. Device pointers, 16-byte aligned; GQA when Hkv divides Hq. Ragged batches
+ * of packed sequences: cu_seqlens_q / cu_seqlens_k (last fields). */
 typedef struct flashjit_attention_args {
   size_t struct_size; /* sizeof(flashjit_attention_args) */
   const void* q;
@@ -119,8 +120,18 @@ typedef struct flashjit_attention_args {
   float softmax_scale; /* 0: default 1/sqrt(head_dim) */
   void* stream;       /* CUstream; NULL: the legacy default stream */
   /* Explicit kernel config as JSON (tools, tuning); NULL: the dispatcher picks. Fields absent from the
-   * object are taken from the problem (dtype, head_dim, mask) and its device (arch); others default. */
+   * object are taken from the problem (dtype, head_dim, mask, varlen) and its device (arch); others default. */
   const char* config_json;
+  /* Ragged (varlen) batches, like flash_attn_varlen_func; both offsets or neither (default NULL: fixed
+   * lengths). cu_seqlens_q / cu_seqlens_k: device int32 [batch + 1] non-decreasing offsets: sequence b owns rows
+   * [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and o, packed [total_q, Hq, D], and rows
+   * [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of k and v, packed [total_k, Hkv, D]; lengths may be 0. Then
+   * seqlen_q / seqlen_k are the max lengths, the strides' batch fields must be 0, lse is [Hq, total_q], and
+   * masks apply per sequence with its own lengths (causal: query i sees keys j <= i + len_k - len_q). */
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int total_q; /* rows of the packed q and o (varlen only, required there) */
+  int total_k; /* rows of the packed k and v (varlen only, required there) */
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))

@@ -130,6 +130,10 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, softmax_scale) && a.softmax_scale != 0.f) p.softmax_scale = a.softmax_scale;
   if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
   if (FLASHJIT_PRESENT(a, config_json)) out.config_json = a.config_json;
+  if (FLASHJIT_PRESENT(a, cu_seqlens_q)) p.cu_seqlens_q = a.cu_seqlens_q;
+  if (FLASHJIT_PRESENT(a, cu_seqlens_k)) p.cu_seqlens_k = a.cu_seqlens_k;
+  if (FLASHJIT_PRESENT(a, total_q)) p.total_q = a.total_q;
+  if (FLASHJIT_PRESENT(a, total_k)) p.total_k = a.total_k;
   return out;
 }
 
@@ -218,6 +222,7 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   if (!given.contains("dtype")) config->dtype = problem.dtype;
   if (!given.contains("head_dim")) config->head_dim = problem.head_dim;
   if (!given.contains("mask")) config->mask = problem.mask;
+  if (!given.contains("varlen")) config->varlen = problem.varlen();
   if (!given.contains("arch")) {
     auto picked = runtime.select(problem);  // checks the problem and finds its device
     if (!picked.ok()) return std::move(picked).error();

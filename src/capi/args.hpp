@@ -36,8 +36,8 @@ Result<MergeProblem> read_merge_args(const flashjit_merge_args* args);
 // A config from JSON (fields the object lacks keep KernelConfig's defaults).
 Result<KernelConfig> read_config(const char* json);
 
-// An explicit config for a problem: the fields the JSON object lacks among dtype, head_dim and mask are taken
-// from the problem, and arch from the problem's device.
+// An explicit config for a problem: the fields the JSON object lacks among dtype, head_dim, mask and varlen are
+// taken from the problem, and arch from the problem's device.
 Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& problem, const Runtime& runtime);
 
 }  // namespace flashjit::capi

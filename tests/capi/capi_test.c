@@ -250,6 +250,66 @@ static void test_forward(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* Ragged (varlen) batches: the four fields appended to flashjit_attention_args. */
+static void test_forward_varlen(const char* root) {
+  char dir[512], text[1024];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_attention_args a;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the varlen tests");
+    return;
+  }
+  a = fake_problem();
+  a.cu_seqlens_q = (const int*)0x70000;
+  a.cu_seqlens_k = (const int*)0x70100;
+  a.total_q = 300, a.total_k = 500;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "varlen forward of a valid problem on fake pointers");
+  expect(failed_at_device((int)-flashjit_select(rt, &a, text, sizeof text)), "varlen select on fake pointers");
+  a.config_json = "{\"algorithm\":\"fa2\"}";
+  expect(failed_at_device(flashjit_forward(rt, &a)), "varlen forward with a partial config reaches the device lookup");
+
+  a = fake_problem();
+  a.cu_seqlens_q = (const int*)0x70000;
+  a.total_q = 300, a.total_k = 500;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "cu_seqlens_k is a null pointer"),
+         "varlen with cu_seqlens_q only: names cu_seqlens_k");
+  a.cu_seqlens_k = (const int*)0x70102;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "cu_seqlens_k (0x70102) must be 4-byte aligned"),
+         "varlen with a misaligned cu_seqlens_k");
+  a.cu_seqlens_k = (const int*)0x70100;
+  a.total_q = 0;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "total_q"),
+         "varlen without total_q: names total_q");
+  a.total_q = 300;
+  a.q_strides.batch = 1024;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "q_strides.batch must be 0"),
+         "varlen with a batch stride: names q_strides.batch");
+  a = fake_problem();
+  a.total_k = 9;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "are for varlen problems"),
+         "total_k without offsets is rejected");
+
+  /* A caller built before the varlen fields: struct_size ends at config_json, the (garbage) fields after it
+   * are not read. */
+  a = fake_problem();
+  a.cu_seqlens_q = (const int*)0x3;
+  a.total_q = -7;
+  a.struct_size = offsetof(flashjit_attention_args, cu_seqlens_q);
+  expect(failed_at_device(flashjit_forward(rt, &a)), "args without the varlen fields: fixed lengths");
+  a.struct_size = sizeof a;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "full args: the varlen fields are read");
+  flashjit_runtime_destroy(rt);
+}
+
 /* A well-formed decode over a contiguous cache on fake (aligned, non-null) pointers. */
 static flashjit_decode_args fake_decode(void) {
   flashjit_decode_args a = flashjit_decode_args_default();
@@ -505,6 +565,7 @@ int main(void) {
   test_emit();
   test_compile(root);
   test_forward(root);
+  test_forward_varlen(root);
   test_decode(root);
   test_merge(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
