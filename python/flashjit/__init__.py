@@ -2,6 +2,7 @@
 
     import flashjit
     o = flashjit.attention(q, k, v, causal=True)   # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], bf16 or fp16
+    o = flashjit.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=True)   # packed ragged batch
     o = flashjit.decode(q, k_cache, v_cache, seqlens_k)            # q [B, q_len, Hq, D] over a KV cache
     o = flashjit.decode(q, k_pages, v_pages, seqlens_k, page_table=page_table)   # paged cache
     o, lse = flashjit.merge([o1, o2], [lse1, lse2], return_lse=True)            # states over disjoint keys
@@ -15,10 +16,10 @@ The library, libflashjit.so, is found through $FLASHJIT_LIBRARY, else inside thi
 repository's build folder. Kernels are cached on disk (FLASHJIT_CACHE_DIR, default ~/.cache/flashjit).
 torch is imported only by the functions that take tensors.
 """
-from ._attention import attention, precompile, warmup
+from ._attention import attention, attention_varlen, precompile, warmup
 from ._decode import decode, merge, prepare_decode
 from ._errors import FlashjitError
 from ._info import cache_info, emit, version
 
-__all__ = ["attention", "warmup", "precompile", "decode", "prepare_decode", "merge", "cache_info", "emit", "version",
-           "FlashjitError"]
+__all__ = ["attention", "attention_varlen", "warmup", "precompile", "decode", "prepare_decode", "merge", "cache_info",
+           "emit", "version", "FlashjitError"]

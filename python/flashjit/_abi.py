@@ -58,6 +58,10 @@ class AttentionArgs(ctypes.Structure):
         ("softmax_scale", ctypes.c_float),
         ("stream", ctypes.c_void_p),
         ("config_json", ctypes.c_char_p),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("total_q", ctypes.c_int),
+        ("total_k", ctypes.c_int),
     ]
 
     def __init__(self, **fields):

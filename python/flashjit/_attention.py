@@ -6,7 +6,8 @@ import json
 
 from . import _library, _runtime
 from ._abi import AttentionArgs, Strides
-from ._checks import (bshd_strides, check_inputs, check_out, dtype_code, mask_of, scale_of, shape4)
+from ._checks import (bshd_strides, check_inputs, check_out, check_varlen_inputs, dtype_code, mask_of, packed_strides,
+                      scale_of, shape4)
 from ._config import config_json
 
 # Stands in for the tensors of a problem that is prepared but not run: big enough for any alignment.
@@ -60,6 +61,53 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, ret
         v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
         mask=mask, window_left=left, window_right=right, softmax_scale=scale,
         stream=_stream_handle(stream, q.device), config_json=explicit)
+    lib = _library.load()
+    _runtime.check(lib.flashjit_forward(_runtime.handle(), ctypes.byref(args)))
+    return (out, lse) if return_lse else out
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
+                     window=(-1, -1), softmax_scale=None, return_lse=False, out=None, config=None, stream=None):
+    """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
+
+    q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
+    cu_seqlens_q, cu_seqlens_k: torch.int32 [batch + 1] on the same device, the offsets of each sequence
+    (sequence b owns rows cu_seqlens_q[b]:cu_seqlens_q[b + 1] of q and cu_seqlens_k[b]:cu_seqlens_k[b + 1] of
+    k and v; a length may be 0). They are never read on the host (no synchronization): they must be
+    non-decreasing and stay within total_q / total_k. max_seqlen_q, max_seqlen_k: the longest lengths (ints;
+    query rows past max_seqlen_q are not computed). Masks apply per sequence with its own lengths: causal is
+    bottom-right aligned (query i of a sequence sees keys j <= i + len_k - len_q), and so is the window's
+    diagonal; rows that see no key get O = 0 and LSE = -inf.
+    Other arguments as for attention(): dtypes, strides (last dimension contiguous, the others multiples of 8
+    elements), causal, window, softmax_scale, out (like q), config (varlen is set from the problem), stream.
+    return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
+
+    Asynchronous on the stream, no allocation besides out and lse; warm up (one call of the kind) before
+    CUDA-graph capture. Bad arguments raise ValueError before anything runs; library failures FlashjitError.
+    """
+    problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    mask, left, right = mask_of(causal, window)
+    scale = scale_of(softmax_scale)
+    if out is not None:
+        check_out(out, q, strides=("sequence", "head"))
+    explicit = None if config is None else config_json(config)
+    if out is None or return_lse:
+        import torch
+    if out is None:
+        out = torch.empty_like(q)
+    lse = None
+    if return_lse:
+        lse = torch.empty((problem.heads_q, problem.total_q), dtype=torch.float32, device=q.device)
+    args = AttentionArgs(
+        q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=out.data_ptr(), lse=None if lse is None else lse.data_ptr(),
+        batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
+        heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
+        q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
+        v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
+        mask=mask, window_left=left, window_right=right, softmax_scale=scale,
+        stream=_stream_handle(stream, q.device), config_json=explicit,
+        cu_seqlens_q=cu_seqlens_q.data_ptr(), cu_seqlens_k=cu_seqlens_k.data_ptr(), total_q=problem.total_q,
+        total_k=problem.total_k)
     lib = _library.load()
     _runtime.check(lib.flashjit_forward(_runtime.handle(), ctypes.byref(args)))
     return (out, lse) if return_lse else out

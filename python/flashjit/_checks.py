@@ -85,8 +85,9 @@ def check_inputs(q, k, v):
     return Problem(b, sq, sk, hq, hkv, d, DTYPES[str(q.dtype)])
 
 
-def check_out(out, q):
-    """`out=` must look like q: same device, dtype and shape, and a layout the kernels can write."""
+def check_out(out, q, strides=("batch", "sequence", "head")):
+    """`out=` must look like q: same device, dtype and shape, and a layout the kernels can write (`strides`
+    names the dimensions before the last: packed varlen tensors have no batch)."""
     _require_cuda("out", out)
     if str(out.device) != str(q.device):
         raise ValueError(f"out is on {out.device} but q is on {q.device}")
@@ -94,7 +95,7 @@ def check_out(out, q):
         raise ValueError(f"out: dtype {out.dtype} differs from q's {q.dtype}")
     if _shape(out) != _shape(q):
         raise ValueError(f"out: shape {list(_shape(out))} differs from q's {list(_shape(q))}")
-    _require_layout("out", out)
+    _require_layout("out", out, strides)
 
 
 def bshd_strides(t):
@@ -355,3 +356,83 @@ def check_merge_out(out, first, outs):
     for i, o in enumerate(outs):
         if o.data_ptr() == out.data_ptr():
             raise ValueError(f"out aliases outs[{i}]: the merge reads every state while writing out")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# attention_varlen()
+
+@dataclass(frozen=True)
+class VarlenProblem:
+    batch: int
+    total_q: int
+    total_k: int
+    max_seqlen_q: int
+    max_seqlen_k: int
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    dtype: int  # flashjit_dtype
+
+
+def _require_3d(name, t):
+    shape = _shape(t)
+    if len(shape) != 3:
+        raise ValueError(f"{name} must be 3-D [total_tokens, heads, head_dim] (sequences packed back to back), got "
+                         f"shape {list(shape)}")
+    if min(shape) < 1:
+        raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
+
+
+def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k):
+    """The VarlenProblem of packed q [total_q, Hq, D], k and v [total_k, Hkv, D] with cu_seqlens_q / cu_seqlens_k
+    int32 [batch + 1] on the device (never read on the host); ValueError naming the first bad argument."""
+    tensors = (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k))
+    for name, t in tensors:
+        _require_cuda(name, t)
+    for name, t in tensors[1:]:
+        _require_same_device(name, t, q)
+    if str(q.dtype) not in DTYPES:
+        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+    for name, t in tensors[1:3]:
+        if str(t.dtype) != str(q.dtype):
+            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
+    for name, t in tensors[3:]:
+        if str(t.dtype) != INT32:
+            raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
+    for name, t in tensors[:3]:
+        _require_3d(name, t)
+    (total_q, hq, d), (total_k, hkv, dk) = _shape(q), _shape(k)
+    if _shape(v) != _shape(k):
+        raise ValueError(f"v: shape {list(_shape(v))} differs from k's {list(_shape(k))}")
+    if dk != d:
+        raise ValueError(f"k: head_dim {dk} differs from q's {d}")
+    if hq % hkv != 0:
+        raise ValueError(f"k: its {hkv} heads must divide q's {hq} heads (grouped-query attention)")
+    if d % 8 != 0 or d > MAX_HEAD_DIM:
+        raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+    if total_q > INT32_MAX or total_k > INT32_MAX:
+        raise ValueError(f"q and k may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q} and {total_k}")
+    shape_q = _shape(cu_seqlens_q)
+    if len(shape_q) != 1 or shape_q[0] < 2:
+        raise ValueError(f"cu_seqlens_q must have shape [batch + 1] with batch >= 1 (offsets of each sequence in q, "
+                         f"starting at 0), got {list(shape_q)}")
+    if _shape(cu_seqlens_k) != shape_q:
+        raise ValueError(f"cu_seqlens_k: shape {list(_shape(cu_seqlens_k))} differs from cu_seqlens_q's "
+                         f"{list(shape_q)} (one offset per sequence boundary of each)")
+    batch = shape_q[0] - 1
+    if batch > 65535:
+        raise ValueError(f"cu_seqlens_q: at most 65535 sequences (grid limit), got {batch}")
+    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]")
+    _require_dense("cu_seqlens_k", cu_seqlens_k, "int32 [batch + 1]")
+    max_seqlen_q = _int_arg("max_seqlen_q", max_seqlen_q, 1, INT32_MAX)
+    max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
+    for name, t in tensors[:3]:
+        _require_layout(name, t, ("sequence", "head"))
+    return VarlenProblem(batch, total_q, total_k, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)])
+
+
+def packed_strides(t):
+    """(batch, seq, head) element strides of a packed [total, H, D] tensor for the C ABI: batch 0 (there is
+    none), and 0 (= contiguous) where a dimension has size 1."""
+    shape, stride = _shape(t), tuple(int(s) for s in t.stride())
+    return (0,) + tuple(stride[dim] if shape[dim] > 1 else 0 for dim in range(2))

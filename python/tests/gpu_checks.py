@@ -1,4 +1,5 @@
-"""flashjit.attention, decode and merge on a GPU against torch's scaled_dot_product_attention in float32.
+"""flashjit.attention, attention_varlen, decode and merge on a GPU against torch's scaled_dot_product_attention in
+float32.
 
 Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine that lacks it:
     PYTHONPATH=python python3 python/tests/gpu_checks.py
@@ -206,6 +207,119 @@ def check_explicit_config():
                                                          "block_n": 32, "stages": 2})
     ref_o, _ = reference(q, k, v, causal=True)
     expect_close(o, None, ref_o, None, BF16, "explicit fa2 config")
+
+
+# -- varlen (ragged batches) ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VarlenCase:
+    lens_q: tuple  # query tokens per sequence (0 allowed)
+    lens_k: tuple  # keys per sequence (0 allowed: that sequence's rows are empty)
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    dtype: torch.dtype
+    causal: bool = False
+    window: tuple = (-1, -1)
+
+    def __str__(self):
+        mask = ("causal" if self.causal else "full") + ("" if self.window == (-1, -1) else f"-w{self.window[0]},{self.window[1]}")
+        return (f"varlen-q{','.join(map(str, self.lens_q))}-k{','.join(map(str, self.lens_k))}-H{self.heads_q}/"
+                f"{self.heads_kv}-D{self.head_dim}-{str(self.dtype).replace('torch.', '')}-{mask}")
+
+
+# Lengths from {0, 1, 7, 300, 4097} paired differently for q and k: len_k < len_q (causal rows without keys),
+# empty query and empty key sequences; GQA 1/4/8, both dtypes, head dims 64/128/256, causal and windows.
+VARLEN_CASES = [
+    VarlenCase((1, 7, 300, 0, 7), (7, 300, 1, 5, 0), 8, 2, 64, BF16),
+    VarlenCase((1, 7, 300, 0, 7), (7, 300, 1, 5, 0), 8, 8, 128, FP16, causal=True),
+    VarlenCase((300, 4097, 1, 7), (300, 4097, 7, 1), 8, 1, 128, BF16, causal=True),
+    VarlenCase((7, 0, 300, 1), (300, 1, 7, 0), 16, 4, 64, FP16, window=(37, 5)),
+    VarlenCase((4097, 300), (1, 4097), 4, 1, 256, BF16, causal=True, window=(512, 0)),
+    VarlenCase((300, 300, 7), (7, 1, 300), 8, 2, 256, FP16, causal=True),
+]
+
+
+def cu_seqlens(lens):
+    return torch.tensor([0] + list(lens), device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+
+
+def varlen_inputs(case):
+    tq, tk = sum(case.lens_q), sum(case.lens_k)
+    q = torch.randn(tq, case.heads_q, case.head_dim, device="cuda", dtype=case.dtype)
+    k = torch.randn(tk, case.heads_kv, case.head_dim, device="cuda", dtype=case.dtype)
+    v = torch.randn(tk, case.heads_kv, case.head_dim, device="cuda", dtype=case.dtype)
+    return q, k, v, cu_seqlens(case.lens_q), cu_seqlens(case.lens_k)
+
+
+def varlen_reference(q, k, v, lens_q, lens_k, causal=False, window=(-1, -1), softmax_scale=None):
+    """O [total_q, Hq, D] and LSE [Hq, total_q] in float32, sequence by sequence through reference() (SDPA);
+    a sequence without keys gets O = 0 and LSE = -inf."""
+    o = torch.zeros(q.shape, device=q.device, dtype=torch.float32)
+    lse = torch.full((q.shape[1], q.shape[0]), -math.inf, device=q.device, dtype=torch.float32)
+    sq = sk = 0
+    for lq, lk in zip(lens_q, lens_k):
+        if lq > 0 and lk > 0:
+            ref_o, ref_lse = reference(q[None, sq:sq + lq], k[None, sk:sk + lk], v[None, sk:sk + lk], causal, window,
+                                       softmax_scale)
+            o[sq:sq + lq], lse[:, sq:sq + lq] = ref_o[0], ref_lse[0]
+        sq, sk = sq + lq, sk + lk
+    return o, lse
+
+
+def check_varlen_case(case):
+    q, k, v, cu_q, cu_k = varlen_inputs(case)
+    o, lse = flashjit.attention_varlen(q, k, v, cu_q, cu_k, max(case.lens_q), max(case.lens_k), causal=case.causal,
+                                       window=case.window, return_lse=True)
+    assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (case.heads_q, q.shape[0])
+    assert lse.dtype == torch.float32
+    ref_o, ref_lse = varlen_reference(q, k, v, case.lens_q, case.lens_k, case.causal, case.window)
+    expect_close(o, lse, ref_o, ref_lse, case.dtype, str(case))
+    # Rows without keys (a sequence with len_k 0, causal rows before the keys start): exactly 0.
+    empty = torch.isneginf(ref_lse).T
+    assert (o[empty] == 0).all(), f"{case}: rows without keys are not 0"
+
+
+def check_varlen_views_out_and_scale():
+    """q, k, v as views into one packed [total, 3, H, D] projection (seq stride 3 H D), out= a NaN-filled
+    tensor written twice, a custom scale, an explicit fa2 config (varlen completed from the problem)."""
+    lens_q = lens_k = (300, 1, 0, 1000)
+    qkv = torch.randn(sum(lens_q), 3, 8, 128, device="cuda", dtype=FP16)
+    q, k, v = qkv.unbind(dim=1)
+    cu = cu_seqlens(lens_q)
+    out = torch.full(q.shape, math.nan, device="cuda", dtype=FP16)
+    ref_o, _ = varlen_reference(q, k, v, lens_q, lens_k, causal=True, softmax_scale=0.05)
+    for config in (None, {"algorithm": "fa2"}):
+        out.fill_(math.nan)
+        result = flashjit.attention_varlen(q, k, v, cu, cu, 1000, 1000, causal=True, softmax_scale=0.05, out=out,
+                                           config=config)
+        assert result is out
+        expect_close(out, None, ref_o, None, FP16, f"varlen packed views, out=, scale 0.05, config {config}")
+
+
+def check_varlen_graph_capture_and_replay():
+    """A warmed-up varlen call captured and replayed with new lengths written into the captured cu_seqlens
+    (the offsets are device data: nothing is re-planned on the host)."""
+    heads_q, heads_kv, d, total = 8, 2, 128, 2048
+    q = torch.randn(total, heads_q, d, device="cuda", dtype=BF16)
+    k = torch.randn(total, heads_kv, d, device="cuda", dtype=BF16)
+    v = torch.randn(total, heads_kv, d, device="cuda", dtype=BF16)
+    cu_q, cu_k = cu_seqlens((1000, 1000, 48)), cu_seqlens((1000, 48, 1000))
+    out = torch.empty_like(q)
+    flashjit.attention_varlen(q, k, v, cu_q, cu_k, 1024, 1024, causal=True, out=out)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        flashjit.attention_varlen(q, k, v, cu_q, cu_k, 1024, 1024, causal=True, out=out)
+    for lens_q, lens_k in (((1000, 1000, 48), (1000, 48, 1000)), ((1, 1024, 1023), (1024, 0, 1024))):
+        cu_q.copy_(cu_seqlens(lens_q))
+        cu_k.copy_(cu_seqlens(lens_k))
+        out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref_o, _ = varlen_reference(q, k, v, lens_q, lens_k, causal=True)
+        expect_close(out, None, ref_o, None, BF16, f"varlen graph replay with lengths {lens_q} / {lens_k}")
 
 
 # -- decode and merge ----------------------------------------------------------------------------------------
@@ -452,6 +566,7 @@ def check_merge_graph_capture():
 
 
 CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_capture_and_replay,
+          check_varlen_views_out_and_scale, check_varlen_graph_capture_and_replay,
           check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config,
           check_decode_out_and_strided_q, check_decode_graph_capture_and_replay,
           check_decode_capture_without_prepare_is_an_error, check_merge_states, check_decode_cascade_merge,
@@ -464,6 +579,7 @@ def main():
         return 0
     torch.manual_seed(0)
     runs = [(str(case), lambda case=case: check_case(case)) for case in CASES]
+    runs += [(str(case), lambda case=case: check_varlen_case(case)) for case in VARLEN_CASES]
     runs += [(str(case), lambda case=case: check_decode_case(case)) for case in DECODE_CASES]
     runs += [(check.__name__, check) for check in CHECKS]
     passed = failed = 0

@@ -1,4 +1,4 @@
-"""GPU tests (skipped without torch or a CUDA GPU): flashjit.attention and flashjit.decode against float32
+"""GPU tests (skipped without torch or a CUDA GPU): flashjit.attention, attention_varlen and decode against float32
 SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay. The checks live in
 gpu_checks.py, which also runs without pytest."""
 import pytest
@@ -18,6 +18,11 @@ def seeded():
 @pytest.mark.parametrize("case", gpu_checks.CASES, ids=str)
 def test_matches_sdpa(case):
     gpu_checks.check_case(case)
+
+
+@pytest.mark.parametrize("case", gpu_checks.VARLEN_CASES, ids=str)
+def test_varlen_matches_sdpa(case):
+    gpu_checks.check_varlen_case(case)
 
 
 @pytest.mark.parametrize("case", gpu_checks.DECODE_CASES, ids=str)
