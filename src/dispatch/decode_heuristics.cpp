@@ -27,9 +27,10 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   const int ctas = at_least_1(in.batch) * at_least_1(in.heads_kv);
   const int keys = at_least_1(in.max_keys);
   // The seed's rule. Decode streams K/V from HBM once; a CTA per (sequence, KV head) reads at the rate of
-  // one SM, so when B·Hkv CTAs leave SMs idle, the keys are shared by SMs / (B·Hkv) CTAs (integer part:
-  // with B·Hkv > SMs / 2 a second split would only add a second, partial wave).
-  int splits = std::clamp(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits);
+  // one SM slot, so when B·Hkv CTAs leave slots idle, the keys are shared by slots / (B·Hkv) CTAs (integer
+  // part: with B·Hkv > slots / 2 a second split would only add a second, partial wave). Measured on the
+  // H200 (contiguous, 132 slots): B1 Sk 32k 16 splits 3.35-3.39 TB/s against 3.19-3.22 with 32.
+  int splits = std::clamp(at_least_1(in.sms) * at_least_1(in.ctas_per_sm) / ctas, 1, kMaxDecodeSplits);
   // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
   // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
   // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
@@ -70,6 +71,10 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
+  // Paged caches aim at two CTAs per SM (two 100 KB CTAs fit at d128): the page-table reads and scattered
+  // pages add latency that one CTA's pipeline does not hide (H200, B16 Sk 8k, 16-token pages: 3.26 TB/s with
+  // 128 CTAs, 4.08 with 256; a contiguous cache is faster with 128: 4.27-4.38 against 4.16).
+  if (p.layout == KvLayout::paged && 2 * (shared_memory_bytes(plan.split) + 1024) <= 228 * 1024) in.ctas_per_sm = 2;
   // A window starts the key range at the first visible key rounded down to a tile (split_kv.cuh), so the
   // range is at most window + q_len + block_n - 1 keys long.
   long long keys = p.max_seqlen_k;

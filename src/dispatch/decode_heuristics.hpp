@@ -20,6 +20,7 @@ struct DecodeSplitInputs {
   int max_keys = 1;    // keys the longest sequence's rows can see (its length, or the window when shorter)
   int page_size = 0;   // 0: contiguous cache; else tokens per page
   int block_n = 64;    // keys per tile of the split kernel
+  int ctas_per_sm = 1; // CTAs per SM the plan fills (SMs x this many slots)
 };
 
 struct DecodeSplitPlan {

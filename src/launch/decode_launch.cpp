@@ -9,9 +9,19 @@
 namespace flashjit::launch {
 namespace {
 
+// `after_previous`: programmatic dependent launch (sm_90+): the kernel may start while the previous one on
+// the stream runs and waits for it in-kernel (ptx/griddep.cuh), which hides the launch latency.
 Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                  int threads, int smem, CUstream stream, void* params, const char* what) {
+                  int threads, int smem, CUstream stream, void* params, const char* what,
+                  bool after_previous = false) {
   CUlaunchConfig lc{};
+  CUlaunchAttribute attr{};
+  if (after_previous) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+  }
   lc.gridDimX = grid_x, lc.gridDimY = grid_y, lc.gridDimZ = grid_z;
   lc.blockDimX = static_cast<unsigned>(threads), lc.blockDimY = 1, lc.blockDimZ = 1;
   lc.sharedMemBytes = static_cast<unsigned>(smem);
@@ -105,7 +115,7 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
   CombineParams cp = make_split_combine_params(p, plan, workspace);
   const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
   return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,
-                    &cp, "cuLaunchKernelEx(decode combine)");
+                    &cp, "cuLaunchKernelEx(decode combine)", plan.combine.arch.sm >= 90);
 }
 
 Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p) {

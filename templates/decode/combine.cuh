@@ -8,6 +8,7 @@
 #include "common/math.cuh"
 #include "common/types.cuh"
 #include "decode/params.cuh"
+#include "ptx/griddep.cuh"
 
 namespace flashjit::decode {
 
@@ -30,6 +31,9 @@ struct CombineKernel {
   static_assert(CombineParams::kMaxStates == 32, "one state per lane");
 
   static __device__ void run(const CombineParams& p) {
+    // Launched right behind the split kernel (programmatic dependent launch on sm_90): wait for its
+    // partials here; a plain launch (the merge API) passes straight through.
+    ptx::grid_dependency_wait();
     const int lane = threadIdx.x % 32;
     const long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= static_cast<long long>(p.batch) * p.seqlen * p.heads) return;
@@ -47,14 +51,28 @@ struct CombineKernel {
 #pragma unroll
     for (int c = 0; c < kColsPerLane; ++c) acc[c] = 0.f;
     const long long in_offset = batch * p.in_batch + pos * p.in_seq + head * p.in_head;
-    for (int i = 0; i < p.num_states; ++i) {
-      const float wi = __shfl_sync(0xffffffffu, w, i);
-      if (wi == 0.f) continue;  // no key in this state (or a negligible one): its O is not read
+    // Eight states per step, their loads all in flight before the first multiply-add (the partials sit in
+    // L2: one round trip per step rather than per state).
+    constexpr int kUnroll = 8;
+    for (int i0 = 0; i0 < p.num_states; i0 += kUnroll) {
+      float x[kUnroll][kColsPerLane], wi[kUnroll];
 #pragma unroll
-      for (int c = 0; c < kColsPerLane; ++c) {
-        const int d = lane + 32 * c;
-        if (d < kHeadDim) acc[c] = fmaf(wi, load_state<TIn>(p.o_in[i], in_offset + d), acc[c]);
+      for (int j = 0; j < kUnroll; ++j) {
+        const int i = i0 + j;
+        wi[j] = __shfl_sync(0xffffffffu, w, i % 32);
+        // A state without keys (or a negligible one) is not read: its O may be anything.
+        const bool read = i < p.num_states && wi[j] != 0.f;
+#pragma unroll
+        for (int c = 0; c < kColsPerLane; ++c) {
+          const int d = lane + 32 * c;
+          x[j][c] = read && d < kHeadDim ? load_state<TIn>(p.o_in[i], in_offset + d) : 0.f;
+        }
+        if (!read) wi[j] = 0.f;
       }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j)
+#pragma unroll
+        for (int c = 0; c < kColsPerLane; ++c) acc[c] = fmaf(wi[j], x[j][c], acc[c]);
     }
     const bool empty = !(sum > 0.f);
     TOut* out = static_cast<TOut*>(p.o) + batch * p.o_batch + pos * p.o_seq + head * p.o_head;

@@ -13,6 +13,7 @@
 #include "decode/params.cuh"
 #include "fa2/smem_tile.cuh"
 #include "ptx/cp_async.cuh"
+#include "ptx/griddep.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
 
@@ -40,16 +41,28 @@ struct SplitKernel {
   static_assert(kBN % kKeyGroups == 0 && kSliceN % 16 == 0, "key slices of whole 16-key k-steps");
   static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
 
-  // Element offset of key `key`'s row (before the KV head's offset) in sequence `batch`; -1 when its page
-  // index is out of range (a caller error: the key reads as zeros instead of from a wild address).
-  static __device__ __forceinline__ long long key_offset(const DecodeParams& p, int batch, int key, long long seq,
-                                                         long long batch_or_page) {
+  // The K/V load loop: pass j of a tile moves rows kPassRows * j + tid / kChunks (chunk tid % kChunks).
+  static constexpr int kPassRows = kThreads / KVTile::kChunks;
+  static constexpr int kPasses = kBN / kPassRows;
+  static_assert(kThreads % KVTile::kChunks == 0 && kBN % kPassRows == 0, "whole rows per pass, whole passes per tile");
+
+  // Paged cache: the page of each pass's row in one tile, -1 past the split's end or for a page index out of
+  // range (a caller error: those keys read as zeros instead of from a wild address). Loaded one tile ahead
+  // of its K/V loads, so the page-table latency hides under a tile of compute.
+  struct TilePages {
+    int page[kPaged ? kPasses : 1];
+  };
+
+  static __device__ __forceinline__ void fetch_pages(const DecodeParams& p, int batch, int n0, int k1, TilePages& t) {
     if constexpr (kPaged) {
-      const int page = __ldg(p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq + (key >> p.page_shift));
-      if (static_cast<unsigned>(page) >= static_cast<unsigned>(p.num_pages)) return -1;
-      return page * batch_or_page + (key & ((1 << p.page_shift) - 1)) * seq;
-    } else {
-      return batch * batch_or_page + key * seq;
+      const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
+      const int row = threadIdx.x / KVTile::kChunks;
+#pragma unroll
+      for (int j = 0; j < kPasses; ++j) {
+        const int key = n0 + j * kPassRows + row;
+        const int page = key < k1 ? __ldg(table + (key >> p.page_shift)) : -1;
+        t.page[j] = static_cast<unsigned>(page) < static_cast<unsigned>(p.num_pages) ? page : -1;
+      }
     }
   }
 
@@ -59,6 +72,9 @@ struct SplitKernel {
     const unsigned s_k = s_q + QTile::kBytes;
     const unsigned s_v = s_k + kStages * KVTile::kBytes;
 
+    // The combine kernel (launched behind this one with programmatic dependent launch) may start now: it
+    // waits for this grid's completion before reading the partials.
+    ptx::launch_dependents();
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int split = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int rows_valid = p.group * p.q_len;
@@ -84,23 +100,50 @@ struct SplitKernel {
           q + (valid ? (r / p.group) * p.q_seq + (kv_head * p.group + r % p.group) * p.q_head + chunk * 8 : 0);
       ptx::cp_async_16(s_q + QTile::offset(r, chunk), src, valid);
     }
-    auto load_kv = [&](int tile, int stage) {
+    if constexpr (kPaged) {
+      // The split's page-table entries into L2 now: fetch_pages then finds them there one tile ahead,
+      // instead of paying an HBM round trip per tile on the path to the next K/V loads.
+      if (num_tiles > 0) {
+        const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
+        const auto begin = reinterpret_cast<unsigned long long>(table + (k0 >> p.page_shift)) & ~127ull;
+        const auto end = reinterpret_cast<unsigned long long>(table + ((k1 - 1) >> p.page_shift));
+        for (unsigned long long a = begin + 128ull * tid; a <= end; a += 128ull * kThreads)
+          ptx::prefetch_l2(reinterpret_cast<const void*>(a));
+      }
+    }
+    // K/V rows of one tile into a stage: contiguous rows from the sequence's base, paged rows from `pages`.
+    auto load_kv = [&](int tile, int stage, const TilePages& pages) {
       const int n0 = k0 + tile * kBN;
-      for (int i = tid; i < kBN * KVTile::kChunks; i += kThreads) {
-        const int r = i / KVTile::kChunks, chunk = i % KVTile::kChunks;
-        const int key = n0 + r;
-        const unsigned off = KVTile::offset(r, chunk);
-        const long long k_off = key < k1 ? key_offset(p, batch, key, p.k_seq, p.k_batch) : -1;
-        const long long v_off = key < k1 ? key_offset(p, batch, key, p.v_seq, p.v_batch) : -1;
-        ptx::cp_async_16(s_k + stage * KVTile::kBytes + off, k + (k_off >= 0 ? k_off + chunk * 8 : 0), k_off >= 0);
-        ptx::cp_async_16(s_v + stage * KVTile::kBytes + off, v + (v_off >= 0 ? v_off + chunk * 8 : 0), v_off >= 0);
+      const int row = tid / KVTile::kChunks, chunk = tid % KVTile::kChunks;
+#pragma unroll
+      for (int j = 0; j < kPasses; ++j) {
+        const int r = j * kPassRows + row, key = n0 + r;
+        long long k_off = -1, v_off = -1;
+        if constexpr (kPaged) {
+          if (pages.page[j] >= 0) {
+            const int token = key & ((1 << p.page_shift) - 1);
+            k_off = pages.page[j] * p.k_batch + token * p.k_seq;
+            v_off = pages.page[j] * p.v_batch + token * p.v_seq;
+          }
+        } else if (key < k1) {
+          k_off = batch * p.k_batch + key * p.k_seq;
+          v_off = batch * p.v_batch + key * p.v_seq;
+        }
+        const unsigned off = stage * KVTile::kBytes + KVTile::offset(r, chunk);
+        ptx::cp_async_16(s_k + off, k + (k_off >= 0 ? k_off + chunk * 8 : 0), k_off >= 0);
+        ptx::cp_async_16(s_v + off, v + (v_off >= 0 ? v_off + chunk * 8 : 0), v_off >= 0);
       }
     };
+    TilePages pages;
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < num_tiles) load_kv(s, s);
+      if (s < num_tiles) {
+        fetch_pages(p, batch, k0 + s * kBN, k1, pages);
+        load_kv(s, s, pages);
+      }
       ptx::cp_async_commit();
     }
+    fetch_pages(p, batch, k0 + (kStages - 1) * kBN, k1, pages);
 
     const int mt = warp % kMT, key_group = warp / kMT;
     float o[kDT][4];
@@ -120,7 +163,10 @@ struct SplitKernel {
     for (int it = 0; it < num_tiles; ++it) {
       ptx::cp_async_wait<kStages - 2>();
       __syncthreads();
-      if (it + kStages - 1 < num_tiles) load_kv(it + kStages - 1, (it + kStages - 1) % kStages);
+      if (it + kStages - 1 < num_tiles) {
+        load_kv(it + kStages - 1, (it + kStages - 1) % kStages, pages);
+        fetch_pages(p, batch, k0 + (it + kStages) * kBN, k1, pages);
+      }
       ptx::cp_async_commit();
       if constexpr (kQInRegisters) {
         if (it == 0) {

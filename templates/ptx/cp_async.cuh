@@ -14,6 +14,11 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool 
                : "memory");
 }
 
+// Brings the 128-byte line holding `p` into L2 (no register result, nothing waits on it).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most N groups issued by this thread are still pending.

@@ -153,3 +153,18 @@ TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kep
   p.heads_q = 64;  // group 8 x q_len 4 = 32 rows: two m-tiles
   CHECK(plan_decode(p, kSm90a, 132).split.rows == 32);
 }
+
+TEST_CASE("decode plan: paged caches fill two CTAs per SM", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  auto p = decode_problem(16, 8192);
+  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 1);  // 128 CTAs, one per SM
+  p.layout = flashjit::KvLayout::paged, p.page_size = 16, p.num_pages = 8192, p.max_pages_per_seq = 512;
+  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 2);  // 264 slots / 128
+  p = decode_problem(1, 32768);
+  p.layout = flashjit::KvLayout::paged, p.page_size = 64, p.num_pages = 512, p.max_pages_per_seq = 512;
+  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 32);  // 264 / 8 = 33, capped
+  CHECK(plan_decode_splits(h200(16, 8, 8192)).num_splits == 1);
+  auto in = h200(16, 8, 8192);
+  in.ctas_per_sm = 2;
+  CHECK(plan_decode_splits(in).num_splits == 2);
+}
