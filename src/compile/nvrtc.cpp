@@ -4,6 +4,8 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <mutex>
+#include <shared_mutex>
 #include <regex>
 
 #include "codegen/embedded_templates.hpp"
@@ -55,7 +57,9 @@ const std::string& nvrtc_version() {
   return v;
 }
 
-Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+namespace {
+
+Result<CompiledKernel> compile_once(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
   const auto& headers = codegen::embedded_templates();
   std::vector<const char*> header_texts, header_names;
   for (const auto& h : headers) {
@@ -88,8 +92,33 @@ Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std
   r = nvrtcGetCUBIN(prog.handle, out.cubin.data());
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBIN");
   out.ptxas = parse_ptxas(out.log, source.entry);
-  log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out.compile_ms,
-             out.ptxas.registers, out.ptxas.spill_stores + out.ptxas.spill_loads);
+  return out;
+}
+
+// Shared by ordinary compiles, held alone by a compile that must not overlap another (see compile()).
+std::shared_mutex& compile_lock() {
+  static std::shared_mutex m;
+  return m;
+}
+
+}  // namespace
+
+Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+  auto out = [&] {
+    std::shared_lock lock(compile_lock());
+    return compile_once(source, options);
+  }();
+  // Seen with NVRTC 13.0 on the H200 machine: of two compiles running at once in one process, one may
+  // succeed with an empty log, i.e. without its ptxas report (registers, spills). The kernel is fine, its
+  // stats are not; compiling it again while no other compile runs restores them.
+  if (out.ok() && out->ptxas.registers < 0) {
+    std::unique_lock lock(compile_lock());
+    log::debug("nvrtc returned no ptxas report for {}: compiling it again alone", source.name);
+    out = compile_once(source, options);
+  }
+  if (out.ok())
+    log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out->compile_ms,
+               out->ptxas.registers, out->ptxas.spill_stores + out->ptxas.spill_loads);
   return out;
 }
 

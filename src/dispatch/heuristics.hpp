@@ -15,6 +15,8 @@ namespace flashjit::dispatch {
 KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
 // FA3 (sm_90a) tile choice for a head dim.
 KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+// fa3_heuristic adjusted to the problem's grid (smaller tiles when 128-row tiles leave most SMs idle).
+KernelConfig fa3_config(const AttentionProblem& problem, const Arch& arch);
 // The reference kernel's config.
 KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
 

@@ -22,6 +22,7 @@ CandidateSpace defaults(Algorithm a, Density density) {
       s.warps = {1, 2, 3};
       s.block_n = steps(64, 256, full ? 16 : 32);
       s.stages = full ? std::vector<int>{2, 3} : std::vector<int>{2};
+      s.schedulers = {Scheduler::grid, Scheduler::persistent};  // the heuristics use both (d128: persistent)
       break;
     case Algorithm::fa2:
       s.warps = {4, 8};
@@ -66,7 +67,9 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
       return given.empty() ? fallback : given;
     };
     const auto warps = pick(space.warps, d.warps), stages = pick(space.stages, d.stages);
-    const auto schedulers = space.schedulers.empty() ? std::vector<Scheduler>{KernelConfig{}.scheduler} : space.schedulers;
+    const auto schedulers = !space.schedulers.empty() ? space.schedulers
+                            : !d.schedulers.empty() ? d.schedulers
+                                                    : std::vector<Scheduler>{KernelConfig{}.scheduler};
     for (int w : warps) {
       // naive scores one key per thread: its block_n follows the warps.
       const auto block_ns = pick(space.block_n, a == Algorithm::naive ? std::vector<int>{32 * w} : d.block_n);

@@ -37,13 +37,7 @@ struct Producer {
   static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, int local, int m0, int head,
                                    int kv_head, int batch, int tile_begin, int num_tiles, int ring, int q_start,
                                    int k_start) {
-    if (local > 0) ptx::mbarrier_wait(smem.q_empty(), (local - 1) & 1);
-    ptx::mbarrier_arrive_expect_tx(smem.q_full(), Storage::kQBytes);
-#pragma unroll
-    for (int cb = 0; cb < kHeadDim / 64; ++cb)
-      load_box(smem.q() + cb * kBM * 128, &maps.q, smem.q_full(), cb * 64, q_start + m0, head, batch);
-
-    for (int i = 0; i < num_tiles; ++i) {
+    auto load_kv = [&](int i) {
       const int r = ring + i, stage = r % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
       const unsigned free_parity = ((r / kStages) & 1) ^ 1;
@@ -58,7 +52,18 @@ struct Producer {
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
         load_box(smem.v(stage) + cb * kBN * 128, &maps.v, smem.v_full(stage), cb * 64, n0, kv_head, batch);
-    }
+    };
+    // After the first work tile, Q's buffer frees only when the previous tile's epilogue (which stages O
+    // there) is done; the ring's stages free earlier, as the consumers finish the previous tile's GEMMs. So
+    // the first K/V tiles of this work tile go out before the wait for Q, and stream under that epilogue.
+    const int early = local > 0 ? (num_tiles < kStages ? num_tiles : kStages) : 0;
+    for (int i = 0; i < early; ++i) load_kv(i);
+    if (local > 0) ptx::mbarrier_wait(smem.q_empty(), (local - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(smem.q_full(), Storage::kQBytes);
+#pragma unroll
+    for (int cb = 0; cb < kHeadDim / 64; ++cb)
+      load_box(smem.q() + cb * kBM * 128, &maps.q, smem.q_full(), cb * 64, q_start + m0, head, batch);
+    for (int i = early; i < num_tiles; ++i) load_kv(i);
   }
 };
 

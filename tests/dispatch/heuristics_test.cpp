@@ -106,7 +106,7 @@ TEST_CASE("choose: fa3 for head_dim 64 128 256 and fa2 for 96 on sm_90a", "[disp
         if (d == 96) {
           CHECK(*r == fa2_heuristic(dtype, d, mask, kSm90a));
         } else {
-          CHECK(*r == fa3_heuristic(dtype, d, mask, kSm90a));
+          CHECK(*r == flashjit::dispatch::fa3_config(p, kSm90a));
           auto explicit_fa3 = choose(p, kSm90a, Algorithm::fa3);
           REQUIRE(explicit_fa3.ok());
           CHECK(*explicit_fa3 == *r);
@@ -413,4 +413,21 @@ TEST_CASE("supports: varlen kernels for varlen problems only", "[dispatch][varle
     c.varlen = true;
     CHECK(supports(c, varlen_problem(DType::bf16, 128, MaskKind::causal), kSm90a).ok());
   }
+}
+
+TEST_CASE("fa3_config: 64-row tiles when 128-row tiles fill less than half the SMs", "[dispatch]") {
+  using flashjit::dispatch::fa3_config;
+  AttentionProblem p = problem(DType::bf16, 128, MaskKind::causal);
+  p.batch = 1, p.heads_q = 32, p.heads_kv = 8;
+  p.seqlen_q = p.seqlen_k = 256;  // 2 m-blocks x 32 heads = 64 CTAs of 128 rows
+  KernelConfig c = fa3_config(p, kSm90a);
+  CHECK(c.block_m == 64);
+  CHECK(c.warps == 1);
+  CHECK(c.scheduler == flashjit::Scheduler::grid);
+  CHECK(validate(c).empty());
+  p.seqlen_q = p.seqlen_k = 512;  // 128 CTAs: the heuristic's tile
+  CHECK(fa3_config(p, kSm90a) == fa3_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a));
+  CHECK(fa3_heuristic(DType::bf16, 128, MaskKind::none, kSm90a).scheduler == flashjit::Scheduler::persistent);
+  p.head_dim = 64;  // other head dims keep their tiles
+  CHECK(fa3_config(p, kSm90a) == fa3_heuristic(DType::bf16, 64, MaskKind::causal, kSm90a));
 }

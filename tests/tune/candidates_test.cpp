@@ -37,9 +37,10 @@ bool has(const std::vector<KernelConfig>& list, const KernelConfig& c) {
 
 TEST_CASE("candidates: fa3 default space on sm_90a", "[tune][candidates]") {
   const auto c = enumerate(shape(128), {}, kSm90a);
-  // 3 warpgroup counts x 13 block_n (64..256 step 16) x 2 stages, before pruning.
-  CHECK(c.valid.size() + c.invalid.size() == 3 * 13 * 2);
-  CHECK(c.valid.size() == 29);  // 14 with one warpgroup, 13 with two, 2 with three (register and smem budgets)
+  // 3 warpgroup counts x 13 block_n (64..256 step 16) x 2 stages x 2 schedulers, before pruning.
+  CHECK(c.valid.size() + c.invalid.size() == 3 * 13 * 2 * 2);
+  // 14 tiles with one warpgroup, 13 with two, 2 with three (register and smem budgets), each scheduler.
+  CHECK(c.valid.size() == 2 * 29);
   std::set<std::string> distinct;
   for (const auto& k : c.valid) {
     INFO(readable_name(k));
@@ -58,8 +59,8 @@ TEST_CASE("candidates: fa3 default space on sm_90a", "[tune][candidates]") {
   CHECK(has(c.valid, flashjit::dispatch::fa3_heuristic(flashjit::DType::bf16, 128, MaskKind::causal, kSm90a)));
 
   const auto reduced = enumerate(shape(128), {}, kSm90a, Density::reduced);
-  CHECK(reduced.valid.size() + reduced.invalid.size() == 3 * 7);
-  CHECK(reduced.valid.size() == 10);
+  CHECK(reduced.valid.size() + reduced.invalid.size() == 3 * 7 * 2);
+  CHECK(reduced.valid.size() == 2 * 10);
   for (const auto& k : reduced.valid) CHECK((k.block_n % 32 == 0 && k.stages == 2));
 }
 
