@@ -74,8 +74,18 @@ class Runtime {
   // Token generation against a KV cache (see decode.hpp): split-KV attention, then the combine pass when
   // the keys were split. Asynchronous on problem.stream; after prepare_decode() (or a first decode()) of
   // the same kind of problem on that stream, nothing is compiled, loaded or allocated: graph-capturable.
+  // prepare_decode reserves the workspace of every batch up to problem.batch (smaller batches split more).
+  //
+  // Without a caller workspace, the split partials go to the runtime's workspace of (device, stream): the
+  // decodes of one stream share it, ordered by the stream (CU_STREAM_PER_THREAD counts per thread). A graph
+  // captured on a stream keeps pointing at that stream's workspace: do not replay two such graphs, or one
+  // and a decode on that stream, concurrently on other streams (give each a caller workspace instead), and
+  // do not replay it after release_decode_workspace or after the Runtime is destroyed.
   Status decode(const DecodeProblem& problem);
   Status prepare_decode(const DecodeProblem& problem);
+  // Frees the runtime's decode workspace of a stream on every device (after synchronizing the stream), e.g.
+  // before the caller destroys the stream; a later decode on it allocates again.
+  Status release_decode_workspace(void* stream);
   // Bytes of workspace the problem needs on its device (0 when its keys are not split).
   Result<std::size_t> decode_workspace_bytes(const DecodeProblem& problem) const;
   // The merge of attention states (see MergeProblem). Asynchronous; graph-capturable after a first call.

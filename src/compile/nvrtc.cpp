@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <shared_mutex>
@@ -111,10 +112,18 @@ Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std
   // Seen with NVRTC 13.0 on the H200 machine: of two compiles running at once in one process, one may
   // succeed with an empty log, i.e. without its ptxas report (registers, spills). The kernel is fine, its
   // stats are not; compiling it again while no other compile runs restores them.
-  if (out.ok() && out->ptxas.registers < 0) {
+  // Retried until a lone compile also comes back without a report (a log format this parser does not know):
+  // from then on no compile is repeated, and the stats stay unknown.
+  static std::atomic<bool> retry{true};
+  if (out.ok() && out->ptxas.registers < 0 && retry.load()) {
     std::unique_lock lock(compile_lock());
     log::debug("nvrtc returned no ptxas report for {}: compiling it again alone", source.name);
     out = compile_once(source, options);
+    if (out.ok() && out->ptxas.registers < 0) {
+      retry = false;
+      log::warn("no ptxas report in the NVRTC log of {}, even compiled alone: registers and spills unknown",
+                source.name);
+    }
   }
   if (out.ok())
     log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out->compile_ms,

@@ -64,6 +64,14 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
   return c;
 }
 
+int shared_memory_per_sm(const Arch& arch) {
+  // CUDA C++ Programming Guide, compute capabilities: shared memory per SM.
+  if (arch.sm >= 90) return 228 * 1024;
+  if (arch.sm == 80 || arch.sm == 87) return 164 * 1024;
+  if (arch.sm == 86 || arch.sm == 89) return 100 * 1024;
+  return 64 * 1024;
+}
+
 DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodePlan plan;
   const int group = p.heads_q / std::max(p.heads_kv, 1);
@@ -71,10 +79,11 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
-  // Paged caches aim at two CTAs per SM (two 100 KB CTAs fit at d128): the page-table reads and scattered
-  // pages add latency that one CTA's pipeline does not hide (H200, B16 Sk 8k, 16-token pages: 3.26 TB/s with
-  // 128 CTAs, 4.08 with 256; a contiguous cache is faster with 128: 4.27-4.38 against 4.16).
-  if (p.layout == KvLayout::paged && 2 * (shared_memory_bytes(plan.split) + 1024) <= 228 * 1024) in.ctas_per_sm = 2;
+  // Paged caches aim at two CTAs per SM when two fit (two 100 KB CTAs at d128 on sm_90): the page-table
+  // reads and scattered pages add latency that one CTA's pipeline does not hide (H200, B16 Sk 8k, 16-token
+  // pages: 3.26 TB/s with 128 CTAs, 4.08 with 256; a contiguous cache is faster with 128: 4.27-4.38 / 4.16).
+  if (p.layout == KvLayout::paged && 2 * (shared_memory_bytes(plan.split) + 1024) <= shared_memory_per_sm(arch))
+    in.ctas_per_sm = 2;
   // A window starts the key range at the first visible key rounded down to a tile (split_kv.cuh), so the
   // range is at most window + q_len + block_n - 1 keys long.
   long long keys = p.max_seqlen_k;

@@ -57,6 +57,9 @@ struct DecodePlan {
   std::size_t workspace_bytes = 0;
 };
 
+// Shared memory of one SM (bytes) by architecture, for occupancy: CTAs per SM <= this / (CTA smem + 1 KB).
+int shared_memory_per_sm(const Arch& arch);
+
 // The plan of a checked problem on a device with `sms` multiprocessors: problem.num_splits forces the
 // count, else plan_decode_splits decides over the keys the longest sequence's rows can see (max_seqlen_k,
 // or the window plus the new tokens and one tile of alignment when that is fewer).

@@ -89,6 +89,10 @@ Status check(const DecodeProblem& p) {
                         names[i], s[i]));
   }
   if (p.lse != nullptr && !aligned(p.lse, 4)) add("lse must be 4-byte aligned");
+  if (p.workspace != nullptr && !aligned(p.workspace, 16))
+    add(fmt::format("workspace ({}) must be 16-byte aligned", fmt::ptr(p.workspace)));
+  if (p.workspace == nullptr && p.workspace_bytes != 0)
+    add(fmt::format("workspace is a null pointer but workspace_bytes is {}", p.workspace_bytes));
   if (p.window_left < -1) add(fmt::format("window_left must be >= 0 or -1 (no window), got {}", p.window_left));
   if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
     add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "cuda/driver.hpp"
 
@@ -28,6 +30,16 @@ Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned 
   lc.hStream = stream;
   void* args[] = {params};
   return cuda::check(api.cuLaunchKernelEx(&lc, f, args, nullptr), what);
+}
+
+// FLASHJIT_PDL=0 launches the combine kernel plainly (for drivers or tools that refuse programmatic
+// dependent launches, e.g. under graph capture on old drivers).
+bool pdl_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("FLASHJIT_PDL");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled;
 }
 
 float scale_of(const DecodeProblem& p) {
@@ -115,7 +127,7 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
   CombineParams cp = make_split_combine_params(p, plan, workspace);
   const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
   return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,
-                    &cp, "cuLaunchKernelEx(decode combine)", plan.combine.arch.sm >= 90);
+                    &cp, "cuLaunchKernelEx(decode combine)", plan.combine.arch.sm >= 90 && pdl_enabled());
 }
 
 Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p) {

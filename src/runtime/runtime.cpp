@@ -5,9 +5,12 @@
 
 #include <cstdlib>
 #include <map>
+#include <ranges>
+#include <string>
 #include <tuple>
 #include <vector>
 #include <shared_mutex>
+#include <thread>
 
 #include "cache/disk_cache.hpp"
 #include "codegen/generate.hpp"
@@ -34,9 +37,24 @@ bool check_pages_from_env() {
   return v && std::string(v) == "1";
 }
 
+// Whether work on `stream` would be captured. A failing query counts as capturing (e.g. the legacy stream
+// while another thread captures in global mode): then nothing is compiled, loaded or allocated.
 bool capturing(const cuda::Api& api, CUstream stream) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  return api.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  return api.cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// The key of a stream's runtime workspace. CU_STREAM_PER_THREAD is one handle but a different stream in
+// each thread, so its key carries the thread.
+struct StreamKey {
+  int device;
+  CUstream stream;
+  std::thread::id thread;
+  auto operator<=>(const StreamKey&) const = default;
+};
+
+StreamKey stream_key(int device, CUstream stream) {
+  return {device, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id()};
 }
 
 // A kernel loaded on one device.
@@ -74,7 +92,7 @@ struct Runtime::Impl {
   std::map<int, Device> devices;
   std::tuple<LoadedTable<KernelConfig>, LoadedTable<DecodeKernelConfig>, LoadedTable<CombineKernelConfig>> loaded;
   std::mutex workspace_mutex;
-  std::map<std::pair<int, CUstream>, Workspace> workspaces;
+  std::map<StreamKey, Workspace> workspaces;
 
   Impl(cache::DiskCache disk, bool jit, tune::TunedTables tables)
       : artifacts(std::move(disk), jit), tuned(std::move(tables)), check_pages_always(check_pages_from_env()) {}
@@ -97,7 +115,7 @@ struct Runtime::Impl {
         if ((*api)->cuCtxPushCurrent(dev.context) == CUDA_SUCCESS) {
           std::apply([&](auto&... t) { (unload(t, ordinal), ...); }, loaded);
           for (auto it = workspaces.begin(); it != workspaces.end();)
-            it = it->first.first == ordinal ? workspaces.erase(it) : std::next(it);
+            it = it->first.device == ordinal ? workspaces.erase(it) : std::next(it);
           CUcontext popped;
           (*api)->cuCtxPopCurrent(&popped);
         }
@@ -126,8 +144,12 @@ struct Runtime::Impl {
   }
 
   // The device of a problem's tensors (all must live on one device): `first` and the non-null `others`.
-  Result<int> common_device(std::pair<const void*, const char*> first,
-                            std::initializer_list<std::pair<const void*, const char*>> others) {
+  using NamedPointer = std::pair<const void*, const char*>;
+  Result<int> common_device(NamedPointer first, std::initializer_list<NamedPointer> others) {
+    return common_device(first, others.begin(), others.end());
+  }
+  Result<int> common_device(NamedPointer first, const NamedPointer* begin, const NamedPointer* end) {
+    const auto others = std::ranges::subrange(begin, end);
     auto q = cuda::device_of_pointer(first.first, first.second);
     if (!q.ok()) return std::move(q).error();
     for (auto [ptr, name] : others) {
@@ -207,14 +229,15 @@ struct Runtime::Impl {
   // cannot happen while the stream captures a CUDA graph. The device's context is current.
   Result<void*> workspace(const Device& dev, CUstream stream, std::size_t bytes) {
     std::lock_guard lock(workspace_mutex);
-    Workspace& w = workspaces[{dev.info.ordinal, stream}];
+    Workspace& w = workspaces[stream_key(dev.info.ordinal, stream)];
     if (w.current.size() >= bytes) return w.current.get();
     if (capturing(**cuda::api(), stream))
       return Error(ErrorCode::invalid_argument,
                    fmt::format("decode needs {} bytes of workspace on this stream but the runtime holds {} and the "
                                "stream is capturing a CUDA graph, during which nothing can be allocated: run "
-                               "Runtime::prepare_decode (flashjit_prepare_decode) with the largest problem before "
-                               "capturing, or pass a workspace",
+                               "Runtime::prepare_decode (flashjit_prepare_decode) on this stream before capturing, "
+                               "with the largest head counts, q_len and max_seqlen_k the graph will use (it reserves "
+                               "for every batch up to the given one), or pass a workspace",
                                bytes, w.current.size()));
     // Grow geometrically so that slowly growing caches do not allocate on every step.
     auto buffer = cuda::DeviceBuffer::allocate(std::max(bytes, w.current.size() * 2));
@@ -222,6 +245,32 @@ struct Runtime::Impl {
     if (w.current.size() > 0) w.retired.push_back(std::move(w.current));
     w.current = std::move(*buffer);
     return w.current.get();
+  }
+
+  Status release_workspace(CUstream stream) {
+    std::lock_guard lock(workspace_mutex);
+    for (auto it = workspaces.begin(); it != workspaces.end();) {
+      if (it->first.stream != stream ||
+          (stream == CU_STREAM_PER_THREAD && it->first.thread != std::this_thread::get_id())) {
+        ++it;
+        continue;
+      }
+      const Device* dev = nullptr;
+      {
+        std::shared_lock devices_lock(mutex);
+        if (auto d = devices.find(it->first.device); d != devices.end()) dev = &d->second;
+      }
+      if (dev == nullptr) {  // cannot happen: a workspace belongs to a known device
+        ++it;
+        continue;
+      }
+      FLASHJIT_TRY(in_context(*dev, [&]() -> Status {
+        FLASHJIT_TRY(cuda::check((*cuda::api())->cuStreamSynchronize(stream), "cuStreamSynchronize"));
+        it = workspaces.erase(it);  // frees the current and retired buffers in the device's context
+        return {};
+      }));
+    }
+    return {};
   }
 
   // Debug check of a paged problem: seqlens_k and the page table are copied to the host (synchronizing
@@ -258,7 +307,7 @@ struct Runtime::Impl {
         const int page = pages[static_cast<std::size_t>(b) * p.max_pages_per_seq + j];
         if (page < 0 || page >= p.num_pages)
           return Error(ErrorCode::invalid_argument,
-                       fmt::format("page_table[{}][{}] = {} is outside [0, num_pages = {}] (sequence {} has {} keys)", b,
+                       fmt::format("page_table[{}][{}] = {} is outside [0, {}) = [0, num_pages) (sequence {} has {} keys)", b,
                                    j, page, p.num_pages, b, lens[b]));
       }
     }
@@ -284,6 +333,22 @@ struct Runtime::Impl {
         auto fn = function(plan.combine, **dev, stream);
         if (!fn.ok()) return std::move(fn).error();
         combine = *fn;
+      }
+      // prepare: the workspace for every batch up to this one (smaller batches split more), and the
+      // combine kernel even when this batch needs no split, so any of them may then be captured.
+      std::size_t reserve = plan.workspace_bytes;
+      if (!launch_it) {
+        for (int b = 1; b < p.batch && b <= 4096; ++b) {
+          DecodeProblem smaller = p;
+          smaller.batch = b;
+          reserve = std::max(reserve, dispatch::plan_decode(smaller, (*dev)->info.arch, (*dev)->info.sms).workspace_bytes);
+        }
+        if (combine == nullptr && reserve > 0) {
+          auto fn = function(plan.combine, **dev, stream);
+          if (!fn.ok()) return std::move(fn).error();
+        }
+      }
+      if (reserve > 0) {
         if (p.workspace != nullptr) {
           if (p.workspace_bytes < plan.workspace_bytes)
             return Error(ErrorCode::invalid_argument,
@@ -291,7 +356,7 @@ struct Runtime::Impl {
                                      p.workspace_bytes, plan.splits.num_splits, plan.workspace_bytes));
           ws = p.workspace;
         } else {
-          auto w = workspace(**dev, stream, plan.workspace_bytes);
+          auto w = workspace(**dev, stream, reserve);
           if (!w.ok()) return std::move(w).error();
           ws = *w;
         }
@@ -309,7 +374,13 @@ struct Runtime::Impl {
 
   Status run_merge(const MergeProblem& p) {
     FLASHJIT_TRY(check(p));
-    auto ordinal = common_device({p.o, "o"}, {{p.lse, "lse"}, {p.o_in[0], "o_in[0]"}, {p.lse_in[0], "lse_in[0]"}});
+    // Every input: one on the host or another device would fault in the kernel (and poison the context).
+    std::vector<std::string> names;
+    std::vector<NamedPointer> inputs{{p.lse, "lse"}};
+    for (int i = 0; i < p.num_states; ++i) names.push_back(fmt::format("o_in[{}]", i)), names.push_back(fmt::format("lse_in[{}]", i));
+    for (int i = 0; i < p.num_states; ++i)
+      inputs.push_back({p.o_in[i], names[2 * i].c_str()}), inputs.push_back({p.lse_in[i], names[2 * i + 1].c_str()});
+    auto ordinal = common_device({p.o, "o"}, inputs.data(), inputs.data() + inputs.size());
     if (!ordinal.ok()) return std::move(ordinal).error();
     auto dev = device(*ordinal);
     if (!dev.ok()) return std::move(dev).error();
@@ -395,6 +466,8 @@ Result<std::size_t> Runtime::decode_workspace_bytes(const DecodeProblem& problem
 }
 
 Status Runtime::merge(const MergeProblem& problem) { return impl_->run_merge(problem); }
+
+Status Runtime::release_decode_workspace(void* stream) { return impl_->release_workspace(static_cast<CUstream>(stream)); }
 
 Result<KernelConfig> Runtime::select(const AttentionProblem& problem) const {
   FLASHJIT_TRY(check(problem));

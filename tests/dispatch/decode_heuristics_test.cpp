@@ -168,3 +168,16 @@ TEST_CASE("decode plan: paged caches fill two CTAs per SM", "[dispatch][decode]"
   in.ctas_per_sm = 2;
   CHECK(plan_decode_splits(in).num_splits == 2);
 }
+
+TEST_CASE("decode plan: two CTAs per SM only where two fit", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  using flashjit::dispatch::shared_memory_per_sm;
+  CHECK(shared_memory_per_sm(kSm90a) == 228 * 1024);
+  CHECK(shared_memory_per_sm(flashjit::Arch{80, false}) == 164 * 1024);
+  CHECK(shared_memory_per_sm(flashjit::Arch{89, false}) == 100 * 1024);
+  auto p = decode_problem(16, 8192);
+  p.layout = flashjit::KvLayout::paged, p.page_size = 16, p.num_pages = 8192, p.max_pages_per_seq = 512;
+  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 2);
+  // sm_80: a 100 KB CTA fits once in 164 KB: 108 SMs / 128 CTAs, one split.
+  CHECK(plan_decode(p, flashjit::Arch{80, false}, 108).splits.num_splits == 1);
+}

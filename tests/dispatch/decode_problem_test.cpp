@@ -207,3 +207,18 @@ TEST_CASE("merge problem: valid problems pass, each error names its field", "[di
   m.o = nullptr;
   fails_with(m, "o is a null pointer");
 }
+
+TEST_CASE("decode problem: a caller workspace is 16-byte aligned and sized only when given", "[dispatch][decode]") {
+  DecodeProblem p = contiguous();
+  p.workspace = fake_mut(0x70000), p.workspace_bytes = 4096;
+  CHECK(check(p).ok());
+  p.workspace = fake_mut(0x70008);
+  auto st = check(p);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.error().message, "workspace"));
+  CHECK(contains(st.error().message, "16-byte aligned"));
+  p.workspace = nullptr;
+  st = check(p);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.error().message, "workspace_bytes is 4096"));
+}

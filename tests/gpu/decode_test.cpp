@@ -250,6 +250,24 @@ TEST_CASE("decode: 16k keys with the planner's splits, bitwise repeatable", "[de
   CHECK(first == second);
 }
 
+TEST_CASE("decode: release_decode_workspace, then a decode on the same stream allocates again", "[decode][gpu]") {
+  ensure_context();
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, {3000, 17}, kContiguous);
+  s.num_splits = 5;  // the runtime's workspace holds the partials
+  auto c = DecodeCase::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  const DecodeProblem p = c->problem();
+  REQUIRE(runtime().decode(p).ok());
+  std::vector<unsigned char> first, second;
+  REQUIRE(c->read_raw(first).ok());
+  auto released = runtime().release_decode_workspace(p.stream);
+  if (!released.ok()) FAIL(released.error().to_string());
+  REQUIRE(c->poison_outputs().ok());
+  REQUIRE(runtime().decode(p).ok());
+  REQUIRE(c->read_raw(second).ok());
+  CHECK(first == second);
+}
+
 TEST_CASE("decode: two runs with forced splits on a paged cache are bitwise identical", "[decode][gpu]") {
   ensure_context();
   DecodeShape s = make_shape(DType::fp16, 256, 4, 4, {1, 7, 300, 4097}, kPaged64);
