@@ -105,9 +105,16 @@ int shared_memory_bytes(const KernelConfig& c) {
       int dp = padded_head_dim(c.head_dim);
       return c.block_m * dp * elem + 2 * c.stages * c.block_n * dp * elem;
     }
-    case Algorithm::fa3:
-      // Q tile, K and V stages, 2 + 4 * stages barriers, and 1024 bytes to align the base for 128B swizzling.
-      return c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem + (2 + 4 * c.stages) * 8 + 1024;
+    case Algorithm::fa3: {
+      // Q buffers, K and V stages, 2 per Q buffer + 4 per stage barriers, and 1024 bytes to align the base for
+      // 128B swizzling. Persistent CTAs take a second Q buffer when it fits (templates/fa3/kernel.cuh).
+      auto bytes = [&](int q_buffers) {
+        return q_buffers * c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem +
+               (2 * q_buffers + 4 * c.stages) * 8 + 1024;
+      };
+      if (c.scheduler == Scheduler::persistent && bytes(2) <= 227 * 1024) return bytes(2);
+      return bytes(1);
+    }
     case Algorithm::naive:
       // Probabilities of one key chunk, reduction scratch, the query row (floats).
       return (c.block_n + 2 * 32 + c.head_dim) * 4;

@@ -30,9 +30,10 @@ struct Consumer {
   int consumers; // consumer warpgroups in the CTA
   int row0;      // global query row of this thread's first row (the second is row0 + 8)
   int lane;
+  int qbuf = 0;  // Q buffer of the current work tile
 
   __device__ unsigned long long q_desc(const Storage& smem, int ks) const {
-    return ptx::smem_descriptor(smem.q() + (ks / 4) * kBM * 128 + wg * 64 * 128 + (ks % 4) * 32, 16, 1024);
+    return ptx::smem_descriptor(smem.q(qbuf) + (ks / 4) * kBM * 128 + wg * 64 * 128 + (ks % 4) * 32, 16, 1024);
   }
   __device__ unsigned long long k_desc(const Storage& smem, int stage, int ks) const {
     return ptx::smem_descriptor(smem.k(stage) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024);
@@ -116,7 +117,9 @@ struct Consumer {
 #pragma unroll
       for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
     softmax.init();
-    ptx::mbarrier_wait(smem.q_full(), local & 1);  // also before an early return: the epilogue reuses Q's memory
+    qbuf = local % Storage::kQBuffers;
+    // Also before an early return: the epilogue stages O in this Q buffer.
+    ptx::mbarrier_wait(smem.q_full(qbuf), (local / Storage::kQBuffers) & 1);
     if (num_tiles == 0) return;
     const Mask<kMask> mask(p, causal_offset, seqlen_k);
     const bool leader = threadIdx.x % 128 == 0;

@@ -3,9 +3,10 @@
 // (m-block, head, batch), heavy m-blocks first under a causal mask, or persistent CTAs striding over the
 // work tiles (fa3/scheduler.cuh).
 //
-// Status (H200, 2026-11-29, bench/NOTES.md): llama3 D128 S 8192 674 / 630 TFLOP/s (non-causal / causal),
-// 1.08-1.10x cuDNN in the same run. The ping-pong between consumer warpgroups gave +29% over the
-// intra-warpgroup overlap alone. Not yet: a persistent tile scheduler, a TMA store of O.
+// Status (H200, 2026-11-29, bench/NOTES.md): llama3 D128 0.95-1.04x cuDNN non-causal, 1.05-1.40x causal
+// from S 1024 in the same process. The ping-pong between consumer warpgroups gave +29% over the
+// intra-warpgroup overlap alone; persistent CTAs (d128 default) stream the next work tile's loads under the
+// epilogue. Not yet: a TMA store of O.
 //
 // Varlen (kVarlen): the batch index of a work tile is a sequence (SeqInfo: offsets and lengths from
 // cu_seqlens); work tiles whose m-block starts past the sequence's length are skipped by producer and
@@ -37,7 +38,11 @@ template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind 
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
-  using Storage = SharedStorage<kHeadDim, kBM, kBN, kStages>;
+  // Two Q buffers for persistent CTAs when they fit in 227 KB (d64, d128; not d256): see shared_storage.cuh.
+  // src/config/validate.cpp (shared_memory_bytes) applies the same rule.
+  static constexpr int kQBuffers =
+      kPersistent && SharedStorage<kHeadDim, kBM, kBN, kStages, 2>::kAllocBytes <= 227 * 1024 ? 2 : 1;
+  using Storage = SharedStorage<kHeadDim, kBM, kBN, kStages, kQBuffers>;
   static constexpr int kSmemBytes = Storage::kAllocBytes;
   using ConsumerT = Consumer<T, Storage, kHeadDim, kBM, kBN, kStages, kMask>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
@@ -67,14 +72,16 @@ struct Kernel {
     unsigned char* smem_ptr = smem_raw + (aligned - raw);
 
     if (threadIdx.x == 0) {
-      ptx::mbarrier_init(smem.q_full(), 1);
+      for (int b = 0; b < kQBuffers; ++b) {
+        ptx::mbarrier_init(smem.q_full(b), 1);
+        ptx::mbarrier_init(smem.q_empty(b), kConsumers);
+      }
       for (int s = 0; s < kStages; ++s) {
         ptx::mbarrier_init(smem.k_full(s), 1);
         ptx::mbarrier_init(smem.v_full(s), 1);
         ptx::mbarrier_init(smem.k_empty(s), kConsumers);
         ptx::mbarrier_init(smem.v_empty(s), kConsumers);
       }
-      ptx::mbarrier_init(smem.q_empty(), kConsumers);
       ptx::mbarrier_init_fence();
     }
     __syncthreads();
@@ -113,8 +120,8 @@ struct Kernel {
         const int m0 = t.m_block * kBM;
         c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
         c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring);
-        Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::kQOffset, smem.q_empty(), p, m0, t.head,
-                                                 t.batch, seq);
+        Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
+                                                 m0, t.head, t.batch, seq);
         ring += num_tiles;
         ++local;
       }

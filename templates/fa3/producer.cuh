@@ -53,16 +53,18 @@ struct Producer {
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
         load_box(smem.v(stage) + cb * kBN * 128, &maps.v, smem.v_full(stage), cb * 64, n0, kv_head, batch);
     };
-    // After the first work tile, Q's buffer frees only when the previous tile's epilogue (which stages O
-    // there) is done; the ring's stages free earlier, as the consumers finish the previous tile's GEMMs. So
-    // the first K/V tiles of this work tile go out before the wait for Q, and stream under that epilogue.
-    const int early = local > 0 ? (num_tiles < kStages ? num_tiles : kStages) : 0;
+    // Q's buffer frees only when the epilogue of the work tile that last used it (which stages O there) is
+    // done. With one buffer that is the previous tile, whose epilogue runs after its last GEMMs released the
+    // ring's stages: so the first K/V tiles of this work tile go out before the wait for Q and stream under
+    // that epilogue. With two buffers it is the tile before that, long finished: Q goes first.
+    const int buf = local % Storage::kQBuffers, use = local / Storage::kQBuffers;
+    const int early = Storage::kQBuffers == 1 && local > 0 ? (num_tiles < kStages ? num_tiles : kStages) : 0;
     for (int i = 0; i < early; ++i) load_kv(i);
-    if (local > 0) ptx::mbarrier_wait(smem.q_empty(), (local - 1) & 1);
-    ptx::mbarrier_arrive_expect_tx(smem.q_full(), Storage::kQBytes);
+    if (use > 0) ptx::mbarrier_wait(smem.q_empty(buf), (use - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(smem.q_full(buf), Storage::kQBytes);
 #pragma unroll
     for (int cb = 0; cb < kHeadDim / 64; ++cb)
-      load_box(smem.q() + cb * kBM * 128, &maps.q, smem.q_full(), cb * 64, q_start + m0, head, batch);
+      load_box(smem.q(buf) + cb * kBM * 128, &maps.q, smem.q_full(buf), cb * 64, q_start + m0, head, batch);
     for (int i = early; i < num_tiles; ++i) load_kv(i);
   }
 };

@@ -454,3 +454,17 @@ TEST_CASE("validate: the persistent scheduler is fa3's only", "[config]") {
   c.block_m = 128, c.warps = 2, c.block_n = 128, c.stages = 2;
   CHECK(validate(c).empty());
 }
+
+TEST_CASE("shared memory: persistent fa3 takes a second Q buffer when it fits", "[config]") {
+  KernelConfig c;
+  c.algorithm = flashjit::Algorithm::fa3;
+  c.arch = flashjit::Arch{90, true};
+  c.head_dim = 128, c.block_m = 128, c.warps = 2, c.block_n = 128, c.stages = 2;
+  const int q = 128 * 128 * 2, kv = 2 * 2 * 128 * 128 * 2;
+  CHECK(shared_memory_bytes(c) == q + kv + (2 + 4 * 2) * 8 + 1024);
+  c.scheduler = flashjit::Scheduler::persistent;
+  CHECK(shared_memory_bytes(c) == 2 * q + kv + (4 + 4 * 2) * 8 + 1024);
+  // d256 with 80-key tiles: a second 64 KB Q buffer would pass 227 KB, so one.
+  c.head_dim = 256, c.block_n = 80;
+  CHECK(shared_memory_bytes(c) == 128 * 256 * 2 + 2 * 2 * 80 * 256 * 2 + (2 + 4 * 2) * 8 + 1024);
+}
