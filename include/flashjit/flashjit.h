@@ -277,8 +277,17 @@ FLASHJIT_API int64_t flashjit_prepare(flashjit_runtime* runtime, const flashjit_
 FLASHJIT_API int flashjit_decode(flashjit_runtime* runtime, const flashjit_decode_args* args);
 
 /* Everything flashjit_decode does but the launch (the tensors are not read): compiles or loads the kernels
- * on the device of the pointers, and without a caller workspace allocates the runtime's for the stream. */
+ * on the device of the pointers, and without a caller workspace allocates the runtime's for the stream,
+ * large enough for every batch up to args->batch (smaller batches split their keys more).
+ * The runtime's workspace of a stream is shared by the decodes on that stream (CU_STREAM_PER_THREAD: per
+ * thread); a graph captured on the stream keeps using it: replay such graphs only on that stream's order,
+ * or give each graph a caller workspace. */
 FLASHJIT_API int flashjit_prepare_decode(flashjit_runtime* runtime, const flashjit_decode_args* args);
+
+/* Frees the runtime's decode workspace of `stream` (a CUstream) on every device, after synchronizing the
+ * stream; graphs captured on it must not be replayed afterwards. Call it before destroying a stream that
+ * decoded without a caller workspace. */
+FLASHJIT_API int flashjit_release_decode_workspace(flashjit_runtime* runtime, void* stream);
 
 /* Bytes of workspace the problem needs on its device (0 when its keys are not split), or minus the status.
  * Reads neither the tensors nor the workspace fields. */

@@ -225,6 +225,14 @@ int flashjit_prepare_decode(flashjit_runtime* runtime, const flashjit_decode_arg
   });
 }
 
+int flashjit_release_decode_workspace(flashjit_runtime* runtime, void* stream) {
+  return run_status("flashjit_release_decode_workspace", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    return (*rt)->release_decode_workspace(stream);
+  });
+}
+
 int64_t flashjit_decode_workspace_bytes(flashjit_runtime* runtime, const flashjit_decode_args* args) {
   return run_count("flashjit_decode_workspace_bytes", [&]() -> Result<std::int64_t> {
     auto rt = runtime_of(runtime);

@@ -76,6 +76,10 @@ static void test_create(const char* root) {
     const int64_t n = flashjit_cache_info(rt, info, sizeof info);
     expect(n > 0 && contains(info, dir) && contains(info, "\"entries\":0"), "cache_info of the default cache");
   }
+  /* No decode ran on this stream: nothing to free, and no GPU needed to say so. */
+  expect(flashjit_release_decode_workspace(rt, NULL) == FLASHJIT_OK, "release of a stream without a workspace");
+  expect(flashjit_release_decode_workspace(NULL, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT,
+         "release on a NULL runtime");
   flashjit_runtime_destroy(rt);
   flashjit_runtime_destroy(NULL);
 
