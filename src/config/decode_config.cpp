@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace flashjit {
 namespace {
@@ -30,7 +31,140 @@ std::string arch_tag(const Arch& a) {
   return s;
 }
 
+Error bad_field(const std::string& field, const std::string& why) {
+  return Error(ErrorCode::invalid_config, fmt::format("config field '{}': {}", field, why));
+}
+
+// Text-valued field setters (shared by JSON and key=value parsing), as serialize.cpp does for KernelConfig.
+Status set_int(const std::string& key, const std::string& value, int& dst) {
+  try {
+    std::size_t used = 0;
+    const int v = std::stoi(value, &used);
+    if (used != value.size()) return bad_field(key, fmt::format("'{}' is not an integer", value));
+    dst = v;
+    return {};
+  } catch (const std::exception&) {
+    return bad_field(key, fmt::format("'{}' is not an integer", value));
+  }
+}
+
+Status set_bool(const std::string& key, const std::string& value, bool& dst) {
+  if (value == "true" || value == "1") {
+    dst = true;
+  } else if (value == "false" || value == "0") {
+    dst = false;
+  } else {
+    return bad_field(key, fmt::format("'{}' is not one of true, false", value));
+  }
+  return {};
+}
+
+Status set_common(const std::string& key, const std::string& value, Arch& arch, DType& dtype) {
+  if (key == "arch") {
+    auto a = Arch::parse(value);
+    if (!a) return bad_field(key, fmt::format("'{}' is not a CUDA target like sm_80 or sm_90a", value));
+    arch = *a;
+  } else {
+    auto d = parse_dtype(value);
+    if (!d) return bad_field(key, fmt::format("'{}' is not one of bf16, fp16", value));
+    dtype = *d;
+  }
+  return {};
+}
+
+Status check_kind(const std::string& value, const char* kind) {
+  if (value != kind)
+    return bad_field("kernel", fmt::format("'{}' is not '{}' (this parses {} kernel configs)", value, kind, kind));
+  return {};
+}
+
+Status set_field(DecodeKernelConfig& c, const std::string& key, const std::string& value) {
+  if (key == "kernel") return check_kind(value, "decode");
+  if (key == "arch" || key == "dtype") return set_common(key, value, c.arch, c.dtype);
+  if (key == "head_dim") return set_int(key, value, c.head_dim);
+  if (key == "rows") return set_int(key, value, c.rows);
+  if (key == "block_n") return set_int(key, value, c.block_n);
+  if (key == "stages") return set_int(key, value, c.stages);
+  if (key == "warps") return set_int(key, value, c.warps);
+  if (key == "window") return set_bool(key, value, c.window);
+  if (key == "layout") {
+    auto l = parse_kv_layout(value);
+    if (!l) return bad_field(key, fmt::format("'{}' is not one of contiguous, paged", value));
+    c.layout = *l;
+    return {};
+  }
+  return bad_field(key, "unknown field of a decode config (known: kernel, arch, dtype, head_dim, rows, block_n, "
+                        "stages, warps, layout, window)");
+}
+
+Status set_field(CombineKernelConfig& c, const std::string& key, const std::string& value) {
+  if (key == "kernel") return check_kind(value, "combine");
+  if (key == "arch" || key == "dtype") return set_common(key, value, c.arch, c.dtype);
+  if (key == "head_dim") return set_int(key, value, c.head_dim);
+  if (key == "warps") return set_int(key, value, c.warps);
+  if (key == "fp32_inputs") return set_bool(key, value, c.fp32_inputs);
+  return bad_field(key, "unknown field of a combine config (known: kernel, arch, dtype, fp32_inputs, head_dim, warps)");
+}
+
+// A JSON object's fields as (key, text) pairs, in order: strings as they are, integers and booleans printed.
+Result<std::vector<std::pair<std::string, std::string>>> text_fields(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error(ErrorCode::invalid_config, "config is not valid JSON");
+  if (!j.is_object()) return Error(ErrorCode::invalid_config, "config JSON must be an object");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, value] : j.items()) {
+    if (value.is_string()) {
+      out.emplace_back(key, value.get<std::string>());
+    } else if (value.is_number_integer()) {
+      out.emplace_back(key, std::to_string(value.get<long long>()));
+    } else if (value.is_boolean()) {
+      out.emplace_back(key, value.get<bool>() ? "true" : "false");
+    } else {
+      return bad_field(key, fmt::format("expected a string, an integer or a boolean, got {}", value.dump()));
+    }
+  }
+  return out;
+}
+
+template <class Config>
+Result<Config> from_json(std::string_view text) {
+  auto fields = text_fields(text);
+  if (!fields.ok()) return std::move(fields).error();
+  Config c;
+  for (const auto& [key, value] : *fields) FLASHJIT_TRY(set_field(c, key, value));
+  return c;
+}
+
+template <class Config>
+Result<Config> from_pairs(const std::vector<std::string>& pairs) {
+  Config c;
+  for (const auto& p : pairs) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error(ErrorCode::invalid_config, fmt::format("'{}' is not a key=value pair", p));
+    FLASHJIT_TRY(set_field(c, p.substr(0, eq), p.substr(eq + 1)));
+  }
+  return c;
+}
+
 }  // namespace
+
+std::optional<KvLayout> parse_kv_layout(std::string_view s) {
+  if (s == "contiguous") return KvLayout::contiguous;
+  if (s == "paged") return KvLayout::paged;
+  return std::nullopt;
+}
+
+Result<DecodeKernelConfig> decode_config_from_json(std::string_view json) { return from_json<DecodeKernelConfig>(json); }
+Result<CombineKernelConfig> combine_config_from_json(std::string_view json) {
+  return from_json<CombineKernelConfig>(json);
+}
+Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs) {
+  return from_pairs<DecodeKernelConfig>(pairs);
+}
+Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs) {
+  return from_pairs<CombineKernelConfig>(pairs);
+}
 
 int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }
 int threads_per_cta(const CombineKernelConfig& c) { return 32 * c.warps; }

@@ -3,7 +3,9 @@
 // layout, the window) and is launched as a pair (split, then combine) rather than alone.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flashjit/config.hpp"
@@ -50,8 +52,20 @@ int threads_per_cta(const CombineKernelConfig& c);
 // decode_bf16_d128_r16_bn64_s3_w4_paged_window_sm90a, combine_f32_bf16_d128_w4_sm90a.
 std::string readable_name(const DecodeKernelConfig& c);
 std::string readable_name(const CombineKernelConfig& c);
-// Canonical JSON (every field, fixed order), for the generated source's header and a future cache key.
+// Canonical JSON (every field, fixed order, "kernel" naming the kind first): the generated source's header
+// and the cache key. Round-trips through the parsers below.
 std::string to_json(const DecodeKernelConfig& c);
 std::string to_json(const CombineKernelConfig& c);
+
+// Parse canonical JSON or any object with a subset of the fields (missing ones keep their defaults);
+// "kernel", when given, must name the kind ("decode", "combine"). Unknown fields and bad values are errors
+// (invalid_config) naming the field: "config field 'layout': 'ring' is not one of contiguous, paged". The
+// configs are not validated here (validate() does that).
+Result<DecodeKernelConfig> decode_config_from_json(std::string_view json);
+Result<CombineKernelConfig> combine_config_from_json(std::string_view json);
+// key=value pairs (kernel=decode head_dim=64 layout=paged ...), the CLI's inline form.
+Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs);
+Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs);
+std::optional<KvLayout> parse_kv_layout(std::string_view s);
 
 }  // namespace flashjit
