@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "config/decode_config.hpp"
+
 namespace flashjit::tune {
 namespace {
 
@@ -122,16 +124,98 @@ Result<std::vector<int>> names(const json& v, const std::string& where, std::opt
 constexpr const char* kMaskChoices = "none, causal, sliding_window, chunked, chunked_causal";
 
 // One axis of the cross product: its values and how a value is set on a shape.
-struct Axis {
+template <class Shape>
+struct AxisOf {
   std::vector<int> values;
-  std::function<void(ProblemShape&, int)> set;
+  std::function<void(Shape&, int)> set;
 };
+using Axis = AxisOf<ProblemShape>;
+
+// The cross product of the axes (the last one turning fastest), each shape normalized and checked.
+template <class Shape>
+Result<std::vector<Shape>> cross_product(const std::vector<AxisOf<Shape>>& axes, const std::string& where) {
+  std::size_t count = 1;
+  for (const auto& a : axes) {
+    count *= a.values.size();
+    if (count > kMaxProblems) return at(where, fmt::format("expands to more than {} problems", kMaxProblems));
+  }
+  std::vector<Shape> out;
+  std::vector<std::size_t> index(axes.size(), 0);
+  for (std::size_t n = 0; n < count; ++n) {
+    Shape s;
+    for (std::size_t a = 0; a < axes.size(); ++a) axes[a].set(s, axes[a].values[index[a]]);
+    s = normalized(s);
+    if (auto issues = check_shape(s); !issues.empty())
+      return at(where + "." + issues.front().field, fmt::format("{} (in {})", issues.front().message, describe(s)));
+    out.push_back(s);
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      if (++index[a] < axes[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
+// The problem kind of an entry: "prefill" (the default) or "decode".
+Result<bool> is_decode_entry(const json& entry, const std::string& where) {
+  auto it = entry.find("kind");
+  if (it == entry.end()) return false;
+  if (!it->is_string()) return at(where + ".kind", fmt::format("expected \"prefill\" or \"decode\", got {}", it->dump()));
+  const std::string kind = it->get<std::string>();
+  if (kind != "prefill" && kind != "decode")
+    return at(where + ".kind", fmt::format("'{}' is not one of prefill, decode", kind));
+  return kind == "decode";
+}
+
+// A decode entry ("kind": "decode"): dtype, layout, batch, q_len, heads_q, heads_kv, head_dim, page_size,
+// window_left, then seqlen_k turning fastest.
+Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const std::string& where) {
+  FLASHJIT_TRY(only_keys(entry,
+                         {"kind", "dtype", "batch", "q_len", "heads_q", "heads_kv", "head_dim", "seqlen_k", "layout",
+                          "page_size", "window_left"},
+                         where));
+  for (const char* required : {"heads_q", "head_dim", "seqlen_k"})
+    if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
+  std::vector<AxisOf<DecodeShape>> axes;
+  auto add_ints = [&](const char* field, std::function<void(DecodeShape&, int)> set) -> Status {
+    if (!entry.contains(field)) return {};
+    auto v = ints(entry[field], where + "." + field);
+    if (!v.ok()) return std::move(v).error();
+    axes.push_back({std::move(*v), std::move(set)});
+    return {};
+  };
+  if (entry.contains("dtype")) {
+    auto v = names(entry["dtype"], where + ".dtype", parse_dtype, "bf16, fp16");
+    if (!v.ok()) return std::move(v).error();
+    axes.push_back({std::move(*v), [](DecodeShape& s, int x) { s.dtype = static_cast<DType>(x); }});
+  }
+  std::vector<int> layouts{static_cast<int>(KvLayout::contiguous)};
+  if (entry.contains("layout")) {
+    auto v = names(entry["layout"], where + ".layout", parse_kv_layout, "contiguous, paged");
+    if (!v.ok()) return std::move(v).error();
+    layouts = std::move(*v);
+  }
+  const bool paged = std::find(layouts.begin(), layouts.end(), static_cast<int>(KvLayout::paged)) != layouts.end();
+  if (paged && !entry.contains("page_size"))
+    return at(where + ".page_size", "missing (required with the paged layout)");
+  if (!paged && entry.contains("page_size"))
+    return at(where + ".page_size", "only applies to the paged layout, which this problem does not list");
+  axes.push_back({layouts, [](DecodeShape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
+  FLASHJIT_TRY(add_ints("batch", [](DecodeShape& s, int x) { s.batch = x; }));
+  FLASHJIT_TRY(add_ints("q_len", [](DecodeShape& s, int x) { s.q_len = x; }));
+  FLASHJIT_TRY(add_ints("heads_q", [](DecodeShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
+  FLASHJIT_TRY(add_ints("heads_kv", [](DecodeShape& s, int x) { s.heads_kv = x; }));
+  FLASHJIT_TRY(add_ints("head_dim", [](DecodeShape& s, int x) { s.head_dim = x; }));
+  FLASHJIT_TRY(add_ints("page_size", [](DecodeShape& s, int x) { s.page_size = x; }));
+  FLASHJIT_TRY(add_ints("window_left", [](DecodeShape& s, int x) { s.window_left = x; }));
+  FLASHJIT_TRY(add_ints("seqlen_k", [](DecodeShape& s, int x) { s.seqlen_k = x; }));
+  return cross_product(axes, where);
+}
 
 Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::string& where) {
-  if (!entry.is_object()) return at(where, fmt::format("a problem must be an object, got {}", entry.dump()));
   FLASHJIT_TRY(only_keys(entry,
-                         {"dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim", "mask",
-                          "window_left", "window_right", "chunk_size"},
+                         {"kind", "dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim",
+                          "mask", "window_left", "window_right", "chunk_size"},
                          where));
   for (const char* required : {"heads_q", "head_dim"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -183,28 +267,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   FLASHJIT_TRY(add_ints("window_left", [](ProblemShape& s, int x) { s.window_left = x; }));
   FLASHJIT_TRY(add_ints("window_right", [](ProblemShape& s, int x) { s.window_right = x; }));
   FLASHJIT_TRY(add_ints("chunk_size", [](ProblemShape& s, int x) { s.chunk_size = x; }));
-
-  std::size_t count = 1;
-  for (const auto& a : axes) {
-    count *= a.values.size();
-    if (count > kMaxProblems) return at(where, fmt::format("expands to more than {} problems", kMaxProblems));
-  }
-  // Odometer over the axes, the last one turning fastest.
-  std::vector<ProblemShape> out;
-  std::vector<std::size_t> index(axes.size(), 0);
-  for (std::size_t n = 0; n < count; ++n) {
-    ProblemShape s;
-    for (std::size_t a = 0; a < axes.size(); ++a) axes[a].set(s, axes[a].values[index[a]]);
-    s = normalized(s);
-    if (auto issues = check_shape(s); !issues.empty())
-      return at(where + "." + issues.front().field, fmt::format("{} (in {})", issues.front().message, describe(s)));
-    out.push_back(s);
-    for (std::size_t a = axes.size(); a-- > 0;) {
-      if (++index[a] < axes[a].values.size()) break;
-      index[a] = 0;
-    }
-  }
-  return out;
+  return cross_product(axes, where);
 }
 
 Result<CandidateSpace> parse_candidates(const json& c) {
@@ -248,15 +311,31 @@ Result<Sweep> parse(const json& j, const std::string& stem) {
   if (!j.contains("problems")) return at("problems", "missing (required)");
   const json& problems = j["problems"];
   if (!problems.is_array() || problems.empty()) return at("problems", "expected a non-empty list of problems");
-  for (std::size_t i = 0; i < problems.size(); ++i) {
-    auto expanded = expand_problem(problems[i], fmt::format("problems[{}]", i));
-    if (!expanded.ok()) return std::move(expanded).error();
-    for (const auto& s : *expanded)
-      if (std::find(sweep.problems.begin(), sweep.problems.end(), s) == sweep.problems.end()) {
-        if (sweep.problems.size() == kMaxProblems)
+  // Appends the shapes not seen yet (in order); the prefill and decode lists share the problem cap.
+  auto append = [&](auto& list, const auto& expanded) -> Status {
+    for (const auto& s : expanded)
+      if (std::find(list.begin(), list.end(), s) == list.end()) {
+        if (sweep.problems.size() + sweep.decode.size() == kMaxProblems)
           return at("problems", fmt::format("more than {} problems", kMaxProblems));
-        sweep.problems.push_back(s);
+        list.push_back(s);
       }
+    return {};
+  };
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const std::string where = fmt::format("problems[{}]", i);
+    if (!problems[i].is_object())
+      return at(where, fmt::format("a problem must be an object, got {}", problems[i].dump()));
+    auto decode = is_decode_entry(problems[i], where);
+    if (!decode.ok()) return std::move(decode).error();
+    if (*decode) {
+      auto expanded = expand_decode_problem(problems[i], where);
+      if (!expanded.ok()) return std::move(expanded).error();
+      FLASHJIT_TRY(append(sweep.decode, *expanded));
+    } else {
+      auto expanded = expand_problem(problems[i], where);
+      if (!expanded.ok()) return std::move(expanded).error();
+      FLASHJIT_TRY(append(sweep.problems, *expanded));
+    }
   }
   if (j.contains("candidates")) {
     auto c = parse_candidates(j["candidates"]);

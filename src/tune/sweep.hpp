@@ -1,5 +1,6 @@
-// Sweep files (configs/*.json; the schema is in configs/README.md): attention problems written as cross
-// products of values, lists and ranges, and for autotuning an optional space of candidate tiles.
+// Sweep files (configs/*.json; the schema is in configs/README.md): attention problems (prefill, and decode
+// over a KV cache) written as cross products of values, lists and ranges, and for autotuning an optional
+// space of candidate tiles.
 #pragma once
 
 #include <filesystem>
@@ -28,8 +29,9 @@ struct CandidateSpace {
 struct Sweep {
   std::string name;                    // the "name" field, else the file's stem
   std::string description;
-  std::vector<ProblemShape> problems;  // expanded, normalized, duplicates dropped, in file order
-  CandidateSpace candidates;
+  std::vector<ProblemShape> problems;  // prefill entries: expanded, normalized, duplicates dropped, in file order
+  std::vector<DecodeShape> decode;     // "kind": "decode" entries, likewise (precompile only; not autotuned)
+  CandidateSpace candidates;           // prefill problems only
 };
 
 // Parses a sweep. Errors (ErrorCode::invalid_argument) read "sweep ORIGIN: problems[2].seqlen_q: ...".

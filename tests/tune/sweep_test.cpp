@@ -13,6 +13,8 @@ using flashjit::ErrorCode;
 using flashjit::MaskKind;
 using flashjit::tune::load_sweep;
 using flashjit::tune::parse_sweep;
+using flashjit::KvLayout;
+using flashjit::tune::DecodeShape;
 using flashjit::tune::ProblemShape;
 
 namespace {
@@ -164,6 +166,111 @@ TEST_CASE("sweep: errors name the entry and the field", "[tune][sweep]") {
   CHECK(contains(error_of(in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "mask": "chunked"})")), "sweep bad.json: "));
 }
 
+// The decode problems of a sweep with one decode entry whose other fields are `fields`.
+std::vector<DecodeShape> expand_decode(const std::string& fields) {
+  auto s = parse_sweep(R"({"problems": [{"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128, )" + fields +
+                           "}]}",
+                       "t.json");
+  INFO(fields);
+  if (!s.ok()) INFO(s.error().to_string());
+  REQUIRE(s.ok());
+  CHECK(s->problems.empty());
+  return s->decode;
+}
+
+TEST_CASE("sweep: decode problems", "[tune][sweep][decode]") {
+  // Defaults: bf16, batch 1, q_len 1, contiguous, no window.
+  auto one = expand_decode(R"("seqlen_k": 4096)");
+  REQUIRE(one.size() == 1);
+  CHECK(one[0] == DecodeShape{DType::bf16, 1, 1, 32, 8, 128, 4096, KvLayout::contiguous, 0, -1});
+  CHECK(flashjit::tune::describe(one[0]) == "decode bf16 B1 q1 Sk4096 H32/8 D128 contiguous");
+
+  // Cross product: dtype, layout, batch, q_len, heads, head_dim, page_size, window_left, then seqlen_k fastest.
+  auto grid = expand_decode(R"("seqlen_k": {"from": 1024, "to": 4096, "factor": 2}, "batch": [1, 8], "q_len": [1, 4],
+                               "dtype": ["bf16", "fp16"], "window_left": [-1, 256])");
+  REQUIRE(grid.size() == 3 * 2 * 2 * 2 * 2);
+  CHECK(grid[0].seqlen_k == 1024);
+  CHECK(grid[1].seqlen_k == 2048);
+  CHECK(grid[3].window_left == 256);
+  CHECK(grid[6].q_len == 4);
+  CHECK(grid[12].batch == 8);
+  CHECK(grid[24].dtype == DType::fp16);
+  CHECK(flashjit::tune::describe(grid[3]) == "decode bf16 B1 q1 Sk1024 H32/8 D128 contiguous window256");
+
+  // page_size applies to the paged layout only: contiguous x page sizes collapse to one problem.
+  auto layouts = expand_decode(R"("seqlen_k": 8192, "layout": ["contiguous", "paged"], "page_size": [16, 64])");
+  REQUIRE(layouts.size() == 3);
+  CHECK(layouts[0].layout == KvLayout::contiguous);
+  CHECK(layouts[0].page_size == 0);
+  CHECK(layouts[1].layout == KvLayout::paged);
+  CHECK(layouts[1].page_size == 16);
+  CHECK(layouts[2].page_size == 64);
+  CHECK(flashjit::tune::describe(layouts[2]) == "decode bf16 B1 q1 Sk8192 H32/8 D128 paged64");
+
+  // The problem the planner sees: max_seqlen_k and a page table for the longest sequence.
+  const flashjit::DecodeProblem p = flashjit::tune::to_problem(layouts[2]);
+  CHECK(p.max_seqlen_k == 8192);
+  CHECK(p.layout == KvLayout::paged);
+  CHECK(p.page_size == 64);
+  CHECK(p.max_pages_per_seq == 128);
+  CHECK(p.heads_q == 32);
+  CHECK(flashjit::tune::to_problem(one[0]).cache_seqlen == 4096);
+
+  // Prefill and decode entries mix; "kind": "prefill" is the default spelled out; duplicates appear once.
+  auto mixed = parse_sweep(R"({"problems": [
+      {"kind": "prefill", "heads_q": 8, "head_dim": 64, "seqlen": 128},
+      {"kind": "decode", "heads_q": 8, "head_dim": 64, "seqlen_k": [512, 1024]},
+      {"heads_q": 8, "head_dim": 64, "seqlen": [128, 256]},
+      {"kind": "decode", "heads_q": 8, "head_dim": 64, "seqlen_k": [1024, 2048]}]})", "m.json");
+  REQUIRE(mixed.ok());
+  CHECK(seqlens_q(mixed->problems) == std::vector<int>{128, 256});
+  REQUIRE(mixed->decode.size() == 3);
+  CHECK(mixed->decode[0].seqlen_k == 512);
+  CHECK(mixed->decode[2].seqlen_k == 2048);
+  CHECK(mixed->decode[0].heads_kv == 8);  // MHA unless heads_kv is given
+}
+
+TEST_CASE("sweep: decode errors name the entry and the field", "[tune][sweep][decode]") {
+  const std::string ok_entry = R"({"heads_q": 8, "head_dim": 64, "seqlen": 64})";
+  auto in_second = [&](const std::string& fields) {
+    return R"({"problems": [)" + ok_entry + R"(, {"kind": "decode", )" + fields + "}]}";
+  };
+  const std::string base = R"("heads_q": 32, "heads_kv": 8, "head_dim": 128, "seqlen_k": 1024)";
+  struct Case {
+    std::string text;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {R"({"problems": [{"kind": "encode", "heads_q": 8, "head_dim": 64, "seqlen": 64}]})", {"problems[0].kind", "encode", "prefill, decode"}},
+      {R"({"problems": [{"kind": ["decode"], "heads_q": 8, "head_dim": 64, "seqlen": 64}]})", {"problems[0].kind"}},
+      {in_second(base + R"(, "mask": "causal")"), {"bad.json", "problems[1].mask", "unknown field", "seqlen_k"}},
+      {in_second(base + R"(, "seqlen_q": 1)"), {"problems[1].seqlen_q", "unknown field"}},
+      {in_second(R"("heads_q": 32, "head_dim": 128)"), {"problems[1].seqlen_k", "missing"}},
+      {in_second(R"("head_dim": 128, "seqlen_k": 64)"), {"problems[1].heads_q", "missing"}},
+      {in_second(R"("heads_q": 8, "seqlen_k": 64)"), {"problems[1].head_dim", "missing"}},
+      {in_second(base + R"(, "q_len": 17)"), {"problems[1].q_len", "[1, 16]"}},
+      {in_second(base + R"(, "q_len": [1, 0])"), {"problems[1].q_len", "[1, 16]"}},
+      {in_second(R"("heads_q": 32, "heads_kv": 1, "head_dim": 128, "seqlen_k": 64, "q_len": 8)"), {"problems[1].q_len", "128"}},
+      {in_second(R"("heads_q": 32, "heads_kv": 6, "head_dim": 128, "seqlen_k": 64)"), {"problems[1].heads_kv", "multiple"}},
+      {in_second(R"("heads_q": 32, "head_dim": 72, "seqlen_k": 64)"), {"problems[1].head_dim", "multiple of 16"}},
+      {in_second(R"("heads_q": 32, "head_dim": 128, "seqlen_k": 0)"), {"problems[1].seqlen_k", ">= 1"}},
+      {in_second(R"("heads_q": 32, "head_dim": 128, "seqlen_k": "4k")"), {"problems[1].seqlen_k", "expected an integer"}},
+      {in_second(base + R"(, "batch": 0)"), {"problems[1].batch", ">= 1"}},
+      {in_second(base + R"(, "layout": "ring")"), {"problems[1].layout", "ring", "contiguous, paged"}},
+      {in_second(base + R"(, "layout": "paged")"), {"problems[1].page_size", "missing", "paged"}},
+      {in_second(base + R"(, "page_size": 16)"), {"problems[1].page_size", "only applies to the paged layout"}},
+      {in_second(base + R"(, "layout": "paged", "page_size": [16, 24])"), {"problems[1].page_size", "power of two"}},
+      {in_second(base + R"(, "layout": "paged", "page_size": 512)"), {"problems[1].page_size", "256"}},
+      {in_second(base + R"(, "window_left": -2)"), {"problems[1].window_left", "-1"}},
+      {in_second(base + R"(, "dtype": "fp8")"), {"problems[1].dtype", "fp8"}},
+  };
+  for (const auto& c : cases) {
+    const std::string message = error_of(c.text);
+    INFO(c.text << "\n-> " << message);
+    for (const auto& part : c.parts) CHECK(contains(message, part));
+  }
+}
+
 TEST_CASE("sweep: the shipped configs", "[tune][sweep]") {
   const std::filesystem::path dir = std::filesystem::path(FLASHJIT_SOURCE_DIR) / "configs";
   auto llama = load_sweep(dir / "llama3.json");
@@ -191,12 +298,32 @@ TEST_CASE("sweep: the shipped configs", "[tune][sweep]") {
 
   auto decode = load_sweep(dir / "decode.json");
   REQUIRE(decode.ok());
-  CHECK(decode->problems.size() == 6 * 7 * 2);
-  for (const auto& p : decode->problems) {
-    CHECK(p.seqlen_q == 1);
-    CHECK(p.seqlen_k >= 32);
-    CHECK(p.seqlen_k <= 2048);
+  CHECK(decode->problems.empty());
+  // The B x Sk grid (contiguous), then the three headline shapes contiguous, paged 16 and paged 64.
+  REQUIRE(decode->decode.size() == 6 * 7 + 3 * 3);
+  for (const auto& p : decode->decode) {
+    CHECK(p.dtype == DType::bf16);
+    CHECK(p.q_len == 1);
+    CHECK(p.heads_q == 32);
+    CHECK(p.heads_kv == 8);
+    CHECK(p.head_dim == 128);
+    CHECK(p.window_left == -1);
   }
+  for (std::size_t i = 0; i < 42; ++i) {
+    const auto& p = decode->decode[i];
+    CHECK(p.layout == KvLayout::contiguous);
+    CHECK(p.seqlen_k == (32 << (i % 7)));
+    CHECK(p.batch == std::vector<int>{4, 16, 32, 64, 128, 256}[i / 7]);
+  }
+  const std::vector<std::pair<int, int>> headline = {{1, 32768}, {64, 16384}, {16, 8192}};
+  for (std::size_t h = 0; h < 3; ++h)
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto& p = decode->decode[42 + 3 * h + k];
+      CHECK(p.batch == headline[h].first);
+      CHECK(p.seqlen_k == headline[h].second);
+      CHECK(p.layout == (k == 0 ? KvLayout::contiguous : KvLayout::paged));
+      CHECK(p.page_size == std::vector<int>{0, 16, 64}[k]);
+    }
 
   auto missing = load_sweep(dir / "no_such_sweep.json");
   REQUIRE_FALSE(missing.ok());
