@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <memory>
 
+#include "cache/disk_cache.hpp"
+#include "runtime/artifacts.hpp"
 #include "tune/subprocess.hpp"
 #include "tune/worker_protocol.hpp"
 
@@ -64,7 +66,7 @@ Result<KernelInfo> interpret(const Child& child, const std::string& name, bool t
 
 }  // namespace
 
-std::vector<CompileOutcome> CompilePool::run(const std::vector<KernelConfig>& configs,
+std::vector<CompileOutcome> CompilePool::run(const std::vector<AnyKernelConfig>& configs,
                                              const std::function<void(const PoolEvent&)>& on_event,
                                              const std::atomic<bool>* cancel) const {
   std::vector<CompileOutcome> outcomes(configs.size());
@@ -164,22 +166,52 @@ std::vector<CompileOutcome> CompilePool::run(const std::vector<KernelConfig>& co
   return outcomes;
 }
 
-Result<CacheSplit> split_cached(const std::filesystem::path& cache_dir, const std::vector<KernelConfig>& configs) {
-  RuntimeOptions options;
-  options.cache_dir = cache_dir;
-  options.jit = false;  // look up only
-  CacheSplit split;
+namespace {
+
+Result<cache::DiskCache> open_disk(const std::optional<std::filesystem::path>& cache_dir) {
+  cache::CacheOptions options;
+  options.dir = cache_dir.value_or(cache::DiskCache::default_dir());
+  options.max_bytes = cache::DiskCache::default_max_bytes();  // FLASHJIT_CACHE_MAX_MB, as Runtime::create
+  auto disk = cache::DiskCache::open(options);
+  if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
+  return disk;
+}
+
+template <class Config>
+Result<CacheSplitOf<Config>> split(const std::filesystem::path& cache_dir, const std::vector<Config>& configs) {
+  if (auto disk = open_disk(cache_dir); !disk.ok()) return std::move(disk).error();  // no cache: no split
+  CacheSplitOf<Config> split;
   for (const auto& c : configs) {
-    // A Runtime per config: it keeps every cubin it loads, and only the info is wanted here.
-    auto runtime = Runtime::create(options);
-    if (!runtime.ok()) return std::move(runtime).error();
-    auto info = (*runtime)->compile(c);
+    // An artifact store per config (in compile_in_cache): it keeps every cubin it loads, and only the info is
+    // wanted here.
+    auto info = compile_in_cache(cache_dir, c, /*jit=*/false);
     if (info.ok())
       split.cached.emplace_back(c, std::move(*info));
     else
       split.missing.push_back(c);
   }
   return split;
+}
+
+}  // namespace
+
+Result<CacheSplit> split_cached(const std::filesystem::path& cache_dir, const std::vector<KernelConfig>& configs) {
+  return split(cache_dir, configs);
+}
+
+Result<CacheSplitOf<AnyKernelConfig>> split_cached(const std::filesystem::path& cache_dir,
+                                                   const std::vector<AnyKernelConfig>& configs) {
+  return split(cache_dir, configs);
+}
+
+Result<KernelInfo> compile_in_cache(const std::optional<std::filesystem::path>& cache_dir,
+                                    const AnyKernelConfig& config, bool jit) {
+  auto disk = open_disk(cache_dir);
+  if (!disk.ok()) return std::move(disk).error();
+  runtime::ArtifactStore store(std::move(*disk), jit);
+  auto artifact = config.visit([&](const auto& c) { return store.get(c); });
+  if (!artifact.ok()) return std::move(artifact).error();
+  return (*artifact)->info;
 }
 
 }  // namespace flashjit::tune

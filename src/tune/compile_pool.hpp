@@ -1,16 +1,18 @@
 // The compile pool: each kernel compiled in its own worker process (the protocol is in worker_protocol.hpp),
 // at most `jobs` workers alive at once, each killed at the timeout. A worker that crashes (NVRTC can
-// segfault) or hangs fails its own kernel, with its log; the others go on. Used by `flashjit precompile` and
-// `flashjit autotune`.
+// segfault) or hangs fails its own kernel, with its log; the others go on. Any kernel kind (prefill, decode,
+// combine) goes through it. Used by `flashjit precompile` and `flashjit autotune`.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "config/any_config.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/runtime.hpp"
@@ -25,7 +27,7 @@ struct PoolOptions {
 };
 
 struct CompileOutcome {
-  KernelConfig config;
+  AnyKernelConfig config;
   std::string name;  // readable name
   Result<KernelInfo> info = Error(ErrorCode::internal, "not compiled");
   std::string worker_log;  // what the worker wrote on stderr
@@ -53,19 +55,37 @@ class CompilePool {
   // Compiles the configs, started in the given order; `on_event` (called on this thread) sees each start and
   // finish. One outcome per config, in the given order. Once *cancel is true no worker starts and the
   // running ones are killed; their outcomes say so.
-  std::vector<CompileOutcome> run(const std::vector<KernelConfig>& configs,
+  std::vector<CompileOutcome> run(const std::vector<AnyKernelConfig>& configs,
                                   const std::function<void(const PoolEvent&)>& on_event = {},
                                   const std::atomic<bool>* cancel = nullptr) const;
+  // The same for a list of one kind (KernelConfig, DecodeKernelConfig, CombineKernelConfig).
+  template <class Config>
+  std::vector<CompileOutcome> run(const std::vector<Config>& configs,
+                                  const std::function<void(const PoolEvent&)>& on_event = {},
+                                  const std::atomic<bool>* cancel = nullptr) const {
+    return run(std::vector<AnyKernelConfig>(configs.begin(), configs.end()), on_event, cancel);
+  }
 
  private:
   PoolOptions options_;
 };
 
 // Configs already in the cache at `cache_dir` (with their info, read without compiling) and those that are not.
-struct CacheSplit {
-  std::vector<std::pair<KernelConfig, KernelInfo>> cached;
-  std::vector<KernelConfig> missing;
+template <class Config>
+struct CacheSplitOf {
+  std::vector<std::pair<Config, KernelInfo>> cached;
+  std::vector<Config> missing;
 };
+using CacheSplit = CacheSplitOf<KernelConfig>;
 Result<CacheSplit> split_cached(const std::filesystem::path& cache_dir, const std::vector<KernelConfig>& configs);
+Result<CacheSplitOf<AnyKernelConfig>> split_cached(const std::filesystem::path& cache_dir,
+                                                   const std::vector<AnyKernelConfig>& configs);
+
+// One kernel of any kind compiled into (jit) or looked up in (jit false: a miss is not_found) the disk cache at
+// `cache_dir` (default: the runtime's default folder), through the runtime's artifact store: what
+// Runtime::compile does for a KernelConfig, and what Runtime::decode / merge find for decode and combine
+// kernels. The worker's compile, and `flashjit compile`.
+Result<KernelInfo> compile_in_cache(const std::optional<std::filesystem::path>& cache_dir,
+                                    const AnyKernelConfig& config, bool jit);
 
 }  // namespace flashjit::tune

@@ -1,6 +1,8 @@
 // The compile worker's protocol. The pool runs `flashjit --cache-dir DIR compile-worker CONFIG_JSON` once
-// per kernel: the worker compiles the config into the cache with Runtime::compile and prints one line of
-// JSON on stdout, then exits 0 (compiled or found) or 1 (failed):
+// per kernel (CONFIG_JSON: the canonical JSON of a prefill, decode or combine config; the latter two carry a
+// "kernel" field): the worker compiles the config into the cache through the runtime's artifact store
+// (compile_in_cache, as Runtime::compile) and prints one line of JSON on stdout, then exits 0 (compiled or
+// found) or 1 (failed):
 //   {"ok":true,"name":...,"key":...,"cache_hit":...,"compile_ms":...,"dynamic_smem":...,"ptxas":{...},"log":...}
 //   {"ok":false,"error":{"code":"compile","message":...,"context":[...],"details":...}}
 // No line, or death by a signal, is a crashed worker; the pool reports it with the worker's stderr.

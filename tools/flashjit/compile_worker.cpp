@@ -1,4 +1,5 @@
-// `flashjit compile-worker CONFIG_JSON` (hidden): the compile pool's worker. Compiles one config into the
+// `flashjit compile-worker CONFIG_JSON` (hidden): the compile pool's worker. Compiles one config (of any
+// kernel kind: prefill, decode or combine, told apart by the JSON's "kernel" field) into the
 // cache and prints the result line of tune/worker_protocol.hpp. Its own process, so that a compiler crash
 // or hang takes down this kernel only.
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <string_view>
 
 #include "cli.hpp"
+#include "config/any_config.hpp"
+#include "tune/compile_pool.hpp"
 #include "tune/worker_protocol.hpp"
 
 namespace flashjit::cli {
@@ -34,15 +37,13 @@ void inject_fault(const std::string& name) {
 }
 
 Result<KernelInfo> compile_one(const Globals& globals, const std::string& json) {
-  auto config = config_from_json(json);
+  auto config = any_config_from_json(json);  // prefill, decode or combine (by its "kernel" field)
   if (!config.ok()) return std::move(config).error();
   inject_fault(readable_name(*config));
-  RuntimeOptions options;
-  if (!globals.cache_dir.empty()) options.cache_dir = globals.cache_dir;
-  options.jit = true;  // the worker's whole purpose, whatever FLASHJIT_JIT says
-  auto runtime = Runtime::create(options);
-  if (!runtime.ok()) return std::move(runtime).error();
-  return (*runtime)->compile(*config);
+  std::optional<std::filesystem::path> cache_dir;
+  if (!globals.cache_dir.empty()) cache_dir = globals.cache_dir;
+  // jit: the worker's whole purpose, whatever FLASHJIT_JIT says.
+  return tune::compile_in_cache(cache_dir, *config, /*jit=*/true);
 }
 
 }  // namespace
