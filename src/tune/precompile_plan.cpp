@@ -1,33 +1,74 @@
 #include "tune/precompile_plan.hpp"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
+#include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "tune/candidates.hpp"
 
 namespace flashjit::tune {
 
+namespace {
+
+// Whether Runtime::decode or prepare_decode of the problem loads the combine kernel: decode when its plan
+// splits the keys; prepare_decode also when the plan of a smaller batch does (it reserves the workspace, and
+// loads the combine kernel, for every batch up to the prepared one, up to 4096, as runtime.cpp does:
+// smaller batches split more).
+bool loads_combine(const DecodeProblem& p, const Arch& arch, int sms) {
+  if (dispatch::plan_decode(p, arch, sms).splits.num_splits > 1) return true;
+  DecodeProblem smaller = p;
+  for (int b = 1; b < p.batch && b <= 4096; ++b) {
+    smaller.batch = b;
+    if (dispatch::plan_decode(smaller, arch, sms).splits.num_splits > 1) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<AnyKernelConfig> PrecompilePlan::kernels() const {
+  std::vector<AnyKernelConfig> out(configs.begin(), configs.end());
+  out.insert(out.end(), decode.begin(), decode.end());
+  out.insert(out.end(), combine.begin(), combine.end());
+  out.insert(out.end(), merge.begin(), merge.end());
+  return out;
+}
+
 PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& archs, const TunedTables& tables,
-                               bool all_candidates) {
+                               bool all_candidates, int sms) {
   PrecompilePlan plan;
   std::set<std::string> seen, seen_invalid;
-  auto add = [&](const KernelConfig& c) {
-    if (seen.insert(to_json(c)).second) plan.configs.push_back(c);
+  // Canonical JSON names every kind apart ("kernel" is in the decode and combine forms), so one set dedupes all.
+  auto add = [&](auto& list, const auto& c) {
+    if (seen.insert(to_json(c)).second) list.push_back(c);
   };
   for (const Arch& arch : archs) {
     std::vector<TunedTables> per_gpu;
     for (const auto& gpu : tables.gpus(arch)) per_gpu.push_back(tables.for_device(gpu, arch));
     for (const ProblemShape& shape : sweep.problems) {
       const AttentionProblem p = to_problem(shape);
-      if (auto c = dispatch::choose(p, arch); c.ok()) add(*c);
+      if (auto c = dispatch::choose(p, arch); c.ok()) add(plan.configs, *c);
       for (const auto& t : per_gpu)
-        if (auto c = dispatch::choose(p, arch, Algorithm::automatic, &t); c.ok()) add(*c);
+        if (auto c = dispatch::choose(p, arch, Algorithm::automatic, &t); c.ok()) add(plan.configs, *c);
       if (!all_candidates) continue;
       const Candidates candidates = enumerate(shape, sweep.candidates, arch);
-      for (const auto& c : candidates.valid) add(c);
+      for (const auto& c : candidates.valid) add(plan.configs, c);
       for (const auto& c : candidates.invalid) seen_invalid.insert(to_json(c));
     }
+    // Decode: what Runtime::decode launches for each problem on a GPU of this arch with `sms` SMs, and the
+    // merge kernel of each (dtype, head dim).
+    for (const DecodeShape& shape : sweep.decode) {
+      const DecodeProblem problem = to_problem(shape);
+      const dispatch::DecodePlan d = dispatch::plan_decode(problem, arch, sms);
+      add(plan.decode, d.split);
+      if (std::find(plan.combine.begin(), plan.combine.end(), d.combine) == plan.combine.end() &&
+          loads_combine(problem, arch, sms))
+        add(plan.combine, d.combine);
+    }
+    for (const DecodeShape& shape : sweep.decode)
+      add(plan.merge, dispatch::merge_kernel_config(shape.dtype, shape.head_dim, arch));
   }
   plan.invalid = static_cast<int>(seen_invalid.size());
   return plan;

@@ -1,22 +1,36 @@
-// What `flashjit precompile` compiles for a sweep: for each problem and arch the config the dispatcher picks,
-// by its heuristics and with each GPU's tuned tables for that arch (so that FLASHJIT_JIT=0 finds whatever a
-// device of that arch picks), or with all_candidates the whole candidate space after validate() pruning.
+// What `flashjit precompile` compiles for a sweep: for each prefill problem and arch the config the
+// dispatcher picks, by its heuristics and with each GPU's tuned tables for that arch (so that FLASHJIT_JIT=0
+// finds whatever a device of that arch picks), or with all_candidates the whole candidate space after
+// validate() pruning; for each decode problem and arch the kernels Runtime::decode and prepare_decode load on
+// a GPU with `sms` multiprocessors (dispatch::plan_decode: the split kernel, and the combine kernel when the
+// keys are split, or, for prepare_decode, when a smaller batch's keys would be), and the merge kernel
+// (Runtime::merge) of each distinct (dtype, head dim, arch) of decode problems.
 #pragma once
 
 #include <vector>
 
+#include "config/any_config.hpp"
 #include "flashjit/config.hpp"
 #include "tune/sweep.hpp"
 #include "tune/tuned_table.hpp"
 
 namespace flashjit::tune {
 
+// The multiprocessors decode plans assume unless told (`flashjit precompile --sms`): H100 SXM and H200.
+inline constexpr int kDefaultPrecompileSms = 132;
+
 struct PrecompilePlan {
-  std::vector<KernelConfig> configs;  // distinct, in sweep order
-  int invalid = 0;                    // candidates pruned by validate() (all_candidates)
+  std::vector<KernelConfig> configs;         // prefill kernels: distinct, in sweep order
+  std::vector<DecodeKernelConfig> decode;    // decode split kernels: distinct, in sweep order
+  std::vector<CombineKernelConfig> combine;  // combine kernels (fp32 inputs) of decode plans that split: distinct
+  std::vector<CombineKernelConfig> merge;    // merge kernels (inputs in the output type): distinct
+  int invalid = 0;                           // candidates pruned by validate() (all_candidates)
+
+  // Every kernel: the prefill ones, then decode, combine and merge.
+  std::vector<AnyKernelConfig> kernels() const;
 };
 
 PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& archs, const TunedTables& tables,
-                               bool all_candidates);
+                               bool all_candidates, int sms = kDefaultPrecompileSms);
 
 }  // namespace flashjit::tune

@@ -1,7 +1,11 @@
 // Tests of what precompile compiles: the dispatcher's picks per problem and arch (deduplicated), the picks
-// with each GPU's tuned tables, and the whole candidate space.
+// with each GPU's tuned tables, and the whole candidate space; for decode problems the planner's split kernel,
+// the combine kernel when the keys are split, the merge kernel per (dtype, head dim, arch), all deduplicated.
 #include <algorithm>
+#include <set>
+#include <string>
 
+#include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
 #include "tune/candidates.hpp"
@@ -61,4 +65,101 @@ TEST_CASE("precompile plan: all candidates", "[tune][plan]") {
   CHECK(plan.configs.size() == 2 * per_mask.valid.size());
   CHECK(plan.invalid == static_cast<int>(2 * per_mask.invalid.size()));
   for (const auto& c : plan.configs) CHECK(validate(c).empty());
+}
+
+namespace {
+
+Sweep decode_sweep(const std::string& entries) {
+  auto s = parse_sweep(R"({"problems": [)" + entries + "]}", "decode.json");
+  if (!s.ok()) INFO(s.error().to_string());
+  REQUIRE(s.ok());
+  return *s;
+}
+
+}  // namespace
+
+TEST_CASE("precompile plan: decode problems give their split, combine and merge kernels", "[tune][plan][decode]") {
+  using flashjit::CombineKernelConfig;
+  using flashjit::DecodeKernelConfig;
+  using flashjit::KvLayout;
+  namespace dispatch = flashjit::dispatch;
+  // B1 over 32k keys: 8 KV heads leave SMs idle, so the keys are split (combine kernel); B256 fills the GPU in
+  // one split. Both use the same split kernel (same group, q_len, layout); paged caches another.
+  const Sweep sweep = decode_sweep(R"({"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128,
+                                       "batch": [1, 256], "seqlen_k": 32768, "layout": ["contiguous", "paged"],
+                                       "page_size": 16})");
+  REQUIRE(sweep.decode.size() == 4);
+  const auto plan = precompile_plan(sweep, {kSm90a}, {}, false);
+  CHECK(plan.configs.empty());
+  const auto b1 = dispatch::plan_decode(to_problem(sweep.decode[0]), kSm90a, kDefaultPrecompileSms);
+  const auto b256 = dispatch::plan_decode(to_problem(sweep.decode[1]), kSm90a, kDefaultPrecompileSms);
+  REQUIRE(b1.splits.num_splits > 1);
+  REQUIRE(b256.splits.num_splits == 1);
+  CHECK(b1.split == b256.split);
+  REQUIRE(plan.decode.size() == 2);
+  CHECK(plan.decode[0] == b1.split);
+  CHECK(plan.decode[1].layout == KvLayout::paged);
+  REQUIRE(plan.combine.size() == 1);  // one combine kernel serves every split plan of a dtype and head dim
+  CHECK(plan.combine[0] == b1.combine);
+  CHECK(plan.combine[0].fp32_inputs);
+  REQUIRE(plan.merge.size() == 1);
+  CHECK(plan.merge[0] == dispatch::merge_kernel_config(flashjit::DType::bf16, 128, kSm90a));
+  CHECK_FALSE(plan.merge[0].fp32_inputs);
+
+  // Every kernel once, in the order prefill, decode, combine, merge; each valid.
+  const auto kernels = plan.kernels();
+  REQUIRE(kernels.size() == 4);
+  CHECK(kernels[0] == flashjit::AnyKernelConfig(plan.decode[0]));
+  CHECK(kernels[3] == flashjit::AnyKernelConfig(plan.merge[0]));
+  for (const auto& k : kernels) CHECK(validate(k).empty());
+
+  // B256 alone splits nothing, but prepare_decode at B256 loads the combine kernel for the smaller batches
+  // (which split): so it is compiled. Short caches split at no batch size: no combine kernel.
+  const Sweep big = decode_sweep(R"({"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128,
+                                     "batch": 256, "seqlen_k": 32768})");
+  CHECK(precompile_plan(big, {kSm90a}, {}, false).combine == plan.combine);
+  const Sweep short_cache = decode_sweep(R"({"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128,
+                                             "batch": [1, 64], "seqlen_k": 1000})");
+  REQUIRE(dispatch::plan_decode(to_problem(short_cache.decode[0]), kSm90a, 132).splits.num_splits == 1);
+  const auto short_plan = precompile_plan(short_cache, {kSm90a}, {}, false);
+  CHECK(short_plan.decode.size() == 1);
+  CHECK(short_plan.combine.empty());
+  CHECK(short_plan.merge.size() == 1);
+
+  // The SM count decides whether keys are split: on a 1-SM GPU nothing is, so no combine kernel.
+  const auto one_sm = precompile_plan(sweep, {kSm90a}, {}, false, 1);
+  CHECK(one_sm.decode.size() == 2);
+  CHECK(one_sm.combine.empty());
+  CHECK(one_sm.merge.size() == 1);
+
+  // Two archs: everything per arch.
+  const auto two = precompile_plan(sweep, {kSm90a, kSm80}, {}, false);
+  CHECK(two.decode.size() == 4);
+  CHECK(two.combine.size() == 2);
+  CHECK(two.merge.size() == 2);
+  CHECK(two.decode[2].arch == kSm80);
+}
+
+TEST_CASE("precompile plan: decode kernels dedupe across problems, mixed with prefill", "[tune][plan][decode]") {
+  const Sweep sweep = decode_sweep(R"({"heads_q": 32, "heads_kv": 8, "head_dim": 128, "seqlen": 4096},
+      {"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128, "batch": [1, 2, 4], "seqlen_k": [8192, 16384]},
+      {"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": [64, 128], "batch": 1, "seqlen_k": 8192,
+       "dtype": ["bf16", "fp16"], "q_len": [1, 2], "window_left": [-1, 512]})");
+  REQUIRE(sweep.problems.size() == 1);
+  const auto plan = precompile_plan(sweep, {kSm90a}, {}, false);
+  REQUIRE(plan.configs.size() == 1);
+  CHECK(plan.configs[0] == *flashjit::dispatch::choose(to_problem(sweep.problems[0]), kSm90a));
+  // Split kernels: per dtype, head dim, window and rows (group 4 x q_len 1 or 2: 16 rows either way).
+  CHECK(plan.decode.size() == 2 * 2 * 2);
+  // Combine kernels per dtype and head dim (each has a split plan); merge kernels likewise.
+  CHECK(plan.combine.size() == 2 * 2);
+  CHECK(plan.merge.size() == 2 * 2);
+  std::set<std::string> names;
+  for (const auto& k : plan.kernels()) CHECK(names.insert(to_json(k)).second);
+  CHECK(names.size() == 1 + 8 + 4 + 4);
+  // --all-candidates does not change the decode part (decode has no candidate space).
+  const auto all = precompile_plan(sweep, {kSm90a}, {}, true);
+  CHECK(all.decode == plan.decode);
+  CHECK(all.combine == plan.combine);
+  CHECK(all.merge == plan.merge);
 }

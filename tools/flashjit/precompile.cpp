@@ -1,6 +1,7 @@
-// `flashjit precompile --sweep FILE [--arch A ...] [-j N] [--all-candidates] [--timeout S]`: compile every
-// kernel a sweep needs into the disk cache, without a GPU, each in a worker process of its own; then
-// FLASHJIT_JIT=0 runs the sweep's problems from the cache alone.
+// `flashjit precompile --sweep FILE [--arch A ...] [--sms N] [-j N] [--all-candidates] [--timeout S]`: compile
+// every kernel a sweep needs into the disk cache (prefill kernels, and for decode problems the split, combine
+// and merge kernels), without a GPU, each in a worker process of its own; then FLASHJIT_JIT=0 runs the
+// sweep's problems from the cache alone.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ namespace {
 struct PrecompileArgs {
   std::string sweep;
   std::vector<std::string> archs{"sm_90a"};
+  int sms = tune::kDefaultPrecompileSms;
   bool all_candidates = false;
   PoolArgs pool;
 };
@@ -30,11 +32,18 @@ struct Totals {
   double nvrtc_ms = 0;
 };
 
-void print_summary(const tune::Sweep& sweep, const std::vector<std::string>& archs, std::size_t kernels,
+void print_summary(const tune::Sweep& sweep, const PrecompileArgs& args, const tune::PrecompilePlan& plan,
                    const Totals& t, double seconds, const std::filesystem::path& cache) {
-  fmt::print("precompile {}: {} problem{} for {}\n", sweep.name, sweep.problems.size(),
-             sweep.problems.size() == 1 ? "" : "s", fmt::join(archs, ", "));
-  fmt::print("  kernels   {:>6}\n", kernels);
+  const std::size_t problems = sweep.problems.size() + sweep.decode.size();
+  std::string kinds, decode_kernels;
+  if (!sweep.decode.empty()) {
+    kinds = fmt::format(" ({} prefill, {} decode)", sweep.problems.size(), sweep.decode.size());
+    decode_kernels = fmt::format("   prefill {}, decode {}, combine {}, merge {}", plan.configs.size(),
+                                 plan.decode.size(), plan.combine.size(), plan.merge.size());
+  }
+  fmt::print("precompile {}: {} problem{}{} for {}{}\n", sweep.name, problems, problems == 1 ? "" : "s", kinds,
+             fmt::join(args.archs, ", "), sweep.decode.empty() ? "" : fmt::format(", decode planned for {} SMs", args.sms));
+  fmt::print("  kernels   {:>6}{}\n", plan.kernels().size(), decode_kernels);
   fmt::print("  compiled  {:>6}{}\n", t.compiled,
              t.compiled ? fmt::format("   NVRTC {:.1f} s in all", t.nvrtc_ms / 1000) : std::string());
   fmt::print("  cached    {:>6}\n", t.cached);
@@ -60,15 +69,16 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
     return report(Error(ErrorCode::cache, fmt::format("the kernel cache {} is read-only: nothing could be stored", cache.string())));
 
   const auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(cache));
-  const tune::PrecompilePlan plan = tune::precompile_plan(*sweep, archs, tables, args.all_candidates);
-  auto split = tune::split_cached(cache, plan.configs);
+  const tune::PrecompilePlan plan = tune::precompile_plan(*sweep, archs, tables, args.all_candidates, args.sms);
+  const std::vector<AnyKernelConfig> kernels = plan.kernels();
+  auto split = tune::split_cached(cache, kernels);
   if (!split.ok()) return report(split.error());
   auto options = pool_options(args.pool, cache);
   if (!options.ok()) return report(options.error());
 
   std::string pruned = args.all_candidates ? fmt::format(", {} candidates pruned by validate()", plan.invalid) : "";
   fmt::print(stderr, "precompile {}: {} kernels{}; {} in the cache, compiling {} with {} worker{}\n", sweep->name,
-             plan.configs.size(), pruned, split->cached.size(), split->missing.size(), options->jobs,
+             kernels.size(), pruned, split->cached.size(), split->missing.size(), options->jobs,
              options->jobs == 1 ? "" : "s");
   std::fflush(stderr);
   ProgressLine progress(stderr, ::isatty(STDERR_FILENO) != 0);
@@ -91,7 +101,7 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_summary(*sweep, args.archs, plan.configs.size(), totals, seconds, cache);
+  print_summary(*sweep, args, plan, totals, seconds, cache);
   return totals.failed == 0 ? kOk : kFailure;
 }
 
@@ -103,6 +113,11 @@ Command add_precompile(CLI::App& parent, const Globals& globals) {
   auto args = std::make_shared<PrecompileArgs>();
   app->add_option("--sweep", args->sweep, "Sweep file (configs/*.json; schema in configs/README.md)")->required();
   app->add_option("--arch", args->archs, "CUDA targets (repeatable)")->capture_default_str();
+  app->add_option("--sms", args->sms,
+                  "Multiprocessors of the target GPU, for the decode split plans (132: H100 SXM, H200; "
+                  "114: H100 PCIe; 108: A100); `flashjit info` shows a device's count")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app->add_flag("--all-candidates", args->all_candidates,
                 "Compile the whole candidate space (after validate()), not only the dispatcher's picks");
   add_pool_options(*app, args->pool);
