@@ -1,7 +1,8 @@
 // `flashjit autotune --sweep FILE -o OUT [--iters N] [-j N] [--quick]`: for each problem of a sweep, time
 // every candidate config on GPU 0 and write a tuned table (tune/tuned_table.hpp) that the runtime's dispatcher
 // then uses on this GPU. Candidates compile in worker processes while the GPU times those compiled first.
-// Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured.
+// Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured. Decode problems
+// of the sweep are skipped (one line says so); a sweep of decode problems alone is an error.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -58,6 +59,18 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
   auto sweep = tune::load_sweep(args.sweep);
   if (!sweep.ok()) return report(sweep.error());
+  // Decode problems have no candidate space (their kernels come from the split planner); precompile
+  // compiles them, autotune leaves them out.
+  if (!sweep->decode.empty()) {
+    if (sweep->problems.empty())
+      return report(Error(ErrorCode::invalid_argument,
+                          fmt::format("sweep {} has only decode problems ({}), and decode problems are not autotuned "
+                                      "(`flashjit precompile` compiles their kernels)",
+                                      sweep->name, sweep->decode.size())));
+    fmt::print("autotune {}: skipping {} decode problem{}: decode problems are not autotuned\n", sweep->name,
+               sweep->decode.size(), sweep->decode.size() == 1 ? "" : "s");
+    std::fflush(stdout);
+  }
   auto device = gpu();
   if (!device.ok()) return report(device.error());
   auto scope = cuda::ContextScope::enter(0);

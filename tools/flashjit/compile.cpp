@@ -1,5 +1,5 @@
-// `flashjit compile CONFIG... [--json]`: compile each config (or find it in the cache) and report ptxas's
-// resource usage. Needs no GPU.
+// `flashjit compile CONFIG... [--json]`: compile each config (prefill, decode or combine; or find it in the
+// cache) and report ptxas's resource usage. Needs no GPU.
 #include <fmt/format.h>
 
 #include <limits>
@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "config_args.hpp"
+#include "tune/compile_pool.hpp"
 
 namespace flashjit::cli {
 namespace {
@@ -68,7 +69,11 @@ int run_compile(const Globals& globals, const std::vector<std::string>& tokens, 
   std::vector<Outcome> outcomes;
   int rc = kOk;
   for (const auto& c : args.configs) {
-    outcomes.push_back({&c, (*runtime)->compile(c.config)});
+    // Prefill configs through the Runtime; decode and combine kernels through the same artifact store that
+    // Runtime::decode and merge use (the cache, or NVRTC when JIT is on).
+    const KernelConfig* prefill = c.config.get_if<KernelConfig>();
+    outcomes.push_back({&c, prefill ? (*runtime)->compile(*prefill)
+                                    : tune::compile_in_cache((*runtime)->cache_dir(), c.config, jit_enabled())});
     if (!outcomes.back().info.ok()) rc = report(outcomes.back().info.error());  // the full error, NVRTC log too
   }
   if (json) {

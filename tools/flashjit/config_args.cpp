@@ -24,7 +24,7 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 // Parses one config and runs validate() on it; issues are printed, each with its field.
-bool add_config(Result<KernelConfig> parsed, std::string origin, std::vector<NamedConfig>& out) {
+bool add_config(Result<AnyKernelConfig> parsed, std::string origin, std::vector<NamedConfig>& out) {
   if (!parsed.ok()) {
     report(std::move(parsed).error().with(fmt::format("in config {}", origin)));
     return false;
@@ -65,7 +65,7 @@ ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_
     return result;
   }
   bool ok = true;
-  if (!pairs.empty()) ok &= add_config(config_from_pairs(pairs), fmt::format("{}", fmt::join(pairs, " ")), result.configs);
+  if (!pairs.empty()) ok &= add_config(any_config_from_pairs(pairs), fmt::format("{}", fmt::join(pairs, " ")), result.configs);
   for (const auto& f : files) {
     auto text = read_file(f);
     if (!text.ok()) {
@@ -73,7 +73,7 @@ ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_
       ok = false;
       continue;
     }
-    ok &= add_config(config_from_json(*text), f, result.configs);
+    ok &= add_config(any_config_from_json(*text), f, result.configs);
   }
   if (!ok) result.exit_code = kFailure;
   return result;

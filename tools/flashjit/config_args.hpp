@@ -1,17 +1,19 @@
 // CONFIG arguments: inline key=value pairs (all of them together form one config) or paths of .json files
-// (one config each).
+// (one config each). A config of any kernel kind: prefill by default, decode or combine when its "kernel"
+// field (kernel=decode) says so.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "config/any_config.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit::cli {
 
 struct NamedConfig {
   std::string origin;  // the file, or the pairs joined by spaces
-  KernelConfig config;
+  AnyKernelConfig config;
 };
 
 struct ConfigArgs {

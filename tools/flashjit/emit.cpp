@@ -1,9 +1,10 @@
-// `flashjit emit CONFIG...`: the generated CUDA source of each config.
+// `flashjit emit CONFIG...`: the generated CUDA source of each config (prefill, decode or combine).
 #include <fmt/format.h>
 
 #include <limits>
 
 #include "cli.hpp"
+#include "codegen/decode_generate.hpp"
 #include "codegen/generate.hpp"
 #include "config_args.hpp"
 
@@ -15,7 +16,7 @@ int run_emit(const std::vector<std::string>& tokens) {
   if (args.exit_code != kOk) return args.exit_code;
   int rc = kOk;
   for (const auto& c : args.configs) {
-    auto source = codegen::generate(c.config);
+    auto source = c.config.visit([](const auto& config) { return codegen::generate(config); });
     if (!source.ok()) {
       rc = report(source.error());
       continue;

@@ -62,7 +62,13 @@ int run_run(const Globals& globals, RunArgs& args) {
   plan.problem.mask = *parse_mask(args.mask);
   if (!configs.configs.empty()) {
     // The explicit config's dtype, head dim and mask describe the problem unless given as options.
-    const KernelConfig& c = configs.configs.front().config;
+    const KernelConfig* prefill = configs.configs.front().config.get_if<KernelConfig>();
+    if (!prefill)
+      return report_usage(fmt::format("run takes a prefill config; {} is a {} kernel (decode kernels run through "
+                                      "Runtime::decode)",
+                                      readable_name(configs.configs.front().config),
+                                      to_string(configs.configs.front().config.kind())));
+    const KernelConfig& c = *prefill;
     plan.config = c;
     if (args.dtype_opt->count() == 0) plan.problem.dtype = c.dtype;
     if (args.mask_opt->count() == 0) plan.problem.mask = c.mask;
