@@ -2,14 +2,26 @@
 # One command for a GPU machine: builds flashjit, runs the CPU, GPU and Python GPU test suites, then the
 # benchmarks (flashjit alone with host overheads; then flashjit and torch's kernels in one process, with
 # plots), writing logs and results into OUTDIR and printing a summary last.
-#   tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]
+#   tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep] [--steps a,b,...]
+# --steps runs only the named steps (build cpu_tests gpu_tests python_gpu_tests bench python_bench
+# tile_sweep), e.g. to split the whole check over several commands on one machine (the build folder and
+# the kernel cache persist between them): `--steps build,cpu_tests,gpu_tests` then
+# `--steps python_gpu_tests,bench,python_bench`. A step other than build needs an earlier build.
 set -uo pipefail
-out=${1:?usage: tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep]}
+usage="usage: tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep] [--steps a,b,...]"
+out=${1:?$usage}
 shift
-quick=0 tiles=0
-for a in "$@"; do
-  case $a in --quick) quick=1 ;; --tile-sweep) tiles=1 ;; *) echo "unknown option $a"; exit 2 ;; esac
+quick=0 tiles=0 steps=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --tile-sweep) tiles=1 ;;
+    --steps) steps=",${2:?$usage},"; shift ;;
+    *) echo "unknown option $1"; echo "$usage"; exit 2 ;;
+  esac
+  shift
 done
+[ $tiles = 1 ] && [ -n "$steps" ] && steps="${steps}tile_sweep,"
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FLASHJIT_BUILD_DIR:-$root/build-gpu}
@@ -18,6 +30,7 @@ summary=()
 
 step() {  # name, command...
   local name=$1; shift
+  if [ -n "$steps" ] && [[ $steps != *",$name,"* ]]; then return; fi
   local t0=$SECONDS
   # A kernel that deadlocks must not eat the whole session: every step has a time limit.
   if timeout "${FLASHJIT_STEP_TIMEOUT:-900}" "$@" >"$out/$name.log" 2>&1; then summary+=("$name: ok ($((SECONDS - t0)) s)")
@@ -30,7 +43,7 @@ step cpu_tests bash -c "cmake --build '$build' -j \$(nproc) && '$build/tests/fla
 step gpu_tests "$build/tests/flashjit_gpu_tests" --durations yes
 step python_gpu_tests env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" python3 "$root/python/tests/gpu_checks.py"
 bench="$out/bench.jsonl"
-rm -f "$bench"
+if [ -z "$steps" ] || [[ $steps == *",bench,"* ]]; then rm -f "$bench"; fi
 if [ $quick = 1 ]; then
   shapes=(--shape 1,4096,4096,32,8,128,none --shape 1,4096,4096,32,8,128,causal
           --shape 1,16384,16384,32,8,128,none --shape 1,16384,16384,32,8,128,causal)
