@@ -57,16 +57,7 @@ def _require_layout(name, t, dims=("batch", "sequence", "head")):
 def check_inputs(q, k, v):
     """The Problem of q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D]; ValueError naming the first bad argument."""
     tensors = (("q", q), ("k", k), ("v", v))
-    for name, t in tensors:
-        _require_cuda(name, t)
-    for name, t in tensors[1:]:
-        if str(t.device) != str(q.device):
-            raise ValueError(f"{name} is on {t.device} but q is on {q.device}: all tensors must be on one CUDA device")
-    if str(q.dtype) not in DTYPES:
-        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
-    for name, t in tensors[1:]:
-        if str(t.dtype) != str(q.dtype):
-            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
+    _require_devices_and_dtypes(tensors, 3)
     for name, t in tensors:
         _require_4d(name, t)
     (b, sq, hq, d), (bk, sk, hkv, dk) = _shape(q), _shape(k)
@@ -182,6 +173,24 @@ def _require_same_device(name, t, q):
         raise ValueError(f"{name} is on {t.device} but q is on {q.device}: all tensors must be on one CUDA device")
 
 
+def _require_devices_and_dtypes(tensors, floats):
+    """tensors: (name, tensor) pairs, q first, all CUDA tensors on q's device; the first `floats` in q's
+    dtype (bf16 or fp16), the rest int32."""
+    q = tensors[0][1]
+    for name, t in tensors:
+        _require_cuda(name, t)
+    for name, t in tensors[1:]:
+        _require_same_device(name, t, q)
+    if str(q.dtype) not in DTYPES:
+        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+    for name, t in tensors[1:floats]:
+        if str(t.dtype) != str(q.dtype):
+            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
+    for name, t in tensors[floats:]:
+        if str(t.dtype) != INT32:
+            raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
+
+
 def _require_dense(name, t, what):
     """Contiguous (dimensions of size 1 may have any stride), elements aligned."""
     shape, stride = _shape(t), tuple(int(s) for s in t.stride())
@@ -217,18 +226,7 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     tensors = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("seqlens_k", seqlens_k)]
     if paged:
         tensors.append(("page_table", page_table))
-    for name, t in tensors:
-        _require_cuda(name, t)
-    for name, t in tensors[1:]:
-        _require_same_device(name, t, q)
-    if str(q.dtype) not in DTYPES:
-        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
-    for name, t in tensors[1:3]:
-        if str(t.dtype) != str(q.dtype):
-            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
-    for name, t in tensors[3:]:
-        if str(t.dtype) != INT32:
-            raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
+    _require_devices_and_dtypes(tensors, 3)
     _require_4d("q", q)
     cache_dims = "[num_pages, page_size, heads_kv, head_dim]" if paged else "[batch, max_seqlen, heads_kv, head_dim]"
     for name, t in tensors[1:3]:
@@ -387,18 +385,7 @@ def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     """The VarlenProblem of packed q [total_q, Hq, D], k and v [total_k, Hkv, D] with cu_seqlens_q / cu_seqlens_k
     int32 [batch + 1] on the device (never read on the host); ValueError naming the first bad argument."""
     tensors = (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k))
-    for name, t in tensors:
-        _require_cuda(name, t)
-    for name, t in tensors[1:]:
-        _require_same_device(name, t, q)
-    if str(q.dtype) not in DTYPES:
-        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
-    for name, t in tensors[1:3]:
-        if str(t.dtype) != str(q.dtype):
-            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
-    for name, t in tensors[3:]:
-        if str(t.dtype) != INT32:
-            raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
+    _require_devices_and_dtypes(tensors, 3)
     for name, t in tensors[:3]:
         _require_3d(name, t)
     (total_q, hq, d), (total_k, hkv, dk) = _shape(q), _shape(k)
