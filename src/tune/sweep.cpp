@@ -129,7 +129,30 @@ struct AxisOf {
   std::vector<int> values;
   std::function<void(Shape&, int)> set;
 };
-using Axis = AxisOf<ProblemShape>;
+
+// The axes of one sweep entry, read field by field.
+template <class Shape>
+struct Axes {
+  const json& entry;
+  const std::string& where;
+  std::vector<AxisOf<Shape>> list;
+
+  // An integer field (value, list or range), when the entry has it.
+  Status int_field(const char* field, std::function<void(Shape&, int)> set) {
+    if (!entry.contains(field)) return {};
+    auto v = ints(entry[field], where + "." + field);
+    if (!v.ok()) return std::move(v).error();
+    list.push_back({std::move(*v), std::move(set)});
+    return {};
+  }
+  Status dtype() {
+    if (!entry.contains("dtype")) return {};
+    auto v = names(entry["dtype"], where + ".dtype", parse_dtype, "bf16, fp16");
+    if (!v.ok()) return std::move(v).error();
+    list.push_back({std::move(*v), [](Shape& s, int x) { s.dtype = static_cast<DType>(x); }});
+    return {};
+  }
+};
 
 // The cross product of the axes (the last one turning fastest), each shape normalized and checked.
 template <class Shape>
@@ -176,19 +199,8 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
                          where));
   for (const char* required : {"heads_q", "head_dim", "seqlen_k"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
-  std::vector<AxisOf<DecodeShape>> axes;
-  auto add_ints = [&](const char* field, std::function<void(DecodeShape&, int)> set) -> Status {
-    if (!entry.contains(field)) return {};
-    auto v = ints(entry[field], where + "." + field);
-    if (!v.ok()) return std::move(v).error();
-    axes.push_back({std::move(*v), std::move(set)});
-    return {};
-  };
-  if (entry.contains("dtype")) {
-    auto v = names(entry["dtype"], where + ".dtype", parse_dtype, "bf16, fp16");
-    if (!v.ok()) return std::move(v).error();
-    axes.push_back({std::move(*v), [](DecodeShape& s, int x) { s.dtype = static_cast<DType>(x); }});
-  }
+  Axes<DecodeShape> axes{entry, where};
+  FLASHJIT_TRY(axes.dtype());
   std::vector<int> layouts{static_cast<int>(KvLayout::contiguous)};
   if (entry.contains("layout")) {
     auto v = names(entry["layout"], where + ".layout", parse_kv_layout, "contiguous, paged");
@@ -200,16 +212,16 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
     return at(where + ".page_size", "missing (required with the paged layout)");
   if (!paged && entry.contains("page_size"))
     return at(where + ".page_size", "only applies to the paged layout, which this problem does not list");
-  axes.push_back({layouts, [](DecodeShape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
-  FLASHJIT_TRY(add_ints("batch", [](DecodeShape& s, int x) { s.batch = x; }));
-  FLASHJIT_TRY(add_ints("q_len", [](DecodeShape& s, int x) { s.q_len = x; }));
-  FLASHJIT_TRY(add_ints("heads_q", [](DecodeShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
-  FLASHJIT_TRY(add_ints("heads_kv", [](DecodeShape& s, int x) { s.heads_kv = x; }));
-  FLASHJIT_TRY(add_ints("head_dim", [](DecodeShape& s, int x) { s.head_dim = x; }));
-  FLASHJIT_TRY(add_ints("page_size", [](DecodeShape& s, int x) { s.page_size = x; }));
-  FLASHJIT_TRY(add_ints("window_left", [](DecodeShape& s, int x) { s.window_left = x; }));
-  FLASHJIT_TRY(add_ints("seqlen_k", [](DecodeShape& s, int x) { s.seqlen_k = x; }));
-  return cross_product(axes, where);
+  axes.list.push_back({layouts, [](DecodeShape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
+  FLASHJIT_TRY(axes.int_field("batch", [](DecodeShape& s, int x) { s.batch = x; }));
+  FLASHJIT_TRY(axes.int_field("q_len", [](DecodeShape& s, int x) { s.q_len = x; }));
+  FLASHJIT_TRY(axes.int_field("heads_q", [](DecodeShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
+  FLASHJIT_TRY(axes.int_field("heads_kv", [](DecodeShape& s, int x) { s.heads_kv = x; }));
+  FLASHJIT_TRY(axes.int_field("head_dim", [](DecodeShape& s, int x) { s.head_dim = x; }));
+  FLASHJIT_TRY(axes.int_field("page_size", [](DecodeShape& s, int x) { s.page_size = x; }));
+  FLASHJIT_TRY(axes.int_field("window_left", [](DecodeShape& s, int x) { s.window_left = x; }));
+  FLASHJIT_TRY(axes.int_field("seqlen_k", [](DecodeShape& s, int x) { s.seqlen_k = x; }));
+  return cross_product(axes.list, where);
 }
 
 Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::string& where) {
@@ -226,33 +238,22 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
     return at(where + (entry.contains("seqlen_q") ? ".seqlen_k" : ".seqlen_q"),
               "missing (give \"seqlen\", or both \"seqlen_q\" and \"seqlen_k\")");
 
-  std::vector<Axis> axes;
-  auto add_ints = [&](const char* field, std::function<void(ProblemShape&, int)> set) -> Status {
-    if (!entry.contains(field)) return {};
-    auto v = ints(entry[field], where + "." + field);
-    if (!v.ok()) return std::move(v).error();
-    axes.push_back({std::move(*v), std::move(set)});
-    return {};
-  };
-  if (entry.contains("dtype")) {
-    auto v = names(entry["dtype"], where + ".dtype", parse_dtype, "bf16, fp16");
-    if (!v.ok()) return std::move(v).error();
-    axes.push_back({std::move(*v), [](ProblemShape& s, int x) { s.dtype = static_cast<DType>(x); }});
-  }
+  Axes<ProblemShape> axes{entry, where};
+  FLASHJIT_TRY(axes.dtype());
   std::vector<int> masks{static_cast<int>(MaskKind::none)};
   if (entry.contains("mask")) {
     auto v = names(entry["mask"], where + ".mask", parse_mask, kMaskChoices);
     if (!v.ok()) return std::move(v).error();
     masks = std::move(*v);
   }
-  axes.push_back({masks, [](ProblemShape& s, int x) { s.mask = static_cast<MaskKind>(x); }});
-  FLASHJIT_TRY(add_ints("batch", [](ProblemShape& s, int x) { s.batch = x; }));
-  FLASHJIT_TRY(add_ints("heads_q", [](ProblemShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
-  FLASHJIT_TRY(add_ints("heads_kv", [](ProblemShape& s, int x) { s.heads_kv = x; }));
-  FLASHJIT_TRY(add_ints("head_dim", [](ProblemShape& s, int x) { s.head_dim = x; }));
-  FLASHJIT_TRY(add_ints("seqlen", [](ProblemShape& s, int x) { s.seqlen_q = s.seqlen_k = x; }));
-  FLASHJIT_TRY(add_ints("seqlen_q", [](ProblemShape& s, int x) { s.seqlen_q = x; }));
-  FLASHJIT_TRY(add_ints("seqlen_k", [](ProblemShape& s, int x) { s.seqlen_k = x; }));
+  axes.list.push_back({masks, [](ProblemShape& s, int x) { s.mask = static_cast<MaskKind>(x); }});
+  FLASHJIT_TRY(axes.int_field("batch", [](ProblemShape& s, int x) { s.batch = x; }));
+  FLASHJIT_TRY(axes.int_field("heads_q", [](ProblemShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
+  FLASHJIT_TRY(axes.int_field("heads_kv", [](ProblemShape& s, int x) { s.heads_kv = x; }));
+  FLASHJIT_TRY(axes.int_field("head_dim", [](ProblemShape& s, int x) { s.head_dim = x; }));
+  FLASHJIT_TRY(axes.int_field("seqlen", [](ProblemShape& s, int x) { s.seqlen_q = s.seqlen_k = x; }));
+  FLASHJIT_TRY(axes.int_field("seqlen_q", [](ProblemShape& s, int x) { s.seqlen_q = x; }));
+  FLASHJIT_TRY(axes.int_field("seqlen_k", [](ProblemShape& s, int x) { s.seqlen_k = x; }));
   // Mask constants only where a listed mask uses them.
   auto listed = [&](std::initializer_list<MaskKind> kinds) {
     return std::any_of(masks.begin(), masks.end(), [&](int m) {
@@ -264,10 +265,10 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
       return at(where + "." + field, "only applies to the sliding_window mask, which this problem does not list");
   if (entry.contains("chunk_size") && !listed({MaskKind::chunked, MaskKind::chunked_causal}))
     return at(where + ".chunk_size", "only applies to the chunked masks, which this problem does not list");
-  FLASHJIT_TRY(add_ints("window_left", [](ProblemShape& s, int x) { s.window_left = x; }));
-  FLASHJIT_TRY(add_ints("window_right", [](ProblemShape& s, int x) { s.window_right = x; }));
-  FLASHJIT_TRY(add_ints("chunk_size", [](ProblemShape& s, int x) { s.chunk_size = x; }));
-  return cross_product(axes, where);
+  FLASHJIT_TRY(axes.int_field("window_left", [](ProblemShape& s, int x) { s.window_left = x; }));
+  FLASHJIT_TRY(axes.int_field("window_right", [](ProblemShape& s, int x) { s.window_right = x; }));
+  FLASHJIT_TRY(axes.int_field("chunk_size", [](ProblemShape& s, int x) { s.chunk_size = x; }));
+  return cross_product(axes.list, where);
 }
 
 Result<CandidateSpace> parse_candidates(const json& c) {
