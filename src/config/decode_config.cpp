@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
+#include "config/text_fields.hpp"
 
 namespace flashjit {
 namespace {
@@ -31,9 +31,7 @@ std::string arch_tag(const Arch& a) {
   return s;
 }
 
-Error bad_field(const std::string& field, const std::string& why) {
-  return Error(ErrorCode::invalid_config, fmt::format("config field '{}': {}", field, why));
-}
+using config::bad_field;
 
 // Text-valued field setters (shared by JSON and key=value parsing), as serialize.cpp does for KernelConfig.
 Status set_int(const std::string& key, const std::string& value, int& dst) {
@@ -106,44 +104,12 @@ Status set_field(CombineKernelConfig& c, const std::string& key, const std::stri
   return bad_field(key, "unknown field of a combine config (known: kernel, arch, dtype, fp32_inputs, head_dim, warps)");
 }
 
-// A JSON object's fields as (key, text) pairs, in order: strings as they are, integers and booleans printed.
-Result<std::vector<std::pair<std::string, std::string>>> text_fields(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error(ErrorCode::invalid_config, "config is not valid JSON");
-  if (!j.is_object()) return Error(ErrorCode::invalid_config, "config JSON must be an object");
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [key, value] : j.items()) {
-    if (value.is_string()) {
-      out.emplace_back(key, value.get<std::string>());
-    } else if (value.is_number_integer()) {
-      out.emplace_back(key, std::to_string(value.get<long long>()));
-    } else if (value.is_boolean()) {
-      out.emplace_back(key, value.get<bool>() ? "true" : "false");
-    } else {
-      return bad_field(key, fmt::format("expected a string, an integer or a boolean, got {}", value.dump()));
-    }
-  }
-  return out;
-}
-
+// Every field of `fields` set on a default Config.
 template <class Config>
-Result<Config> from_json(std::string_view text) {
-  auto fields = text_fields(text);
+Result<Config> from_fields(Result<config::TextFields> fields) {
   if (!fields.ok()) return std::move(fields).error();
   Config c;
   for (const auto& [key, value] : *fields) FLASHJIT_TRY(set_field(c, key, value));
-  return c;
-}
-
-template <class Config>
-Result<Config> from_pairs(const std::vector<std::string>& pairs) {
-  Config c;
-  for (const auto& p : pairs) {
-    auto eq = p.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Error(ErrorCode::invalid_config, fmt::format("'{}' is not a key=value pair", p));
-    FLASHJIT_TRY(set_field(c, p.substr(0, eq), p.substr(eq + 1)));
-  }
   return c;
 }
 
@@ -155,15 +121,17 @@ std::optional<KvLayout> parse_kv_layout(std::string_view s) {
   return std::nullopt;
 }
 
-Result<DecodeKernelConfig> decode_config_from_json(std::string_view json) { return from_json<DecodeKernelConfig>(json); }
+Result<DecodeKernelConfig> decode_config_from_json(std::string_view json) {
+  return from_fields<DecodeKernelConfig>(config::json_text_fields(json));
+}
 Result<CombineKernelConfig> combine_config_from_json(std::string_view json) {
-  return from_json<CombineKernelConfig>(json);
+  return from_fields<CombineKernelConfig>(config::json_text_fields(json));
 }
 Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs) {
-  return from_pairs<DecodeKernelConfig>(pairs);
+  return from_fields<DecodeKernelConfig>(config::pair_text_fields(pairs));
 }
 Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs) {
-  return from_pairs<CombineKernelConfig>(pairs);
+  return from_fields<CombineKernelConfig>(config::pair_text_fields(pairs));
 }
 
 int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }

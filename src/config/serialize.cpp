@@ -1,16 +1,13 @@
 // Canonical JSON, key=value pairs and readable names of a KernelConfig.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
+#include "config/text_fields.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit {
 namespace {
 
-Error bad_field(const std::string& field, const std::string& why) {
-  return Error(ErrorCode::invalid_config, fmt::format("config field '{}': {}", field, why));
-}
+using config::bad_field;
 
 // Sets one field from its text form (shared by JSON and key=value parsing).
 Status set_field(KernelConfig& c, const std::string& key, const std::string& value) {
@@ -81,36 +78,18 @@ std::string to_json(const KernelConfig& c) {
       c.stages, c.warps, to_string(c.mask), to_string(c.scheduler), c.varlen ? "true" : "false");
 }
 
-Result<KernelConfig> config_from_json(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error(ErrorCode::invalid_config, "config is not valid JSON");
-  if (!j.is_object()) return Error(ErrorCode::invalid_config, "config JSON must be an object");
+// Every field of `fields` set on a default KernelConfig.
+static Result<KernelConfig> from_fields(Result<config::TextFields> fields) {
+  if (!fields.ok()) return std::move(fields).error();
   KernelConfig c;
-  for (const auto& [key, value] : j.items()) {
-    std::string text_value;
-    if (value.is_string()) {
-      text_value = value.get<std::string>();
-    } else if (value.is_number_integer()) {
-      text_value = std::to_string(value.get<long long>());
-    } else if (value.is_boolean()) {
-      text_value = value.get<bool>() ? "true" : "false";
-    } else {
-      return bad_field(key, fmt::format("expected a string, an integer or a boolean, got {}", value.dump()));
-    }
-    FLASHJIT_TRY(set_field(c, key, text_value));
-  }
+  for (const auto& [key, value] : *fields) FLASHJIT_TRY(set_field(c, key, value));
   return c;
 }
 
+Result<KernelConfig> config_from_json(std::string_view text) { return from_fields(config::json_text_fields(text)); }
+
 Result<KernelConfig> config_from_pairs(const std::vector<std::string>& pairs) {
-  KernelConfig c;
-  for (const auto& p : pairs) {
-    auto eq = p.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Error(ErrorCode::invalid_config, fmt::format("'{}' is not a key=value pair", p));
-    FLASHJIT_TRY(set_field(c, p.substr(0, eq), p.substr(eq + 1)));
-  }
-  return c;
+  return from_fields(config::pair_text_fields(pairs));
 }
 
 std::string readable_name(const KernelConfig& c) {
