@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <map>
-#include <ranges>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -146,10 +145,6 @@ struct Runtime::Impl {
   // The device of a problem's tensors (all must live on one device): `first` and the non-null `others`.
   using NamedPointer = std::pair<const void*, const char*>;
   Result<int> common_device(NamedPointer first, std::initializer_list<NamedPointer> others) {
-    return common_device(first, others.begin(), others.end());
-  }
-  Result<int> common_device(NamedPointer first, const NamedPointer* begin, const NamedPointer* end) {
-    const auto others = std::ranges::subrange(begin, end);
     auto q = cuda::device_of_pointer(first.first, first.second);
     if (!q.ok()) return std::move(q).error();
     for (auto [ptr, name] : others) {
@@ -374,14 +369,13 @@ struct Runtime::Impl {
 
   Status run_merge(const MergeProblem& p) {
     FLASHJIT_TRY(check(p));
-    // Every input: one on the host or another device would fault in the kernel (and poison the context).
-    std::vector<std::string> names;
-    std::vector<NamedPointer> inputs{{p.lse, "lse"}};
-    for (int i = 0; i < p.num_states; ++i) names.push_back(fmt::format("o_in[{}]", i)), names.push_back(fmt::format("lse_in[{}]", i));
-    for (int i = 0; i < p.num_states; ++i)
-      inputs.push_back({p.o_in[i], names[2 * i].c_str()}), inputs.push_back({p.lse_in[i], names[2 * i + 1].c_str()});
-    auto ordinal = common_device({p.o, "o"}, inputs.data(), inputs.data() + inputs.size());
+    auto ordinal = common_device({p.o, "o"}, {{p.lse, "lse"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
+    // Every input: one on the host or another device would fault in the kernel (and poison the context).
+    for (int i = 0; i < p.num_states; ++i) {
+      auto same = common_device({p.o, "o"}, {{p.o_in[i], "o_in"}, {p.lse_in[i], "lse_in"}});
+      if (!same.ok()) return std::move(same).error().with(fmt::format("in state {} of {}", i, p.num_states));
+    }
     auto dev = device(*ordinal);
     if (!dev.ok()) return std::move(dev).error();
     const CombineKernelConfig config = dispatch::merge_kernel_config(p.dtype, p.head_dim, (*dev)->info.arch);
