@@ -90,6 +90,35 @@ double softmax_rows(const std::vector<double>& scores, int lo, int hi, int D, VR
   return mx + std::log(sum);
 }
 
+// Reads a poisoned [B, S, H, D] output (with its strides) and [B, H, S] LSE back as dense floats, counting
+// elements written outside the tensor's own (the padding of strided rows, the LSE past its end).
+Status read_bshd_outputs(DType dtype, int B, int S, int H, int D, bool with_lse, const cuda::DeviceBuffer& dout,
+                         std::size_t o_elems, const Strides& o_strides, const cuda::DeviceBuffer& dlse,
+                         std::size_t lse_elems, std::vector<float>& o, std::vector<float>& lse,
+                         std::int64_t& stray_writes) {
+  std::vector<std::uint16_t> obits(o_elems);
+  FLASHJIT_TRY(dout.download(obits.data(), obits.size() * 2));
+  std::vector<char> written(o_elems, 0);
+  o.resize(static_cast<std::size_t>(B) * S * H * D);
+  for (int b = 0; b < B; ++b)
+    for (int pos = 0; pos < S; ++pos)
+      for (int h = 0; h < H; ++h)
+        for (int d = 0; d < D; ++d) {
+          const std::size_t i = at(o_strides, b, pos, h) + d;
+          o[dense(b, pos, h, d, S, H, D)] = from_half_bits(dtype, obits[i]);
+          written[i] = 1;
+        }
+  stray_writes = 0;
+  for (std::size_t i = 0; i < o_elems; ++i) stray_writes += !written[i] && obits[i] != kPoison16;
+  std::vector<std::uint32_t> lbits(lse_elems);
+  FLASHJIT_TRY(dlse.download(lbits.data(), lbits.size() * 4));
+  const std::size_t n = with_lse ? static_cast<std::size_t>(B) * H * S : 0;
+  lse.resize(n);
+  if (n > 0) std::memcpy(lse.data(), lbits.data(), n * 4);
+  for (std::size_t i = n; i < lse_elems; ++i) stray_writes += lbits[i] != kPoison32;
+  return {};
+}
+
 }  // namespace
 
 std::size_t strided_extent(const Strides& s, int batch, int seqlen, int heads, int head_dim) {
@@ -315,29 +344,9 @@ Status DecodeCase::poison_outputs() {
 
 Status DecodeCase::read_outputs(std::vector<float>& o, std::vector<float>& lse, std::int64_t& stray_writes) const {
   const DecodeShape& s = shape_;
-  const int B = s.batch(), T = s.q_len, Hq = s.heads_q, D = s.head_dim;
   FLASHJIT_TRY(sync());
-  std::vector<std::uint16_t> obits(o_elems_);
-  FLASHJIT_TRY(do_.download(obits.data(), obits.size() * 2));
-  std::vector<char> written(o_elems_, 0);
-  o.resize(static_cast<std::size_t>(B) * T * Hq * D);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < Hq; ++h)
-        for (int d = 0; d < D; ++d) {
-          const std::size_t i = at(o_strides_, b, t, h) + d;
-          o[dense(b, t, h, d, T, Hq, D)] = from_half_bits(s.dtype, obits[i]);
-          written[i] = 1;
-        }
-  stray_writes = 0;
-  for (std::size_t i = 0; i < o_elems_; ++i) stray_writes += !written[i] && obits[i] != kPoison16;
-  std::vector<std::uint32_t> lbits(lse_elems_);
-  FLASHJIT_TRY(dlse_.download(lbits.data(), lbits.size() * 4));
-  const std::size_t n = s.with_lse ? static_cast<std::size_t>(B) * Hq * T : 0;
-  lse.resize(n);
-  if (n > 0) std::memcpy(lse.data(), lbits.data(), n * 4);
-  for (std::size_t i = n; i < lse_elems_; ++i) stray_writes += lbits[i] != kPoison32;
-  return {};
+  return read_bshd_outputs(s.dtype, s.batch(), s.q_len, s.heads_q, s.head_dim, s.with_lse, do_, o_elems_, o_strides_,
+                           dlse_, lse_elems_, o, lse, stray_writes);
 }
 
 Status DecodeCase::read_raw(std::vector<unsigned char>& bytes) const {
@@ -529,29 +538,9 @@ Status MergeCase::poison_outputs() {
 
 Status MergeCase::read_outputs(std::vector<float>& o, std::vector<float>& lse, std::int64_t& stray_writes) const {
   const MergeShape& s = shape_;
-  const int B = s.batch(), S = s.seqlen, H = s.heads, D = s.head_dim;
   FLASHJIT_TRY(sync());
-  std::vector<std::uint16_t> obits(o_elems_);
-  FLASHJIT_TRY(do_.download(obits.data(), obits.size() * 2));
-  std::vector<char> written(o_elems_, 0);
-  o.resize(static_cast<std::size_t>(B) * S * H * D);
-  for (int b = 0; b < B; ++b)
-    for (int pos = 0; pos < S; ++pos)
-      for (int h = 0; h < H; ++h)
-        for (int d = 0; d < D; ++d) {
-          const std::size_t i = at(o_strides_, b, pos, h) + d;
-          o[dense(b, pos, h, d, S, H, D)] = from_half_bits(s.dtype, obits[i]);
-          written[i] = 1;
-        }
-  stray_writes = 0;
-  for (std::size_t i = 0; i < o_elems_; ++i) stray_writes += !written[i] && obits[i] != kPoison16;
-  std::vector<std::uint32_t> lbits(lse_elems_);
-  FLASHJIT_TRY(dlse_.download(lbits.data(), lbits.size() * 4));
-  const std::size_t n = s.with_lse ? static_cast<std::size_t>(B) * H * S : 0;
-  lse.resize(n);
-  if (n > 0) std::memcpy(lse.data(), lbits.data(), n * 4);
-  for (std::size_t i = n; i < lse_elems_; ++i) stray_writes += lbits[i] != kPoison32;
-  return {};
+  return read_bshd_outputs(s.dtype, s.batch(), s.seqlen, s.heads, s.head_dim, s.with_lse, do_, o_elems_, o_strides_,
+                           dlse_, lse_elems_, o, lse, stray_writes);
 }
 
 }  // namespace flashjit::test
