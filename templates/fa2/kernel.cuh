@@ -240,13 +240,7 @@ struct Kernel {
     }
     __syncthreads();
     auto* out = static_cast<unsigned short*>(p.o) + out_seq.o_offset(p, batch) + head * p.o_head + m0 * p.o_seq;
-#pragma unroll
-    for (int i = tid; i < kBM * QTile::kChunks; i += kThreads) {
-      const int row = i / QTile::kChunks, chunk = i % QTile::kChunks;
-      if (row < rows_out)
-        *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
-            *reinterpret_cast<const uint4*>(smem + QTile::offset(row, chunk));
-    }
+    QTile::template store<kThreads>(out, p.o_seq, smem, rows_out, tid);
   }
 };
 

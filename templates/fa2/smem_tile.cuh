@@ -24,14 +24,24 @@ struct SmemTile {
   // compile-time i and c. Since 16 * i keeps (row % 8) and 2 * c only moves whole 8-chunk groups beyond
   // c % 4, four precomputed offsets plus immediates address every fragment (no per-load swizzle math).
   struct Fragments {
-    unsigned offsets[4];
-    __device__ Fragments(int row0, int sub) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) offsets[c] = offset(row0, 2 * c + sub);
-    }
+    unsigned base;  // offset of (row0, sub)
+    __device__ Fragments(int row0, int sub) : base(offset(row0, sub)) {}
+    // Chunk 2c + sub of a row r is (sub ^ r % 8) ^ 2c, so its offset is base ^ (c << 5) for c < 4 (bits 5-6,
+    // which the row part and a 128-byte aligned tile leave zero) and that plus 128 per further 8 chunks.
     __device__ __forceinline__ unsigned at(unsigned tile, int i, int c) const {
-      return tile + offsets[c % 4] + (c / 4) * 128 + i * 16 * kRowElems * 2;
+      return ((tile + base) ^ ((c % 4) << 5)) + (c / 4) * 128 + i * 16 * kRowElems * 2;
     }
+  };
+
+  // Thread `tid` of kThreads moves chunk tid % kChunks of rows tid / kChunks + j * kPassRows. When a pass
+  // covers whole rows and a multiple of 8 of them, every row of the thread has the same swizzle, so its
+  // shared address is the first one plus an immediate and its global address the first plus j passes:
+  // two adds per 16-byte copy, none of the per-copy division and 64-bit multiplies of a generic loop.
+  template <int kThreads>
+  struct Passes {
+    static constexpr int kPassRows = kThreads / kChunks;
+    static constexpr bool kUniform = kThreads % kChunks == 0 && kPassRows % 8 == 0 && kRows % kPassRows == 0;
+    static constexpr int kCount = kUniform ? kRows / kPassRows : (kRows * kChunks + kThreads - 1) / kThreads;
   };
 
   // Issues cp.async copies of rows [0, kRows) from `src` (row stride `ld` elements); rows >= valid_rows
@@ -39,12 +49,41 @@ struct SmemTile {
   template <int kThreads>
   static __device__ __forceinline__ void load_async(unsigned dst, const unsigned short* src, long long ld,
                                                     int valid_rows, int tid) {
+    using P = Passes<kThreads>;
+    if constexpr (P::kUniform) {
+      const int row = tid / kChunks, chunk = tid % kChunks;
+      const unsigned d = dst + offset(row, chunk);
+      const unsigned short* s = src + row * ld + chunk * 8;
 #pragma unroll
-    for (int i = tid; i < kRows * kChunks; i += kThreads) {
+      for (int j = 0; j < P::kCount; ++j) {
+        // A row past valid_rows copies 0 bytes from its (unread) address: no select of a safe pointer.
+        ptx::cp_async_16(d + j * P::kPassRows * kRowElems * 2, s + j * P::kPassRows * ld, row + j * P::kPassRows < valid_rows);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < P::kCount; ++j) {
+        const int i = tid + j * kThreads;
+        if (i < kRows * kChunks) {
+          const int row = i / kChunks, chunk = i % kChunks;
+          const bool valid = row < valid_rows;
+          ptx::cp_async_16(dst + offset(row, chunk), src + (valid ? row * ld + chunk * 8 : 0), valid);
+        }
+      }
+    }
+  }
+
+  // Copies rows [0, valid_rows) of the tile at `tile` (generic address of shared memory) to `dst` (row
+  // stride `ld` elements) with 16-byte stores; the same per-thread row and chunk plan as load_async.
+  template <int kThreads>
+  static __device__ __forceinline__ void store(unsigned short* dst, long long ld, const unsigned char* tile,
+                                               int valid_rows, int tid) {
+    using P = Passes<kThreads>;
+#pragma unroll
+    for (int j = 0; j < P::kCount; ++j) {
+      const int i = P::kUniform ? tid % kChunks + (tid / kChunks + j * P::kPassRows) * kChunks : tid + j * kThreads;
       const int row = i / kChunks, chunk = i % kChunks;
-      const bool valid = row < valid_rows;
-      const unsigned short* p = src + (valid ? row * ld + chunk * 8 : 0);
-      ptx::cp_async_16(dst + offset(row, chunk), p, valid);
+      if ((P::kUniform || i < kRows * kChunks) && row < valid_rows)
+        *reinterpret_cast<uint4*>(dst + row * ld + chunk * 8) = *reinterpret_cast<const uint4*>(tile + offset(row, chunk));
     }
   }
 };

@@ -40,13 +40,18 @@ struct Epilogue {
     }
     ptx::named_barrier_sync(barrier, 128);
     auto* out = static_cast<unsigned short*>(p.o) + seq.o_offset(p, batch) + head * p.o_head;
-    constexpr int kChunks = kHeadDim / 8;
+    // Thread tid copies chunk tid % kChunks of rows tid / kChunks + j * kPassRows: its chunk is fixed, so
+    // each copy is the first shared and global address plus j steps, not a division and a multiply.
+    constexpr int kChunks = kHeadDim / 8, kPassRows = 128 / kChunks;
+    static_assert(128 % kChunks == 0 && 64 % kPassRows == 0, "whole rows per pass, whole passes per warpgroup");
+    const int chunk = tid % kChunks, r0 = tid / kChunks;
+    const int rows_left = seq.seqlen_q - (m0 + 64 * c.wg + r0);
+    unsigned short* dst = out + (m0 + 64 * c.wg + r0) * p.o_seq + chunk * 8;
 #pragma unroll
-    for (int i = tid; i < 64 * kChunks; i += 128) {
-      const int r = i / kChunks, chunk = i % kChunks, row = m0 + 64 * c.wg + r;
-      if (row < seq.seqlen_q)
-        *reinterpret_cast<uint4*>(out + row * p.o_seq + chunk * 8) =
-            *reinterpret_cast<const uint4*>(smem_q + Storage::swizzled(kBM, 64 * c.wg + r, chunk));
+    for (int j = 0; j < 64 / kPassRows; ++j) {
+      if (j * kPassRows < rows_left)
+        *reinterpret_cast<uint4*>(dst + j * kPassRows * p.o_seq) =
+            *reinterpret_cast<const uint4*>(smem_q + Storage::swizzled(kBM, 64 * c.wg + r0 + j * kPassRows, chunk));
     }
     ptx::named_barrier_sync(barrier, 128);  // every thread is done reading the staged O
     if (tid == 0) ptx::mbarrier_arrive(q_empty);
