@@ -56,6 +56,59 @@ struct OnlineSoftmax {
     }
   }
 
+  // Like update(), but lazy: a row keeps exponentiating against its previous max unless some row of the
+  // warp would see a max larger by more than kLazyLog2 (log2 units), so the O rescale is skipped on most
+  // tiles. Probabilities then reach at most 2^kLazyLog2 (fine for fp32 sums and for 16-bit P) and stay
+  // exact: l and O share the stale max, which finalize() uses. Returns whether O must be rescaled (the
+  // same answer for the whole warp); rescale[] is set only then.
+  static constexpr float kLazyLog2 = 8.f;
+  template <int kMT, int kNT>
+  __device__ bool update_lazy(float (&s)[kMT][kNT][4], float scale_log2, float (&rescale)[kRows]) {
+    static_assert(kRows == 2 * kMT, "two rows per m-tile");
+    float m_new[kRows];
+    bool move = false;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 2 * mt + h;
+        float m = row_max[r];
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        m_new[r] = quad_max(m);
+        // -inf - -inf is NaN: a row with no visible key yet does not move.
+        move |= (m_new[r] - row_max[r]) * scale_log2 > kLazyLog2;
+      }
+    move = __any_sync(0xffffffffu, move);
+    if (move) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const float m_scaled = (m_new[r] == neg_infinity()) ? 0.f : m_new[r] * scale_log2;
+        rescale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
+        row_max[r] = m_new[r];
+        row_sum[r] *= rescale[r];
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 2 * mt + h;
+        const float m_scaled = (row_max[r] == neg_infinity()) ? 0.f : row_max[r] * scale_log2;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float p = exp2_approx(fmaf(s[mt][nt][2 * h + e], scale_log2, -m_scaled));
+            s[mt][nt][2 * h + e] = p;
+            sum += p;
+          }
+        row_sum[r] += sum;
+      }
+    return move;
+  }
+
   // inv_sum[r] = 1 / l (0 for empty rows); lse[r] = natural log-sum-exp of the scaled scores.
   __device__ void finalize(float softmax_scale, float (&inv_sum)[kRows], float (&lse)[kRows]) {
 #pragma unroll

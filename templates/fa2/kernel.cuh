@@ -2,10 +2,12 @@
 // online softmax in registers. One CTA computes kBM query rows of one (batch, head); each warp owns
 // kBM / kWarps rows (one or two 16-row m-tiles) and loops over the key tiles its mask allows.
 //
-// Status (H200, 2026-11-29, bench/NOTES.md): 296 TFLOP/s at llama3 S 8192 with 4 warps x 32 rows and
-// 32-key tiles, 0.85-0.9x flash-attn's FA2 measured in the same run. Tried and reverted: a rolled Q·Kᵀ
-// k-loop (fewer spills, slower: loses the ldmatrix/mma interleave) and skipping the O rescale by warp vote
-// (the branch splits the scheduling region). On sm_90 the dispatcher picks FA3 instead.
+// Status (H200, 2026-11-29, bench/NOTES.md): 4 warps x 32 rows, 64-key tiles, 383 TFLOP/s at llama3 S 8192
+// non-causal, 1.08-1.14x flash-attn's FA2 in the same process (S 4096-16384). What got it there: K/V loads
+// with per-thread addresses fixed per tile (no per-copy division and 64-bit multiplies), one register per
+// ldmatrix operand instead of four (the 64-key tile fits 255 registers without spills), and the lazy O
+// rescale (update_lazy: the O multiply runs only on tiles where a row max moves by more than 2^8). Tried
+// and reverted: a rolled Q·Kᵀ k-loop (loses the ldmatrix/mma interleave). On sm_90 the dispatcher picks FA3.
 //
 // Varlen (kVarlen): blockIdx.z is the sequence; its rows and lengths come from cu_seqlens (SeqInfo), m-blocks
 // past its length exit at once, and loads stop at its last key (cp.async zero fill), so no row of another
@@ -172,17 +174,19 @@ struct Kernel {
             }
       }
 
+      // O is rescaled only on the tiles where a row's max moves by more than the lazy threshold.
       float rescale[2 * kMT];
-      softmax.update(s, p.scale_log2, rescale);
+      if (softmax.update_lazy(s, p.scale_log2, rescale)) {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int d = 0; d < kDT; ++d) {
-          o[mt][d][0] *= rescale[2 * mt];
-          o[mt][d][1] *= rescale[2 * mt];
-          o[mt][d][2] *= rescale[2 * mt + 1];
-          o[mt][d][3] *= rescale[2 * mt + 1];
-        }
+          for (int d = 0; d < kDT; ++d) {
+            o[mt][d][0] *= rescale[2 * mt];
+            o[mt][d][1] *= rescale[2 * mt];
+            o[mt][d][2] *= rescale[2 * mt + 1];
+            o[mt][d][3] *= rescale[2 * mt + 1];
+          }
+      }
 
       // O += P·V, P converted in registers from C fragments to A fragments (16 keys per k-step).
 #pragma unroll

@@ -83,8 +83,9 @@ struct Consumer {
           if (key >= seqlen_k || !mask.visible(row, key)) s[0][j][c] = neg_infinity();
         }
     }
-    softmax.update(s, scale_log2, rescale);
+    moved = softmax.update_lazy(s, scale_log2, rescale);
   }
+  bool moved = true;  // whether the last softmax_step moved a row max of this warp (O needs rescaling)
 
   // Ping-pong turns: barrier kTurnBarrier + w is "warpgroup w may issue"; 256 threads = its 128 syncing
   // plus the 128 of the warpgroup before it arriving.
@@ -154,7 +155,7 @@ struct Consumer {
       ptx::wgmma_wait<0>();
       ptx::fence_registers(o);
       if (leader) ptx::mbarrier_arrive(smem.v_empty(prev));
-      rescale_o(rescale);
+      if (moved) rescale_o(rescale);
     }
     const int r_last = ring + num_tiles - 1, last = r_last % kStages;
     pack_p();
