@@ -55,6 +55,23 @@ def time_events(run, iters, warmup):
     return median(times)
 
 
+# GPU time spent running a case before it is timed. A first sample taken right after a heavy case ran up to
+# 10% slow (bench/NOTES.md, 2026-11-29: B16 paged decode 3654 GB/s, then 4070 and 4071 on the same graph).
+WARMUP_MS = 50.0
+
+
+def settle(step):
+    """Runs step() (one replay or one batch of launches) until WARMUP_MS of GPU time have passed."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    while True:
+        step()
+        stop.record()
+        stop.synchronize()
+        if start.elapsed_time(stop) >= WARMUP_MS:
+            return
+
+
 def time_graph(run, iters, warmup, calls):
     """Median ms per call of a CUDA graph holding `calls` back-to-back calls (inputs rotating)."""
     for i in range(warmup):
@@ -64,8 +81,7 @@ def time_graph(run, iters, warmup, calls):
     with torch.cuda.graph(graph):
         for i in range(calls):
             run(i)
-    graph.replay()
-    torch.cuda.synchronize()
+    settle(graph.replay)
     times = []
     for _ in range(iters):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -81,7 +97,7 @@ def time_back_to_back(run, iters, warmup, calls):
     """Median ms per call of `calls` launches between two events (for what cannot be captured)."""
     for i in range(warmup):
         run(i)
-    torch.cuda.synchronize()
+    settle(lambda: [run(i) for i in range(calls)])
     times = []
     for _ in range(iters):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -149,8 +149,9 @@ def number(value, digits=0):
 
 
 METHOD_NOTE = {
-    "graph": "CUDA-graph replay of many back-to-back calls, time per call",
-    "back_to_back": "many back-to-back launches between two events (graph capture failed), time per call",
+    "graph": "CUDA-graph replay of many back-to-back calls, time per call, after 50 ms of replays",
+    "back_to_back": "many back-to-back launches between two events (graph capture failed), time per call, "
+                    "after 50 ms of such launches",
     "events": "one launch between two CUDA events",
 }
 
