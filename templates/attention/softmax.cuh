@@ -33,25 +33,11 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 2 * mt + h;
-        float m = row_max[r];
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-        m = quad_max(m);
-        // With no visible key yet the max is -inf; subtract 0 instead so exp2 gives 0, not NaN.
-        const float m_scaled = (m == neg_infinity()) ? 0.f : m * scale_log2;
+        const float m = tile_max(s, mt, h, row_max[r]);
+        const float m_scaled = scaled(m, scale_log2);
         rescale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
         row_max[r] = m;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float p = exp2_approx(fmaf(s[mt][nt][2 * h + e], scale_log2, -m_scaled));
-            s[mt][nt][2 * h + e] = p;
-            sum += p;
-          }
-        }
-        row_sum[r] = row_sum[r] * rescale[r] + sum;
+        row_sum[r] = row_sum[r] * rescale[r] + exponentiate(s, mt, h, scale_log2, m_scaled);
       }
     }
   }
@@ -72,10 +58,7 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 2 * mt + h;
-        float m = row_max[r];
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-        m_new[r] = quad_max(m);
+        m_new[r] = tile_max(s, mt, h, row_max[r]);
         // -inf - -inf is NaN: a row with no visible key yet does not move.
         move |= (m_new[r] - row_max[r]) * scale_log2 > kLazyLog2;
       }
@@ -83,7 +66,7 @@ struct OnlineSoftmax {
     if (move) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
-        const float m_scaled = (m_new[r] == neg_infinity()) ? 0.f : m_new[r] * scale_log2;
+        const float m_scaled = scaled(m_new[r], scale_log2);
         rescale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
         row_max[r] = m_new[r];
         row_sum[r] *= rescale[r];
@@ -94,17 +77,7 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 2 * mt + h;
-        const float m_scaled = (row_max[r] == neg_infinity()) ? 0.f : row_max[r] * scale_log2;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float p = exp2_approx(fmaf(s[mt][nt][2 * h + e], scale_log2, -m_scaled));
-            s[mt][nt][2 * h + e] = p;
-            sum += p;
-          }
-        row_sum[r] += sum;
+        row_sum[r] += exponentiate(s, mt, h, scale_log2, scaled(row_max[r], scale_log2));
       }
     return move;
   }
@@ -118,6 +91,37 @@ struct OnlineSoftmax {
       inv_sum[r] = empty ? 0.f : 1.f / l;
       lse[r] = empty ? neg_infinity() : row_max[r] * softmax_scale + log_approx(l);
     }
+  }
+
+ private:
+  // The max of `m` and row (mt, h) of the tile, over the quad that shares the row.
+  template <int kMT, int kNT>
+  static __device__ __forceinline__ float tile_max(const float (&s)[kMT][kNT][4], int mt, int h, float m) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+    return quad_max(m);
+  }
+
+  // A row max in exp2 units; with no visible key yet it is -inf, and 0 is subtracted instead so that
+  // exp2 gives 0, not NaN.
+  static __device__ __forceinline__ float scaled(float m, float scale_log2) {
+    return m == neg_infinity() ? 0.f : m * scale_log2;
+  }
+
+  // Row (mt, h) of the tile becomes exp2(s · scale_log2 - m_scaled); returns this thread's part of its sum.
+  template <int kMT, int kNT>
+  static __device__ __forceinline__ float exponentiate(float (&s)[kMT][kNT][4], int mt, int h, float scale_log2,
+                                                       float m_scaled) {
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = exp2_approx(fmaf(s[mt][nt][2 * h + e], scale_log2, -m_scaled));
+        s[mt][nt][2 * h + e] = p;
+        sum += p;
+      }
+    return sum;
   }
 };
 
