@@ -22,7 +22,7 @@ struct SmemTile {
 
   // Per-thread ldmatrix addressing: the thread's row is row0 + 16 * i and its chunk 2 * c + sub, for
   // compile-time i and c. Since 16 * i keeps (row % 8) and 2 * c only moves whole 8-chunk groups beyond
-  // c % 4, four precomputed offsets plus immediates address every fragment (no per-load swizzle math).
+  // c % 4, one precomputed offset, an XOR and immediates address every fragment (see at()).
   struct Fragments {
     unsigned base;  // offset of (row0, sub)
     __device__ Fragments(int row0, int sub) : base(offset(row0, sub)) {}
