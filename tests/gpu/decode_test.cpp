@@ -63,6 +63,16 @@ void expect_close(const Shape& out, const std::vector<float>& o, const std::vect
   CHECK(stray_writes == 0);  // output padding and the guards behind O and LSE stay poisoned
 }
 
+// The decode that just ran on `c` (outputs on the device) against its float64 reference.
+void expect_matches_reference(const DecodeCase& c, const DecodeShape& s) {
+  std::vector<float> o, lse;
+  std::int64_t stray = 0;
+  REQUIRE(c.read_outputs(o, lse, stray).ok());
+  std::vector<double> ref_o, ref_lse;
+  c.reference(ref_o, ref_lse);
+  expect_close(s.output_shape(), o, lse, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
+}
+
 // Runs the case's decode (optionally through a caller workspace sized by decode_workspace_bytes, poisoned,
 // with a guard behind it) and checks it against float64.
 void check_decode(const DecodeShape& shape, Workspace workspace = Workspace::runtime_owned) {
@@ -100,12 +110,7 @@ void check_decode(const DecodeShape& shape, Workspace workspace = Workspace::run
   }
   auto st = runtime().decode(p);
   if (!st.ok()) FAIL(st.error().to_string());
-  std::vector<float> o, lse;
-  std::int64_t stray = 0;
-  REQUIRE(c->read_outputs(o, lse, stray).ok());
-  std::vector<double> ref_o, ref_lse;
-  c->reference(ref_o, ref_lse);
-  expect_close(shape.output_shape(), o, lse, ref_o, ref_lse, tolerance(shape.dtype), kLseTolerance, stray);
+  expect_matches_reference(*c, shape);
   if (ws_bytes > 0) {
     std::vector<unsigned char> bytes(ws_bytes + kGuard);
     REQUIRE(ws.download(bytes.data(), bytes.size()).ok());
@@ -304,12 +309,7 @@ TEST_CASE("decode: a seqlens_k entry above max_seqlen_k is clamped to it", "[dec
   REQUIRE(c->upload_seqlens({300, 5000, 200}).ok());
   auto st = runtime().decode(c->problem());
   if (!st.ok()) FAIL(st.error().to_string());
-  std::vector<float> o, lse;
-  std::int64_t stray = 0;
-  REQUIRE(c->read_outputs(o, lse, stray).ok());
-  std::vector<double> ref_o, ref_lse;
-  c->reference(ref_o, ref_lse);
-  expect_close(s.output_shape(), o, lse, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
+  expect_matches_reference(*c, s);
 }
 
 TEST_CASE("decode: bad arguments are rejected before any launch", "[decode][gpu]") {
@@ -365,12 +365,7 @@ TEST_CASE("decode: bad arguments are rejected before any launch", "[decode][gpu]
     p.check_pages = true;
     auto st = runtime().decode(p);
     if (!st.ok()) FAIL(st.error().to_string());
-    std::vector<float> o, lse;
-    std::int64_t stray = 0;
-    REQUIRE(c->read_outputs(o, lse, stray).ok());
-    std::vector<double> ref_o, ref_lse;
-    c->reference(ref_o, ref_lse);
-    expect_close(s.output_shape(), o, lse, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
+    expect_matches_reference(*c, s);
   }
 }
 
