@@ -85,6 +85,7 @@ Status set_field(DecodeKernelConfig& c, const std::string& key, const std::strin
   if (key == "stages") return set_int(key, value, c.stages);
   if (key == "warps") return set_int(key, value, c.warps);
   if (key == "window") return set_bool(key, value, c.window);
+  if (key == "page_size") return set_int(key, value, c.page_size);
   if (key == "layout") {
     auto l = parse_kv_layout(value);
     if (!l) return bad_field(key, fmt::format("'{}' is not one of contiguous, paged", value));
@@ -92,7 +93,7 @@ Status set_field(DecodeKernelConfig& c, const std::string& key, const std::strin
     return {};
   }
   return bad_field(key, "unknown field of a decode config (known: kernel, arch, dtype, head_dim, rows, block_n, "
-                        "stages, warps, layout, window)");
+                        "stages, warps, layout, page_size, window)");
 }
 
 Status set_field(CombineKernelConfig& c, const std::string& key, const std::string& value) {
@@ -170,6 +171,14 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
                                    "in [16, 256]", c.block_n, key_groups, 16 * key_groups));
     }
   }
+  if (c.layout == KvLayout::paged) {
+    if (c.page_size < 1 || c.page_size > kMaxDecodePageSize || (c.page_size & (c.page_size - 1)) != 0)
+      add("page_size", fmt::format("a paged decode kernel needs a power of two in [1, {}], got {}", kMaxDecodePageSize,
+                                   c.page_size));
+  } else if (c.page_size != 0) {
+    add("page_size", fmt::format("only the paged layout has pages: must be 0 for {}, got {}", to_string(c.layout),
+                                 c.page_size));
+  }
   if (out.empty() && shared_memory_bytes(c) > smem_limit(c.arch))
     add("stages", fmt::format("shared memory {} bytes exceeds the {} limit of {} bytes", shared_memory_bytes(c),
                               c.arch.to_string(), smem_limit(c.arch)));
@@ -189,8 +198,10 @@ Status check(const DecodeKernelConfig& c) { return as_status(validate(c), readab
 Status check(const CombineKernelConfig& c) { return as_status(validate(c), readable_name(c)); }
 
 std::string readable_name(const DecodeKernelConfig& c) {
+  const std::string layout =
+      c.layout == KvLayout::paged ? fmt::format("paged{}", c.page_size) : std::string(to_string(c.layout));
   return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
-                     c.stages, c.warps, to_string(c.layout), c.window ? "_window" : "", arch_tag(c.arch));
+                     c.stages, c.warps, layout, c.window ? "_window" : "", arch_tag(c.arch));
 }
 
 std::string readable_name(const CombineKernelConfig& c) {
@@ -200,9 +211,9 @@ std::string readable_name(const CombineKernelConfig& c) {
 
 std::string to_json(const DecodeKernelConfig& c) {
   return fmt::format(R"({{"kernel":"decode","arch":"{}","dtype":"{}","head_dim":{},"rows":{},"block_n":{},)"
-                     R"("stages":{},"warps":{},"layout":"{}","window":{}}})",
+                     R"("stages":{},"warps":{},"layout":"{}","page_size":{},"window":{}}})",
                      c.arch.to_string(), to_string(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps,
-                     to_string(c.layout), c.window);
+                     to_string(c.layout), c.page_size, c.window);
 }
 
 std::string to_json(const CombineKernelConfig& c) {

@@ -23,6 +23,7 @@ struct DecodeKernelConfig {
   int stages = 3;     // cp.async K/V stages
   int warps = 4;      // a multiple of rows / 16: warps beyond one per m-tile split each tile's keys
   KvLayout layout = KvLayout::contiguous;
+  int page_size = 0;  // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
   bool window = false;
 
   bool operator==(const DecodeKernelConfig&) const = default;
@@ -49,7 +50,7 @@ inline int shared_memory_bytes(const CombineKernelConfig&) { return 0; }  // reg
 int threads_per_cta(const DecodeKernelConfig& c);
 int threads_per_cta(const CombineKernelConfig& c);
 
-// decode_bf16_d128_r16_bn64_s3_w4_paged_window_sm90a, combine_f32_bf16_d128_w4_sm90a.
+// decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a.
 std::string readable_name(const DecodeKernelConfig& c);
 std::string readable_name(const CombineKernelConfig& c);
 // Canonical JSON (every field, fixed order, "kernel" naming the kind first): the generated source's header
@@ -63,7 +64,7 @@ std::string to_json(const CombineKernelConfig& c);
 // configs are not validated here (validate() does that).
 Result<DecodeKernelConfig> decode_config_from_json(std::string_view json);
 Result<CombineKernelConfig> combine_config_from_json(std::string_view json);
-// key=value pairs (kernel=decode head_dim=64 layout=paged ...), the CLI's inline form.
+// key=value pairs (kernel=decode head_dim=64 layout=paged page_size=16 ...), the CLI's inline form.
 Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs);
 Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs);
 std::optional<KvLayout> parse_kv_layout(std::string_view s);

@@ -48,42 +48,47 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits) {
 }
 
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
-                                        bool window, const Arch& arch) {
+                                        int page_size, bool window, const Arch& arch) {
   DecodeKernelConfig c;
   c.arch = arch, c.dtype = dtype, c.head_dim = head_dim, c.layout = layout, c.window = window;
+  // The page size is compiled in (templates/decode/kv_loads.cuh): pages of 16 tokens or more then cost one
+  // page-table read and one pointer per page, not per row.
+  c.page_size = layout == KvLayout::paged ? page_size : 0;
   c.rows = std::clamp((at_least_1(group) * at_least_1(q_len) + 15) / 16 * 16, 16, kMaxDecodeRows);
-  // Unmeasured (written without a GPU): four warps so that a CTA keeps enough cp.async in flight to stream
-  // K/V at its share of HBM bandwidth; with fewer than four m-tiles the extra warps split each tile's keys
-  // (one to four 16-key slices of a 64-key tile), with more, one warp per m-tile.
+  // Warps beyond one per m-tile split each tile's keys (16-key slices or more per warp). Three stages hide
+  // the HBM latency; d256 takes two (128 KB) to fit sm_80's 163 KB.
   const int m_tiles = c.rows / 16;
-  c.warps = m_tiles * std::max(1, 4 / m_tiles);
-  c.block_n = 64;
-  // Three stages (96 KB at d128) hide the HBM latency while leaving room for two CTAs per SM on sm_90;
-  // d256 takes two (128 KB) to fit sm_80's 163 KB.
   c.stages = head_dim <= 128 ? 3 : 2;
+  if ((layout == KvLayout::paged || head_dim <= 64) && head_dim <= 128 && m_tiles <= 4 && arch.sm >= 90) {
+    // 128-key tiles and eight warps (one 200 KB CTA per SM at d128) keep twice the bytes in flight and two
+    // warps per scheduler. H200, GB/s against 64-key tiles, four warps: paged d128 with 16-token pages
+    // B16 Sk 8k 4235 / 4119 (the latter with two CTAs per SM), B1 Sk 32k 3319 / 3187, 64-token pages
+    // 4284 / 4157 and 3442 / 3305; contiguous d64 B16 Sk 8k 4177 / 3755 (cuDNN 3684).
+    c.block_n = 128;
+    c.warps = 8;
+  } else {
+    // Four warps: 64-key tiles of 32 KB (d128), 96 KB per CTA, one CTA per SM streams a contiguous d128
+    // cache at cuDNN's rate (H200: 4343 GB/s at B16 Sk 8k, cuDNN 4367; 128-key tiles 4323), and short
+    // caches fill the pipeline sooner (B128 Sk 512: 3873 against 3682 with 128-key tiles).
+    c.block_n = 64;
+    c.warps = m_tiles * std::max(1, 4 / m_tiles);
+  }
   return c;
-}
-
-int shared_memory_per_sm(const Arch& arch) {
-  // CUDA C++ Programming Guide, compute capabilities: shared memory per SM.
-  if (arch.sm >= 90) return 228 * 1024;
-  if (arch.sm == 80 || arch.sm == 87) return 164 * 1024;
-  if (arch.sm == 86 || arch.sm == 89) return 100 * 1024;
-  return 64 * 1024;
 }
 
 DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodePlan plan;
   const int group = p.heads_q / std::max(p.heads_kv, 1);
-  plan.split = decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.window_left >= 0, arch);
+  plan.split =
+      decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
-  // Paged caches aim at two CTAs per SM when two fit (two 100 KB CTAs at d128 on sm_90): the page-table
-  // reads and scattered pages add latency that one CTA's pipeline does not hide (H200, B16 Sk 8k, 16-token
-  // pages: 3.26 TB/s with 128 CTAs, 4.08 with 256; a contiguous cache is faster with 128: 4.27-4.38 / 4.16).
-  if (p.layout == KvLayout::paged && 2 * (shared_memory_bytes(plan.split) + 1024) <= shared_memory_per_sm(arch))
-    in.ctas_per_sm = 2;
+  // One CTA per SM: a second one (two splits where one would do) costs the combine pass and gained nothing
+  // measured on the H200 since the paged kernel keeps more bytes in flight itself (B16 Sk 8k, 64-key tiles:
+  // contiguous 4206 / 4359 GB/s with two / one CTAs per SM, 16-token pages 4122 / 4059, against 4235 with
+  // the 128-key tiles above at one CTA per SM).
+  in.ctas_per_sm = 1;
   // A window starts the key range at the first visible key rounded down to a tile (split_kv.cuh), so the
   // range is at most window + q_len + block_n - 1 keys long.
   long long keys = p.max_seqlen_k;

@@ -41,9 +41,10 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in);
 DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
 
 // The split kernel's config for a shape: rows = group * q_len rounded up to 16, four warps (more when there
-// are more m-tiles), tile and pipeline depth by head dim. See decode_heuristics.cpp for the reasons.
+// are more m-tiles), tile and pipeline depth by head dim, the page size (paged) compiled in. See
+// decode_heuristics.cpp for the reasons.
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
-                                        bool window, const Arch& arch);
+                                        int page_size, bool window, const Arch& arch);
 
 // Everything a decode call launches: the split kernel's config, the split plan, the combine kernel's
 // config (used when num_splits > 1) and the workspace the partial states take.
@@ -56,9 +57,6 @@ struct DecodePlan {
   std::size_t lse_offset = 0;
   std::size_t workspace_bytes = 0;
 };
-
-// Shared memory of one SM (bytes) by architecture, for occupancy: CTAs per SM <= this / (CTA smem + 1 KB).
-int shared_memory_per_sm(const Arch& arch);
 
 // The plan of a checked problem on a device with `sms` multiprocessors: problem.num_splits forces the
 // count, else plan_decode_splits decides over the keys the longest sequence's rows can see (max_seqlen_k,

@@ -1,7 +1,8 @@
 #include "launch/decode_launch.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -69,7 +70,6 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   if (p.layout == KvLayout::paged) {
     d.max_pages_per_seq = p.max_pages_per_seq;
     d.num_pages = p.num_pages;
-    d.page_shift = std::countr_zero(static_cast<unsigned>(p.page_size));
   }
   d.num_splits = plan.splits.num_splits, d.keys_per_split = plan.splits.keys_per_split;
   d.window_left = p.window_left;
@@ -115,6 +115,12 @@ unsigned combine_blocks(const CombineKernelConfig& config, long long rows) {
 
 Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& p, const dispatch::DecodePlan& plan,
                      void* workspace) {
+  // The page size is compiled into the split kernel: a kernel of another page size would read wrong rows.
+  const int page_size = p.layout == KvLayout::paged ? p.page_size : 0;
+  if (plan.split.layout != p.layout || plan.split.page_size != page_size)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("decode kernel {} does not match the problem's {} cache{}", readable_name(plan.split),
+                             to_string(p.layout), page_size > 0 ? fmt::format(" of {}-token pages", page_size) : ""));
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   const auto stream = static_cast<CUstream>(p.stream);

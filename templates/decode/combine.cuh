@@ -1,8 +1,9 @@
 // Combine / merge of attention states over disjoint key sets: O = Σ_i exp(lse_i - lse) · O_i with
 // lse = log Σ_i exp(lse_i). Serves the split-KV pass (fp32 partials in the workspace) and the merge API
 // (states in the output type: shared-prefix cascades, context parallelism). One warp per output row
-// (batch, position, head); lane i reads state i's LSE, so up to 32 states. Rows whose states are all -inf
-// (no key anywhere) get O = 0 and LSE = -inf. Precise expf / logf: a row costs D multiply-adds per state.
+// (batch, position, head), up to 32 states in rounds of kRound (lane j holds the LSE of the round's state j)
+// merged online. Rows whose states are all -inf (no key anywhere) get O = 0 and LSE = -inf. Precise
+// expf / logf: a row costs D multiply-adds per state.
 #pragma once
 
 #include "common/math.cuh"
@@ -28,7 +29,10 @@ struct CombineKernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kSmemBytes = 0;
   static constexpr int kColsPerLane = (kHeadDim + 31) / 32;
-  static_assert(CombineParams::kMaxStates == 32, "one state per lane");
+  // States per round: every load of a round (the states' LSEs and all their O columns) is issued before the
+  // first one is used, so a round costs one L2 round trip; 64 O values per lane bound the registers.
+  static constexpr int kRound = 64 / kColsPerLane < 32 ? 64 / kColsPerLane : 32;
+  static_assert(CombineParams::kMaxStates == 32 && 32 % kRound == 0, "whole rounds of at most a warp");
 
   static __device__ void run(const CombineParams& p) {
     // Launched right behind the split kernel (programmatic dependent launch on sm_90): wait for its
@@ -41,38 +45,40 @@ struct CombineKernel {
     const int pos = static_cast<int>((row / p.heads) % p.seqlen);
     const int batch = static_cast<int>(row / (static_cast<long long>(p.heads) * p.seqlen));
     const long long lse_index = (static_cast<long long>(batch) * p.heads + head) * p.seqlen + pos;
+    const long long in_offset = batch * p.in_batch + pos * p.in_seq + head * p.in_head;
 
-    const float my_lse = lane < p.num_states ? p.lse_in[lane][lse_index] : neg_infinity();
-    const float m = warp_max(my_lse);
-    const float w = (my_lse == neg_infinity()) ? 0.f : expf(my_lse - m);
-    const float sum = warp_sum(w);
-
-    float acc[kColsPerLane];
+    // Running max (natural-log units), sum of weights and weighted O over the rounds so far.
+    float m = neg_infinity(), sum = 0.f, acc[kColsPerLane];
 #pragma unroll
     for (int c = 0; c < kColsPerLane; ++c) acc[c] = 0.f;
-    const long long in_offset = batch * p.in_batch + pos * p.in_seq + head * p.in_head;
-    // Eight states per step, their loads all in flight before the first multiply-add (the partials sit in
-    // L2: one round trip per step rather than per state).
-    constexpr int kUnroll = 8;
-    for (int i0 = 0; i0 < p.num_states; i0 += kUnroll) {
-      float x[kUnroll][kColsPerLane], wi[kUnroll];
+    for (int i0 = 0; i0 < p.num_states; i0 += kRound) {
+      // Lane j < kRound holds the LSE of state i0 + j. A state without keys (LSE -inf) may have left its O
+      // unwritten: it is read with the others and then selected away, never multiplied in.
+      const int mine = i0 + lane;
+      const float my_lse = lane < kRound && mine < p.num_states ? p.lse_in[mine][lse_index] : neg_infinity();
+      float x[kRound][kColsPerLane];
 #pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const int i = i0 + j;
-        wi[j] = __shfl_sync(0xffffffffu, w, i % 32);
-        // A state without keys (or a negligible one) is not read: its O may be anything.
-        const bool read = i < p.num_states && wi[j] != 0.f;
+      for (int j = 0; j < kRound; ++j)
 #pragma unroll
         for (int c = 0; c < kColsPerLane; ++c) {
           const int d = lane + 32 * c;
-          x[j][c] = read && d < kHeadDim ? load_state<TIn>(p.o_in[i], in_offset + d) : 0.f;
+          x[j][c] = i0 + j < p.num_states && d < kHeadDim ? load_state<TIn>(p.o_in[i0 + j], in_offset + d) : 0.f;
         }
-        if (!read) wi[j] = 0.f;
+      const float m_new = fmaxf(m, warp_max(my_lse));
+      if (m_new == neg_infinity()) continue;  // no key in any state so far
+      const float w = my_lse == neg_infinity() ? 0.f : expf(my_lse - m_new);
+      const float carry = m == neg_infinity() ? 0.f : expf(m - m_new);
+      sum = sum * carry + warp_sum(w);
+      m = m_new;
+#pragma unroll
+      for (int c = 0; c < kColsPerLane; ++c) acc[c] *= carry;
+#pragma unroll
+      for (int j = 0; j < kRound; ++j) {
+        const float wj = __shfl_sync(0xffffffffu, w, j);
+#pragma unroll
+        for (int c = 0; c < kColsPerLane; ++c)
+          if (wj != 0.f) acc[c] = fmaf(wj, x[j][c], acc[c]);
       }
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j)
-#pragma unroll
-        for (int c = 0; c < kColsPerLane; ++c) acc[c] = fmaf(wi[j], x[j][c], acc[c]);
     }
     const bool empty = !(sum > 0.f);
     TOut* out = static_cast<TOut*>(p.o) + batch * p.o_batch + pos * p.o_seq + head * p.o_head;

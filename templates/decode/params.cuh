@@ -30,7 +30,6 @@ struct DecodeParams {
   int max_seqlen_k;       // every seqlens_k entry is clamped to this
   int max_pages_per_seq;
   int num_pages;          // page indices outside [0, num_pages) are not read (zeros instead)
-  int page_shift;         // log2(page_size) (paged)
   int num_splits, keys_per_split;
   int window_left;        // -1: none
   float scale_log2;       // softmax_scale * log2(e)
@@ -38,7 +37,8 @@ struct DecodeParams {
 };
 
 // The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states
-// over disjoint key sets. Inputs share strides; a state with lse_i = -inf (no key) is skipped unread.
+// over disjoint key sets. Inputs share strides; a state with lse_i = -inf (no key) counts for nothing (its O
+// is read but never used, so it may hold anything, NaN included).
 struct CombineParams {
   static constexpr int kMaxStates = 32;
   const void* o_in[kMaxStates];    // [B, S, H, D], fp32 (split partials) or the output type (merge)

@@ -10,6 +10,7 @@
 #include "attention/softmax.cuh"
 #include "common/math.cuh"
 #include "common/types.cuh"
+#include "decode/kv_loads.cuh"
 #include "decode/params.cuh"
 #include "fa2/smem_tile.cuh"
 #include "ptx/cp_async.cuh"
@@ -19,7 +20,7 @@
 
 namespace flashjit::decode {
 
-template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, bool kPaged, bool kWindow>
+template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, int kPageSize, bool kWindow>
 struct SplitKernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMT = kRows / 16;                 // m-tiles (one per warp of a key group)
@@ -41,30 +42,8 @@ struct SplitKernel {
   static_assert(kBN % kKeyGroups == 0 && kSliceN % 16 == 0, "key slices of whole 16-key k-steps");
   static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
 
-  // The K/V load loop: pass j of a tile moves rows kPassRows * j + tid / kChunks (chunk tid % kChunks).
-  static constexpr int kPassRows = kThreads / KVTile::kChunks;
-  static constexpr int kPasses = kBN / kPassRows;
-  static_assert(kThreads % KVTile::kChunks == 0 && kBN % kPassRows == 0, "whole rows per pass, whole passes per tile");
-
-  // Paged cache: the page of each pass's row in one tile, -1 past the split's end or for a page index out of
-  // range (a caller error: those keys read as zeros instead of from a wild address). Loaded one tile ahead
-  // of its K/V loads, so the page-table latency hides under a tile of compute.
-  struct TilePages {
-    int page[kPaged ? kPasses : 1];
-  };
-
-  static __device__ __forceinline__ void fetch_pages(const DecodeParams& p, int batch, int n0, int k1, TilePages& t) {
-    if constexpr (kPaged) {
-      const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
-      const int row = threadIdx.x / KVTile::kChunks;
-#pragma unroll
-      for (int j = 0; j < kPasses; ++j) {
-        const int key = n0 + j * kPassRows + row;
-        const int page = key < k1 ? __ldg(table + (key >> p.page_shift)) : -1;
-        t.page[j] = static_cast<unsigned>(page) < static_cast<unsigned>(p.num_pages) ? page : -1;
-      }
-    }
-  }
+  using Loads = KvLoads<KVTile, kThreads, kBN, kPageSize>;
+  static constexpr bool kPaged = kPageSize > 0;
 
   static __device__ void run(const DecodeParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -89,8 +68,6 @@ struct SplitKernel {
     const int num_tiles = k1 > k0 ? (k1 - k0 + kBN - 1) / kBN : 0;
 
     const auto* q = static_cast<const unsigned short*>(p.q) + batch * p.q_batch;
-    const auto* k = static_cast<const unsigned short*>(p.k) + kv_head * p.k_head;
-    const auto* v = static_cast<const unsigned short*>(p.v) + kv_head * p.v_head;
 
     // Q rows: row r is query head kv_head * group + r % group of token r / group; padding rows are zero.
     for (int i = tid; i < kRows * QTile::kChunks; i += kThreads) {
@@ -101,49 +78,29 @@ struct SplitKernel {
       ptx::cp_async_16(s_q + QTile::offset(r, chunk), src, valid);
     }
     if constexpr (kPaged) {
-      // The split's page-table entries into L2 now: fetch_pages then finds them there one tile ahead,
+      // The split's page-table entries into L2 now: Loads::fetch then finds them there one tile ahead,
       // instead of paying an HBM round trip per tile on the path to the next K/V loads.
       if (num_tiles > 0) {
         const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
-        const auto begin = reinterpret_cast<unsigned long long>(table + (k0 >> p.page_shift)) & ~127ull;
-        const auto end = reinterpret_cast<unsigned long long>(table + ((k1 - 1) >> p.page_shift));
+        const auto begin = reinterpret_cast<unsigned long long>(table + k0 / kPageSize) & ~127ull;
+        const auto end = reinterpret_cast<unsigned long long>(table + (k1 - 1) / kPageSize);
         for (unsigned long long a = begin + 128ull * tid; a <= end; a += 128ull * kThreads)
           ptx::prefetch_l2(reinterpret_cast<const void*>(a));
       }
     }
-    // K/V rows of one tile into a stage: contiguous rows from the sequence's base, paged rows from `pages`.
-    auto load_kv = [&](int tile, int stage, const TilePages& pages) {
-      const int n0 = k0 + tile * kBN;
-      const int row = tid / KVTile::kChunks, chunk = tid % KVTile::kChunks;
+    // The first kStages - 1 tiles in flight. Their page-table entries (and the next tile's) are all read
+    // before the first copy, so the prologue waits for one table round trip, not one per tile; in the main
+    // loop each tile's entries are read one tile ahead of its copies, under a tile of compute.
+    const Loads loads(p, batch, kv_head, tid);
+    typename Loads::Pages first[kStages];
 #pragma unroll
-      for (int j = 0; j < kPasses; ++j) {
-        const int r = j * kPassRows + row, key = n0 + r;
-        long long k_off = -1, v_off = -1;
-        if constexpr (kPaged) {
-          if (pages.page[j] >= 0) {
-            const int token = key & ((1 << p.page_shift) - 1);
-            k_off = pages.page[j] * p.k_batch + token * p.k_seq;
-            v_off = pages.page[j] * p.v_batch + token * p.v_seq;
-          }
-        } else if (key < k1) {
-          k_off = batch * p.k_batch + key * p.k_seq;
-          v_off = batch * p.v_batch + key * p.v_seq;
-        }
-        const unsigned off = stage * KVTile::kBytes + KVTile::offset(r, chunk);
-        ptx::cp_async_16(s_k + off, k + (k_off >= 0 ? k_off + chunk * 8 : 0), k_off >= 0);
-        ptx::cp_async_16(s_v + off, v + (v_off >= 0 ? v_off + chunk * 8 : 0), v_off >= 0);
-      }
-    };
-    TilePages pages;
+    for (int s = 0; s < kStages; ++s) loads.fetch(p.num_pages, k0 + s * kBN, k1, first[s]);
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < num_tiles) {
-        fetch_pages(p, batch, k0 + s * kBN, k1, pages);
-        load_kv(s, s, pages);
-      }
+      if (s < num_tiles) loads.load(s_k + s * KVTile::kBytes, s_v + s * KVTile::kBytes, k0 + s * kBN, k1, first[s]);
       ptx::cp_async_commit();
     }
-    fetch_pages(p, batch, k0 + (kStages - 1) * kBN, k1, pages);
+    typename Loads::Pages pages = first[kStages - 1];
 
     const int mt = warp % kMT, key_group = warp / kMT;
     float o[kDT][4];
@@ -164,8 +121,9 @@ struct SplitKernel {
       ptx::cp_async_wait<kStages - 2>();
       __syncthreads();
       if (it + kStages - 1 < num_tiles) {
-        load_kv(it + kStages - 1, (it + kStages - 1) % kStages, pages);
-        fetch_pages(p, batch, k0 + (it + kStages) * kBN, k1, pages);
+        const unsigned fill = ((it + kStages - 1) % kStages) * KVTile::kBytes;
+        loads.load(s_k + fill, s_v + fill, k0 + (it + kStages - 1) * kBN, k1, pages);
+        loads.fetch(p.num_pages, k0 + (it + kStages) * kBN, k1, pages);
       }
       ptx::cp_async_commit();
       if constexpr (kQInRegisters) {
@@ -218,13 +176,14 @@ struct SplitKernel {
       }
 
       float rescale[2];
-      softmax.update(s, p.scale_log2, rescale);
+      if (softmax.update_lazy(s, p.scale_log2, rescale)) {
 #pragma unroll
-      for (int d = 0; d < kDT; ++d) {
-        o[d][0] *= rescale[0];
-        o[d][1] *= rescale[0];
-        o[d][2] *= rescale[1];
-        o[d][3] *= rescale[1];
+        for (int d = 0; d < kDT; ++d) {
+          o[d][0] *= rescale[0];
+          o[d][1] *= rescale[0];
+          o[d][2] *= rescale[1];
+          o[d][3] *= rescale[1];
+        }
       }
 #pragma unroll
       for (int kk = 0; kk < kNT / 2; ++kk) {
@@ -292,7 +251,7 @@ struct SplitKernel {
         if (d == 0 && p.lse != nullptr) p.lse[lse_index] = lse;
       } else {
         const long long slice = static_cast<long long>(split) * p.batch;
-        // A split without keys writes only its LSE (-inf); the combine kernel then skips its O.
+        // A split without keys writes only its LSE (-inf); the combine kernel then leaves its O out.
         if (!empty)
           p.ws_o[(((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + d] = out;
         if (d == 0) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse;

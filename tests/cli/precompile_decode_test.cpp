@@ -95,7 +95,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
   }
   // A decode kernel that was not precompiled is a miss naming the kernel.
   flashjit::DecodeKernelConfig paged = plan.decode[0];
-  paged.layout = flashjit::KvLayout::paged;
+  paged.layout = flashjit::KvLayout::paged, paged.page_size = 16;
   auto miss = store.get(paged);
   REQUIRE_FALSE(miss.ok());
   CHECK(miss.error().code == flashjit::ErrorCode::not_found);
@@ -115,7 +115,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
   CHECK(pairs.code == 0);
   CHECK(pairs.has(R"("cache_hit": true)"));
   CHECK(pairs.has(R"("kernel": "combine")"));
-  auto not_there = cli("compile kernel=decode arch=sm_80 head_dim=64 layout=paged", "FLASHJIT_JIT=0");
+  auto not_there = cli("compile kernel=decode arch=sm_80 head_dim=64 layout=paged page_size=16", "FLASHJIT_JIT=0");
   INFO(not_there);
   CHECK(not_there.code == 1);
   CHECK(not_there.has("FLASHJIT_JIT=0"));
@@ -177,10 +177,10 @@ TEST_CASE("cli: precompile of mixed sweeps, decode worker faults, --sms usage", 
 
 TEST_CASE("cli: emit of decode and combine configs", "[cli][decode]") {
   Cli cli;
-  auto split = cli("emit kernel=decode arch=sm_80 head_dim=64 layout=paged window=true");
+  auto split = cli("emit kernel=decode arch=sm_80 head_dim=64 layout=paged page_size=16 window=true");
   INFO(split);
   CHECK(split.code == 0);
-  CHECK(split.has("decode_bf16_d64_r16_bn64_s3_w4_paged_window_sm80"));
+  CHECK(split.has("decode_bf16_d64_r16_bn64_s3_w4_paged16_window_sm80"));
   CHECK(split.has(R"("kernel":"decode")"));
   const std::string file = write(cli, "combine.json", R"({"kernel": "combine", "dtype": "fp16", "fp32_inputs": false})");
   auto combine = cli("emit " + file);

@@ -72,14 +72,20 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   for (DType t : {DType::bf16, DType::fp16})
     for (int d : {64, 128, 256})
       for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged})
-        configs.push_back(flashjit::dispatch::decode_kernel_config(t, d, 4, 1, layout, false, kSm90a));
+        configs.push_back(flashjit::dispatch::decode_kernel_config(t, d, 4, 1, layout, 16, false, kSm90a));
+  // Every page-size regime of kv_loads.cuh: per-row gather (1, 8), several pages per tile (32), one page
+  // per tile (64, 256).
+  for (int page : {1, 8, 32, 64, 256})
+    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 8, 1, KvLayout::paged, page, false,
+                                                                kSm90a));
   // Rows of groups 1 / 8 with q_len 1 / 4 / 16 (16, 32, 64, 128 rows), the window, sm_80.
   for (auto [group, q_len] : {std::pair{1, 1}, {8, 4}, {4, 16}, {8, 16}})
-    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, KvLayout::paged,
+    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, KvLayout::paged, 16,
                                                                 false, kSm90a));
-  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, false, kSm90a));
-  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, true, kSm90a));
-  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, true, kSm80));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, 16, false, kSm90a));
+  configs.push_back(
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
   for (const auto& c : configs) {
     INFO(readable_name(c));
     REQUIRE(validate(c).empty());
@@ -100,7 +106,8 @@ TEST_CASE("nvrtc decode: the combine and merge kernels compile", "[compile][deco
 }
 
 TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
-  DecodeKernelConfig c = flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 1, KvLayout::paged, false, kSm90a);
+  DecodeKernelConfig c =
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 1, KvLayout::paged, 16, false, kSm90a);
   REQUIRE(validate(c).empty());
   auto first_field = [](const DecodeKernelConfig& x) {
     auto issues = validate(x);
@@ -119,7 +126,13 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   CHECK(first_field(bad) == "stages");  // shared memory
   bad = c, bad.arch = Arch{75, false};
   CHECK(first_field(bad) == "arch");
-  CHECK(readable_name(c) == "decode_bf16_d128_r16_bn64_s3_w4_paged_sm90a");
+  bad = c, bad.page_size = 24;
+  CHECK(first_field(bad) == "page_size");
+  bad = c, bad.page_size = 0;
+  CHECK(first_field(bad) == "page_size");
+  bad = c, bad.layout = KvLayout::contiguous;  // page_size 16 on a contiguous cache
+  CHECK(first_field(bad) == "page_size");
+  CHECK(readable_name(c) == "decode_bf16_d128_r16_bn128_s3_w8_paged16_sm90a");
   CombineKernelConfig m;
   m.fp32_inputs = false;
   CHECK(readable_name(m) == "combine_bf16_bf16_d128_w4_sm90a");

@@ -47,6 +47,7 @@ TEST_CASE("decode config: to_json -> decode_config_from_json round-trips", "[con
   DecodeKernelConfig c;
   c.arch = arch, c.dtype = dtype, c.layout = layout, c.window = window;
   c.head_dim = d, c.rows = rows, c.block_n = bn, c.stages = s, c.warps = w;
+  c.page_size = layout == KvLayout::paged ? (d > 0 ? 16 : -3) : 0;
 
   const std::string json = to_json(c);
   INFO(json);
@@ -66,7 +67,7 @@ TEST_CASE("decode config: to_json -> decode_config_from_json round-trips", "[con
       "kernel=decode", "arch=" + arch.to_string(), std::string("dtype=") + to_string(dtype),
       "head_dim=" + std::to_string(d), "rows=" + std::to_string(rows), "block_n=" + std::to_string(bn),
       "stages=" + std::to_string(s), "warps=" + std::to_string(w), std::string("layout=") + to_string(layout),
-      "window=" + b(window)};
+      "page_size=" + std::to_string(c.page_size), "window=" + b(window)};
   auto from_pairs = flashjit::decode_config_from_pairs(pairs);
   REQUIRE(from_pairs.ok());
   CHECK(*from_pairs == c);
@@ -123,14 +124,14 @@ TEST_CASE("decode and combine configs: the planner's configs round-trip, partial
     CHECK(*back == c);
   }
   CHECK(to_json(plan.split) ==
-        R"({"kernel":"decode","arch":"sm_90a","dtype":"bf16","head_dim":128,"rows":16,"block_n":64,)"
-        R"("stages":3,"warps":4,"layout":"paged","window":true})");
+        R"({"kernel":"decode","arch":"sm_90a","dtype":"bf16","head_dim":128,"rows":16,"block_n":128,)"
+        R"("stages":3,"warps":8,"layout":"paged","page_size":16,"window":true})");
   CHECK(to_json(merge) == R"({"kernel":"combine","arch":"sm_80","dtype":"fp16","fp32_inputs":false,"head_dim":64,"warps":4})");
 
-  auto partial = flashjit::decode_config_from_json(R"({"head_dim": 64, "layout": "paged", "window": 1})");
+  auto partial = flashjit::decode_config_from_json(R"({"head_dim": 64, "layout": "paged", "page_size": 32, "window": 1})");
   REQUIRE(partial.ok());
   DecodeKernelConfig expected;
-  expected.head_dim = 64, expected.layout = KvLayout::paged, expected.window = true;
+  expected.head_dim = 64, expected.layout = KvLayout::paged, expected.page_size = 32, expected.window = true;
   CHECK(*partial == expected);
   auto empty = flashjit::combine_config_from_json("{}");
   REQUIRE(empty.ok());

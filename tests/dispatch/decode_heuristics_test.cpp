@@ -154,30 +154,57 @@ TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kep
   CHECK(plan_decode(p, kSm90a, 132).split.rows == 32);
 }
 
-TEST_CASE("decode plan: paged caches fill two CTAs per SM", "[dispatch][decode]") {
+TEST_CASE("decode plan: paged caches take 128-key tiles and eight warps on sm_90, one CTA per SM",
+          "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   auto p = decode_problem(16, 8192);
-  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 1);  // 128 CTAs, one per SM
+  auto plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.block_n == 64);
+  CHECK(plan.split.warps == 4);
+  CHECK(plan.split.page_size == 0);
+  CHECK(plan.splits.num_splits == 1);  // 128 CTAs, one per SM
+  p.head_dim = 64;  // contiguous d64 streams faster with the 128-key tiles too
+  CHECK(plan_decode(p, kSm90a, 132).split.block_n == 128);
+  CHECK(plan_decode(p, kSm90a, 132).split.warps == 8);
+  p.head_dim = 128;
   p.layout = flashjit::KvLayout::paged, p.page_size = 16, p.num_pages = 8192, p.max_pages_per_seq = 512;
-  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 2);  // 264 slots / 128
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.block_n == 128);
+  CHECK(plan.split.warps == 8);
+  CHECK(plan.split.stages == 3);
+  CHECK(plan.split.page_size == 16);
+  CHECK(flashjit::shared_memory_bytes(plan.split) <= 227 * 1024);
+  CHECK(plan.splits.num_splits == 1);
   p = decode_problem(1, 32768);
   p.layout = flashjit::KvLayout::paged, p.page_size = 64, p.num_pages = 512, p.max_pages_per_seq = 512;
-  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 32);  // 264 / 8 = 33, capped
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.splits.num_splits == 16);  // 132 / 8
+  CHECK(plan.splits.keys_per_split % 128 == 0);
+  // The planner's input for more CTAs per SM still counts slots.
   CHECK(plan_decode_splits(h200(16, 8, 8192)).num_splits == 1);
   auto in = h200(16, 8, 8192);
   in.ctas_per_sm = 2;
   CHECK(plan_decode_splits(in).num_splits == 2);
 }
 
-TEST_CASE("decode plan: two CTAs per SM only where two fit", "[dispatch][decode]") {
+TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
-  using flashjit::dispatch::shared_memory_per_sm;
-  CHECK(shared_memory_per_sm(kSm90a) == 228 * 1024);
-  CHECK(shared_memory_per_sm(flashjit::Arch{80, false}) == 164 * 1024);
-  CHECK(shared_memory_per_sm(flashjit::Arch{89, false}) == 100 * 1024);
   auto p = decode_problem(16, 8192);
   p.layout = flashjit::KvLayout::paged, p.page_size = 16, p.num_pages = 8192, p.max_pages_per_seq = 512;
-  CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == 2);
-  // sm_80: a 100 KB CTA fits once in 164 KB: 108 SMs / 128 CTAs, one split.
-  CHECK(plan_decode(p, flashjit::Arch{80, false}, 108).splits.num_splits == 1);
+  // sm_80: 200 KB does not fit 163 KB.
+  auto plan = plan_decode(p, flashjit::Arch{80, false}, 108);
+  CHECK(plan.split.block_n == 64);
+  CHECK(plan.split.warps == 4);
+  CHECK(plan.splits.num_splits == 1);  // 108 SMs / 128 CTAs
+  // d256: two 64-key stages.
+  p.head_dim = 256;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.block_n == 64);
+  CHECK(plan.split.stages == 2);
+  // Eight m-tiles (group 8 x q_len 16): one warp per m-tile, 64-key tiles.
+  p.head_dim = 128, p.heads_q = 64, p.q_len = 16;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.rows == 128);
+  CHECK(plan.split.warps == 8);
+  CHECK(plan.split.block_n == 64);
 }

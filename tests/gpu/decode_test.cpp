@@ -1,8 +1,8 @@
 // Decode (split-KV attention against a KV cache) and merge of attention states, against float64 CPU
 // references on the same bf16/fp16-rounded inputs: fresh random data per case, poisoned outputs with guards
 // behind them, unused cache slots and pages full of huge garbage, shuffled page tables, ragged lengths
-// (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1, 16, 64,
-// 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and fp16, sliding
+// (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1, 8, 16,
+// 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and fp16, sliding
 // windows, LSE on and off, forced and planned split counts (empty trailing splits), caller and
 // runtime-owned workspaces, strided q / o / cache; merges of 1, 2, 3, 5 and 32 states.
 //
@@ -126,8 +126,10 @@ struct Layout {
   int page_size;
 };
 constexpr Layout kContiguous{KvLayout::contiguous, 0};
-constexpr Layout kPaged1{KvLayout::paged, 1}, kPaged16{KvLayout::paged, 16}, kPaged64{KvLayout::paged, 64},
-    kPaged256{KvLayout::paged, 256};
+// Every regime of templates/decode/kv_loads.cuh: per-row gather (1, 8), one page-table read per page with
+// several pages per tile (16, 32), one per tile (64), a tile inside a larger page (256).
+constexpr Layout kPaged1{KvLayout::paged, 1}, kPaged8{KvLayout::paged, 8}, kPaged16{KvLayout::paged, 16},
+    kPaged32{KvLayout::paged, 32}, kPaged64{KvLayout::paged, 64}, kPaged256{KvLayout::paged, 256};
 
 DecodeShape make_shape(DType dtype, int head_dim, int group, int q_len, std::vector<int> seqlens, Layout layout) {
   DecodeShape s;
@@ -150,10 +152,10 @@ bool all_poisoned(const std::vector<unsigned char>& bytes) {
 
 TEST_CASE("decode: ragged batches on contiguous and paged caches match float64", "[decode][gpu]") {
   // Every layout meets every (group, q_len) pair; every head dim meets every group across the layouts.
-  const int layout_index = GENERATE(0, 1, 2, 3, 4);
+  const int layout_index = GENERATE(0, 1, 2, 3, 4, 5, 6);
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int hd_index = GENERATE(0, 1, 2);
-  const Layout layouts[] = {kContiguous, kPaged1, kPaged16, kPaged64, kPaged256};
+  const Layout layouts[] = {kContiguous, kPaged1, kPaged8, kPaged16, kPaged32, kPaged64, kPaged256};
   const int head_dims[] = {64, 128, 256}, groups[] = {1, 4, 8};
   const int i = (dtype == DType::fp16 ? 3 : 0) + hd_index;
   const std::vector<int> ragged[] = {

@@ -24,14 +24,14 @@ DecodeProblem paged_problem() {
 
 }  // namespace
 
-TEST_CASE("decode params: strides, page shift, splits and workspace pointers", "[launch][decode]") {
+TEST_CASE("decode params: strides, pages, splits and workspace pointers", "[launch][decode]") {
   const DecodeProblem p = paged_problem();
   const auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   REQUIRE(plan.splits.num_splits == 3);
   void* ws = fake(0x100000);
   const DecodeParams d = launch::make_decode_params(p, plan, ws);
   CHECK(d.group == 4);
-  CHECK(d.page_shift == 6);
+  CHECK(plan.split.page_size == 64);  // compiled into the kernel
   CHECK(d.num_pages == 40);
   CHECK(d.max_pages_per_seq == 10);
   // Paged cache [pages, 64 tokens, 4 heads, 64]: page, token and head strides.
@@ -68,6 +68,21 @@ TEST_CASE("decode params: one split writes the output directly", "[launch][decod
   CHECK(d.num_splits == 1);
   CHECK(d.ws_o == nullptr);
   CHECK(d.ws_lse == nullptr);
+}
+
+TEST_CASE("decode launch: a kernel of another layout or page size is refused before any launch",
+          "[launch][decode]") {
+  DecodeProblem p = paged_problem();
+  auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  plan.split.page_size = 16;  // the problem's pages hold 64 tokens
+  Status st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ErrorCode::invalid_argument);
+  CHECK(st.error().message.find("64-token pages") != std::string::npos);
+  plan.split.layout = KvLayout::contiguous, plan.split.page_size = 0;
+  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("paged cache") != std::string::npos);
 }
 
 TEST_CASE("merge params: states, strides and blocks", "[launch][merge]") {
