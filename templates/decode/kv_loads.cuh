@@ -85,15 +85,31 @@ struct KvLoads {
     return n0 + s * kPassesPerLookup * kPassRows + (kGather ? row : 0);
   }
 
-  __device__ __forceinline__ void fetch(int num_pages, int n0, int k1, Pages& t) const {
+  // The raw entries of the tile at n0 for keys below `limit` (at most the table row's keys), unchecked.
+  __device__ __forceinline__ void read(int n0, int limit, Pages& t) const {
     if constexpr (kPaged) {
 #pragma unroll
       for (int s = 0; s < kLookups; ++s) {
         const int key = lookup_key(n0, s);  // >= 0
-        const int page = key < k1 ? __ldg(table + static_cast<unsigned>(key) / kPageSize) : -1;
-        t.page[s] = static_cast<unsigned>(page) < static_cast<unsigned>(num_pages) ? page : -1;
+        t.page[s] = key < limit ? __ldg(table + static_cast<unsigned>(key) / kPageSize) : -1;
       }
     }
+  }
+
+  // Entries for keys at or past the split's end k1, or outside [0, num_pages), become -1.
+  __device__ __forceinline__ void check(int num_pages, int n0, int k1, Pages& t) const {
+    if constexpr (kPaged) {
+#pragma unroll
+      for (int s = 0; s < kLookups; ++s) {
+        const bool used = lookup_key(n0, s) < k1 && static_cast<unsigned>(t.page[s]) < static_cast<unsigned>(num_pages);
+        t.page[s] = used ? t.page[s] : -1;
+      }
+    }
+  }
+
+  __device__ __forceinline__ void fetch(int num_pages, int n0, int k1, Pages& t) const {
+    read(n0, k1, t);
+    check(num_pages, n0, k1, t);
   }
 
   __device__ __forceinline__ unsigned dst(int j, int i) const {

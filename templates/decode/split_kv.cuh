@@ -57,6 +57,15 @@ struct SplitKernel {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int split = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int rows_valid = p.group * p.q_len;
+    const Loads loads(p, batch, kv_head, tid);
+    // The page-table entries of the prologue tiles and the next one. Without a window the split's first key
+    // does not depend on the sequence's length, so they are read alongside seqlens_k (entries past the
+    // sequence are dropped below): the first K/V copies wait for one memory round trip, not two.
+    typename Loads::Pages first[kStages];
+    if constexpr (kPaged && !kWindow) {
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) loads.read(split * p.keys_per_split + s * kBN, p.max_seqlen_k, first[s]);
+    }
     const int seqlen = min(__ldg(p.seqlens_k + batch), p.max_seqlen_k);
     // Positions of the first and last new token; every row sees keys <= its own position.
     const int a_min = seqlen - p.q_len, a_max = seqlen - 1;
@@ -88,13 +97,14 @@ struct SplitKernel {
           ptx::prefetch_l2(reinterpret_cast<const void*>(a));
       }
     }
-    // The first kStages - 1 tiles in flight. Their page-table entries (and the next tile's) are all read
-    // before the first copy, so the prologue waits for one table round trip, not one per tile; in the main
-    // loop each tile's entries are read one tile ahead of its copies, under a tile of compute.
-    const Loads loads(p, batch, kv_head, tid);
-    typename Loads::Pages first[kStages];
+    // The first kStages - 1 tiles in flight (with a window their page-table entries are read now, all before
+    // the first copy). In the main loop each tile's entries are read one tile ahead of its copies, under a
+    // tile of compute.
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) loads.fetch(p.num_pages, k0 + s * kBN, k1, first[s]);
+    for (int s = 0; s < kStages; ++s) {
+      if constexpr (kWindow) loads.read(k0 + s * kBN, k1, first[s]);
+      loads.check(p.num_pages, k0 + s * kBN, k1, first[s]);
+    }
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
       if (s < num_tiles) loads.load(s_k + s * KVTile::kBytes, s_v + s * KVTile::kBytes, k0 + s * kBN, k1, first[s]);
