@@ -9,6 +9,14 @@ namespace {
 int at_least_1(int x) { return std::max(x, 1); }
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
+// Keys the longest sequence's rows can see: a window starts the key range at the first visible key rounded
+// down to a tile (split_kv.cuh), so the range is at most window + q_len + block_n - 1 keys long.
+int visible_keys(const DecodeProblem& p, int block_n) {
+  long long keys = p.max_seqlen_k;
+  if (p.window_left >= 0) keys = std::min<long long>(keys, 1LL * p.window_left + p.q_len + block_n - 1);
+  return static_cast<int>(std::max<long long>(keys, 1));
+}
+
 // Keys per split for `splits` splits over `keys`, rounded up to the granule.
 int keys_per_split(int keys, int splits, int granule) {
   return ceil_div(ceil_div(keys, splits), granule) * granule;
@@ -81,6 +89,19 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   const int group = p.heads_q / std::max(p.heads_kv, 1);
   plan.split =
       decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
+  // Short caches over more CTAs than two per SM (no split then): small CTAs (two warps, 32-key tiles, two
+  // stages: 36 KB at d128) that fit five per SM overlap the per-CTA latency chain (sequence length, Q and
+  // K/V loads, store) that bounds these launches. H200, contiguous d128, group 4, µs against the default
+  // config and cuDNN: B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4;
+  // B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512 130.2 / 130.3 / 129.0. With one CTA
+  // per SM or fewer (B16) the default's four warps are faster (Sk 32 5.1 against 5.7; Sk 512 12.5 / 18.0).
+  const long long ctas = 1LL * std::max(p.batch, 1) * std::max(p.heads_kv, 1);
+  if (arch.sm >= 90 && plan.split.rows == 16 && p.head_dim <= 128 && ctas > 2LL * sms &&
+      visible_keys(p, plan.split.block_n) <= 512) {
+    plan.split.block_n = 32;
+    plan.split.warps = 2;
+    plan.split.stages = 2;
+  }
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
@@ -89,11 +110,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   // contiguous 4206 / 4359 GB/s with two / one CTAs per SM, 16-token pages 4122 / 4059, against 4235 with
   // the 128-key tiles above at one CTA per SM).
   in.ctas_per_sm = 1;
-  // A window starts the key range at the first visible key rounded down to a tile (split_kv.cuh), so the
-  // range is at most window + q_len + block_n - 1 keys long.
-  long long keys = p.max_seqlen_k;
-  if (p.window_left >= 0) keys = std::min<long long>(keys, 1LL * p.window_left + p.q_len + plan.split.block_n - 1);
-  in.max_keys = static_cast<int>(std::max<long long>(keys, 1));
+  in.max_keys = visible_keys(p, plan.split.block_n);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;
   plan.combine.head_dim = p.head_dim, plan.combine.warps = 4;

@@ -86,6 +86,14 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
   configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
+  // The small-CTA kernel of short caches over many CTAs (plan_decode), contiguous and paged.
+  for (int d : {64, 128}) {
+    auto p = flashjit::DecodeProblem{};
+    p.batch = 64, p.heads_q = 32, p.heads_kv = 8, p.head_dim = d, p.max_seqlen_k = 256;
+    configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+    p.layout = KvLayout::paged, p.page_size = 16;
+    configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+  }
   for (const auto& c : configs) {
     INFO(readable_name(c));
     REQUIRE(validate(c).empty());

@@ -208,3 +208,26 @@ TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "
   CHECK(plan.split.warps == 8);
   CHECK(plan.split.block_n == 64);
 }
+
+TEST_CASE("decode plan: short caches over more than two CTAs per SM take the small-CTA kernel", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  auto small = [](const flashjit::dispatch::DecodePlan& plan) {
+    return plan.split.block_n == 32 && plan.split.warps == 2 && plan.split.stages == 2;
+  };
+  CHECK(small(plan_decode(decode_problem(64, 32), kSm90a, 132)));    // 512 CTAs
+  CHECK(small(plan_decode(decode_problem(256, 512), kSm90a, 132)));
+  CHECK(flashjit::shared_memory_bytes(plan_decode(decode_problem(64, 32), kSm90a, 132).split) == 36864);
+  CHECK_FALSE(small(plan_decode(decode_problem(64, 513), kSm90a, 132)));  // a longer cache
+  CHECK_FALSE(small(plan_decode(decode_problem(33, 32), kSm90a, 132)));   // 264 CTAs: two per SM
+  CHECK(small(plan_decode(decode_problem(34, 32), kSm90a, 132)));
+  CHECK_FALSE(small(plan_decode(decode_problem(64, 32, 8), kSm90a, 132)));  // 32 rows
+  CHECK_FALSE(small(plan_decode(decode_problem(64, 32), flashjit::Arch{80, false}, 108)));
+  // A window bounds the visible keys: a long cache with a short window counts as short.
+  CHECK(small(plan_decode(decode_problem(64, 32768, 1, 100), kSm90a, 132)));
+  auto paged = decode_problem(64, 256);
+  paged.layout = flashjit::KvLayout::paged, paged.page_size = 16, paged.num_pages = 1024, paged.max_pages_per_seq = 16;
+  const auto plan = plan_decode(paged, kSm90a, 132);
+  CHECK(small(plan));
+  CHECK(plan.split.page_size == 16);
+  CHECK(plan.splits.num_splits == 1);
+}

@@ -166,6 +166,19 @@ TEST_CASE("decode: ragged batches on contiguous and paged caches match float64",
   check_decode(s);
 }
 
+TEST_CASE("decode: many short sequences (the small-CTA kernel of more than two CTAs per SM) match float64",
+          "[decode][gpu]") {
+  const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
+  const int head_dim = GENERATE(64, 128);
+  const int splits = GENERATE(0, 2);
+  // 140 sequences of 0 to 300 keys over 2 KV heads: 280 CTAs, more than two per SM of an H200.
+  std::vector<int> lens(140);
+  for (int b = 0; b < 140; ++b) lens[b] = (b * 37) % 301;
+  DecodeShape s = make_shape(head_dim == 64 ? DType::fp16 : DType::bf16, head_dim, 4, 1, lens, layout);
+  s.num_splits = splits;
+  check_decode(s);
+}
+
 TEST_CASE("decode: sliding window (window_left 100, 0 and wider than the cache) matches float64",
           "[decode][gpu]") {
   struct Run {
