@@ -60,13 +60,17 @@ void fill_rounded(FastRng& rng, DType dtype, float lo, float hi, std::vector<flo
   for (auto& x : values) x = from_half_bits(dtype, to_half_bits(dtype, rng.uniform(lo, hi)));
 }
 
+// What unused slots hold: huge values of either sign, infinities and NaNs (a kernel that reads a slot it
+// should not and lets it reach O shows as a NaN or a huge error, even where it multiplies it by 0).
 struct Garbage {
-  std::uint16_t pos, neg;
-  explicit Garbage(DType d) : pos(to_half_bits(d, kGarbage)), neg(to_half_bits(d, -kGarbage)) {}
+  std::uint16_t values[4];
+  explicit Garbage(DType d)
+      : values{to_half_bits(d, kGarbage), to_half_bits(d, -kGarbage), to_half_bits(d, INFINITY),
+               static_cast<std::uint16_t>(d == DType::bf16 ? 0x7fc0 : 0x7e00)} {}
   void fill(FastRng& rng, std::vector<std::uint16_t>& bits) const {
-    for (std::size_t i = 0; i < bits.size(); i += 64) {
+    for (std::size_t i = 0; i < bits.size(); i += 32) {
       std::uint64_t r = rng.next();
-      for (std::size_t j = i; j < std::min(bits.size(), i + 64); ++j, r >>= 1) bits[j] = (r & 1) ? pos : neg;
+      for (std::size_t j = i; j < std::min(bits.size(), i + 32); ++j, r >>= 2) bits[j] = values[r & 3];
     }
   }
 };

@@ -33,9 +33,9 @@ class FastRng {
   std::uint64_t s_;
 };
 
-// The value unused cache slots, unused pages and input padding hold: +-1e4 (finite in bf16 and fp16); a
-// key read past a sequence's length then moves the row's max score (LSE) and its output by orders of
-// magnitude.
+// The finite part of what unused cache slots, unused pages and input padding hold: +-1e4 (with +inf and
+// NaN besides, decode_harness.cpp); a key read past a sequence's length then moves the row's max score
+// (LSE) and its output by orders of magnitude, or makes them NaN.
 inline constexpr float kGarbage = 1e4f;
 
 struct DecodeShape {

@@ -1,10 +1,11 @@
 // Decode (split-KV attention against a KV cache) and merge of attention states, against float64 CPU
 // references on the same bf16/fp16-rounded inputs: fresh random data per case, poisoned outputs with guards
-// behind them, unused cache slots and pages full of huge garbage, shuffled page tables, ragged lengths
-// (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1, 8, 16,
-// 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and fp16, sliding
-// windows, LSE on and off, forced and planned split counts (empty trailing splits), caller and
-// runtime-owned workspaces, strided q / o / cache; merges of 1, 2, 3, 5 and 32 states.
+// behind them, unused cache slots and pages full of garbage (huge, inf, NaN), shuffled page tables, ragged
+// lengths (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1,
+// 8, 16, 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and
+// fp16, sliding windows, LSE on and off, forced and planned split counts (empty trailing splits), caller
+// and runtime-owned workspaces, strided q / o / cache, many short sequences; merges of 1, 2, 3, 5 and 32
+// states.
 //
 // Only these: flashjit_gpu_tests "[decode],[merge]"
 #include <fmt/format.h>
