@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "config/limits.hpp"
 #include "config/text_fields.hpp"
 
 namespace flashjit {
@@ -11,12 +13,6 @@ namespace {
 
 int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }  // fa2::SmemTile's row padding
 
-// The largest dynamic shared memory a block may opt into (as validate.cpp's prefill limit).
-int smem_limit(const Arch& arch) {
-  if (arch.sm == 80 || arch.sm == 87) return 163 * 1024;
-  if (arch.sm >= 90) return 227 * 1024;
-  return 99 * 1024;
-}
 
 Status as_status(const std::vector<ConfigIssue>& issues, const std::string& name) {
   if (issues.empty()) return {};
@@ -179,9 +175,9 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
     add("page_size", fmt::format("only the paged layout has pages: must be 0 for {}, got {}", to_string(c.layout),
                                  c.page_size));
   }
-  if (out.empty() && shared_memory_bytes(c) > smem_limit(c.arch))
+  if (out.empty() && shared_memory_bytes(c) > config::max_shared_memory_per_block(c.arch))
     add("stages", fmt::format("shared memory {} bytes exceeds the {} limit of {} bytes", shared_memory_bytes(c),
-                              c.arch.to_string(), smem_limit(c.arch)));
+                              c.arch.to_string(), config::max_shared_memory_per_block(c.arch)));
   return out;
 }
 

@@ -2,6 +2,7 @@
 // threads, an estimate of registers) live here too, so the dispatcher, CLI and autotuner agree.
 #include <fmt/format.h>
 
+#include "config/limits.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit {
@@ -9,12 +10,6 @@ namespace {
 
 constexpr int kMaxRegisters = 255;
 
-// Bytes of shared memory a block may use after opting in, per architecture.
-int smem_limit(const Arch& arch) {
-  if (arch.sm == 80 || arch.sm == 87) return 163 * 1024;
-  if (arch.sm >= 90) return 227 * 1024;
-  return 99 * 1024;  // sm_86, sm_89 and others
-}
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -140,10 +135,10 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
     out.push_back({"arch", fmt::format("the 'a' targets start at sm_90a, got {}", c.arch.to_string())});
   if (out.empty()) {
     int smem = shared_memory_bytes(c);
-    if (smem > smem_limit(c.arch))
+    if (smem > config::max_shared_memory_per_block(c.arch))
       out.push_back({"stages", fmt::format("shared memory {} bytes exceeds the {} limit of {} bytes (block_m {}, "
                                            "block_n {}, head_dim {}, stages {})",
-                                           smem, c.arch.to_string(), smem_limit(c.arch), c.block_m, c.block_n,
+                                           smem, c.arch.to_string(), config::max_shared_memory_per_block(c.arch), c.block_m, c.block_n,
                                            c.head_dim, c.stages)});
   }
   return out;

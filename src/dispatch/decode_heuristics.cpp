@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "config/limits.hpp"
+
 namespace flashjit::dispatch {
 namespace {
 
@@ -67,7 +69,8 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
   // the HBM latency; d256 takes two (128 KB) to fit sm_80's 163 KB.
   const int m_tiles = c.rows / 16;
   c.stages = head_dim <= 128 ? 3 : 2;
-  if ((layout == KvLayout::paged || head_dim <= 64) && head_dim <= 128 && m_tiles <= 4 && arch.sm >= 90) {
+  if ((layout == KvLayout::paged || head_dim <= 64) && head_dim <= 128 && 8 % m_tiles == 0 && m_tiles <= 4 &&
+      arch.sm >= 90) {
     // 128-key tiles and eight warps (one 200 KB CTA per SM at d128) keep twice the bytes in flight and two
     // warps per scheduler. H200, GB/s against 64-key tiles, four warps: paged d128 with 16-token pages
     // B16 Sk 8k 4235 / 4119 (the latter with two CTAs per SM), B1 Sk 32k 3319 / 3187, 64-token pages
@@ -81,6 +84,11 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
     c.block_n = 64;
     c.warps = m_tiles * std::max(1, 4 / m_tiles);
   }
+  // Many rows of a large head dim (Q takes rows x D x 2 bytes: 80 KB for 80 rows at d256) may not leave room
+  // for the stages on sm_80: halve the tile while each warp keeps a 16-key slice.
+  const int key_groups = c.warps / m_tiles;
+  while (shared_memory_bytes(c) > config::max_shared_memory_per_block(arch) && c.block_n % (32 * key_groups) == 0)
+    c.block_n /= 2;
   return c;
 }
 

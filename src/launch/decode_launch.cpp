@@ -121,6 +121,16 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
     return Error(ErrorCode::invalid_argument,
                  fmt::format("decode kernel {} does not match the problem's {} cache{}", readable_name(plan.split),
                              to_string(p.layout), page_size > 0 ? fmt::format(" of {}-token pages", page_size) : ""));
+  // The kernel's addressing relies on splits of whole tiles and pages, and on its window flag.
+  dispatch::DecodeSplitInputs granule_in;
+  granule_in.block_n = plan.split.block_n, granule_in.page_size = page_size;
+  const int granule = dispatch::decode_split_granule(granule_in);
+  if (plan.split.window != (p.window_left >= 0) || plan.splits.keys_per_split < 1 ||
+      plan.splits.keys_per_split % granule != 0)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("decode plan for kernel {} is inconsistent: {} keys per split (a multiple of {} needed), "
+                             "window_left {}", readable_name(plan.split), plan.splits.keys_per_split, granule,
+                             p.window_left));
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   const auto stream = static_cast<CUstream>(p.stream);

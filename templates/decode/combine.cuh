@@ -30,8 +30,14 @@ struct CombineKernel {
   static constexpr int kSmemBytes = 0;
   static constexpr int kColsPerLane = (kHeadDim + 31) / 32;
   // States per round: every load of a round (the states' LSEs and all their O columns) is issued before the
-  // first one is used, so a round costs one L2 round trip; 64 O values per lane bound the registers.
-  static constexpr int kRound = 64 / kColsPerLane < 32 ? 64 / kColsPerLane : 32;
+  // first one is used, so a round costs one L2 round trip; at most 64 O values per lane bound the registers
+  // (the largest power of two of states that keeps to that, at most a warp's lanes).
+  static constexpr int round_states() {
+    int n = 1;
+    while (2 * n <= 32 && 2 * n * kColsPerLane <= 64) n *= 2;
+    return n;
+  }
+  static constexpr int kRound = round_states();
   static_assert(CombineParams::kMaxStates == 32 && 32 % kRound == 0, "whole rounds of at most a warp");
 
   static __device__ void run(const CombineParams& p) {

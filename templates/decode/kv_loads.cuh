@@ -3,17 +3,18 @@
 //
 // Thread plan: kRowThreads threads share a row (8 when the row has 8 chunks or a multiple: one warp
 // instruction moves whole 128-byte lines), each moving chunks chunk0 + i * kRowThreads (16 bytes each); a
-// pass covers kPassRows rows and a tile kPasses passes. Every address is a per-thread pointer fixed at construction plus, per tile, one
-// offset per page (or one per tile when the cache is contiguous) and, per pass, a 64-bit add: the copy
-// itself takes an immediate offset. The generic alternative (a 64-bit multiply per row and copy) cost
-// about 300 of 750 instructions of a 64-key tile.
+// pass covers kPassRows rows (a power of two dividing kBN) and a tile kPasses passes. Threads past
+// kActive = kPassRows * kRowThreads (three warps, say) copy nothing. Every address is a per-thread pointer
+// fixed at construction plus, per tile, one offset per page (or one per tile when the cache is contiguous)
+// and, per pass, a 64-bit add: the copy itself takes an immediate offset. The generic alternative (a 64-bit
+// multiply per row and copy) cost about 300 of 750 instructions of a 64-key tile.
 //
-// Paged caches: passes start at multiples of kPassRows (tiles start at multiples of kBN, splits at multiples
-// of the page size), so with pages of kPassRows tokens or more the rows of a pass share one page, the same
-// for every thread; a tile then needs kLookups page-table entries (one per page it touches). Smaller pages
-// (down to one token) gather: each thread looks up the page of each of its rows. (Sixteen threads per row,
-// which would keep the 16-row passes of 256 threads within 16-token pages, measured slower on the H200 than
-// gathering with eight: B16 Sk 8k 3869 against 4235 GB/s.)
+// Paged caches: passes start at multiples of kPassRows (tiles start at multiples of kBN, so at page starts
+// when kBN is a multiple of the page size), so with pages of kPassRows tokens or more the rows of a pass
+// share one page, the same for every thread; a tile then needs kLookups page-table entries (one per page it
+// touches). Smaller pages (down to one token) gather: each thread looks up the page of each of its rows.
+// (Sixteen threads per row, which would keep the 16-row passes of 256 threads within 16-token pages,
+// measured slower on the H200 than gathering with eight: B16 Sk 8k 3869 against 4235 GB/s.)
 #pragma once
 
 #include "decode/params.cuh"
@@ -32,7 +33,7 @@ struct KvLoads {
     return r;
   }
   static constexpr int kPassRows = pass_rows();
-  static constexpr int kActive = kPassRows * kRowThreads;  // threads that copy (all of them in practice)
+  static constexpr int kActive = kPassRows * kRowThreads;  // threads that copy
   static constexpr int kPasses = kBN / kPassRows;
   static constexpr bool kGather = kPaged && kPageSize < kPassRows;
   // Passes that share one pointer computation (a page-table entry when paged), and the entries a tile needs.
@@ -88,6 +89,9 @@ struct KvLoads {
   // The raw entries of the tile at n0 for keys below `limit` (at most the table row's keys), unchecked.
   __device__ __forceinline__ void read(int n0, int limit, Pages& t) const {
     if constexpr (kPaged) {
+      if constexpr (kActive < kThreads) {
+        if (!active) return;  // its entries are never used
+      }
 #pragma unroll
       for (int s = 0; s < kLookups; ++s) {
         const int key = lookup_key(n0, s);  // >= 0
@@ -119,6 +123,9 @@ struct KvLoads {
 
   // Copies keys [n0, n0 + kBN) into the stage at s_k / s_v; rows at or past k1 are zero-filled, unread.
   __device__ __forceinline__ void load(unsigned s_k, unsigned s_v, int n0, int k1, const Pages& pages) const {
+    if constexpr (kActive < kThreads) {
+      if (!active) return;  // a zero fill of its rows would land on other threads' rows or past the tile
+    }
     const unsigned short *kp = nullptr, *vp = nullptr;
     bool page_ok = true;
 #pragma unroll
@@ -144,7 +151,7 @@ struct KvLoads {
         }
         kp = k_base + k_off, vp = v_base + v_off;
       }
-      const bool valid = active && page_ok && n0 + j * kPassRows + row < k1;
+      const bool valid = page_ok && n0 + j * kPassRows + row < k1;
 #pragma unroll
       for (int i = 0; i < kCopies; ++i) {
         ptx::cp_async_16(s_k + dst(j, i), kp + i * kRowThreads * 8, valid);

@@ -86,6 +86,13 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
   configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
+  // Odd m-tile counts (48, 80, 112 rows: three, five, seven warps, of which the K/V copies use a power of
+  // two of rows per pass) and a head dim of twelve chunks (d96).
+  for (auto [group, q_len] : {std::pair{4, 12}, {8, 10}, {8, 14}})
+    for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged})
+      configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, layout,
+                                                                  layout == KvLayout::paged ? 16 : 0, false, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 96, 4, 1, KvLayout::paged, 16, false, kSm90a));
   // The small-CTA kernel of short caches over many CTAs (plan_decode), contiguous and paged.
   for (int d : {64, 128}) {
     auto p = flashjit::DecodeProblem{};
@@ -103,7 +110,7 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
 
 TEST_CASE("nvrtc decode: the combine and merge kernels compile", "[compile][decode]") {
   std::vector<CombineKernelConfig> configs;
-  for (int d : {64, 128, 256})
+  for (int d : {64, 96, 128, 160, 192, 256})
     for (bool fp32 : {true, false})
       for (DType t : {DType::bf16, DType::fp16}) {
         CombineKernelConfig c;

@@ -231,3 +231,38 @@ TEST_CASE("decode plan: short caches over more than two CTAs per SM take the sma
   CHECK(plan.split.page_size == 16);
   CHECK(plan.splits.num_splits == 1);
 }
+
+TEST_CASE("decode plan: every planned split kernel passes validate() but d256 x 112+ rows on sm_80",
+          "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  int checked = 0;
+  for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
+    for (int d : {64, 96, 128, 256})
+      for (int page : {0, 1, 16, 256})
+        for (int group : {1, 3, 4, 8})
+          for (int q_len = 1; q_len <= 16; ++q_len)
+            for (auto [batch, keys] : {std::pair{1, 32768}, {64, 300}, {300, 5000}})
+              for (int window : {-1, 100}) {
+                auto p = decode_problem(batch, keys, q_len, window);
+                p.heads_kv = 2, p.heads_q = 2 * group, p.head_dim = d;
+                if (page > 0) {
+                  p.layout = flashjit::KvLayout::paged, p.page_size = page;
+                  p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
+                }
+                const auto plan = plan_decode(p, arch, arch.sm >= 90 ? 132 : 108);
+                INFO(flashjit::readable_name(plan.split));
+                const auto issues = validate(plan.split);
+                if (arch.sm == 80 && d == 256 && plan.split.rows >= 112) {
+                  // Q (rows x 512 bytes) and the fp32 merge of the warps' O do not fit 163 KB: the decode
+                  // call reports the config's shared-memory issue instead of launching.
+                  REQUIRE(issues.size() == 1);
+                  CHECK(issues[0].field == "stages");
+                } else {
+                  CHECK(issues.empty());
+                }
+                CHECK(plan.splits.keys_per_split % flashjit::dispatch::decode_split_granule(
+                          {0, 0, 0, 0, page, plan.split.block_n, 1}) == 0);
+                ++checked;
+              }
+  CHECK(checked == 2 * 4 * 4 * 4 * 16 * 3 * 2);
+}

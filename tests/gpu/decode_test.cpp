@@ -180,6 +180,24 @@ TEST_CASE("decode: many short sequences (the small-CTA kernel of more than two C
   check_decode(s);
 }
 
+TEST_CASE("decode: odd m-tile counts (48, 80, 112 rows) and head dim 96, with splits, match float64",
+          "[decode][gpu]") {
+  // Three, five and seven warps (the K/V copies use a power of two of rows per pass, the other threads
+  // idle), and twelve 16-byte chunks per row (four threads per row; the combine kernel's rounds of 16).
+  struct Run {
+    int group, q_len, head_dim;
+    Layout layout;
+    int splits;
+  };
+  const Run run = GENERATE(Run{4, 12, 128, kContiguous, 0}, Run{4, 12, 64, kPaged16, 2},
+                           Run{8, 10, 128, kPaged16, 0}, Run{8, 10, 64, kContiguous, 3},
+                           Run{8, 14, 128, kContiguous, 2}, Run{8, 14, 128, kPaged64, 0},
+                           Run{4, 1, 96, kContiguous, 3}, Run{4, 4, 96, kPaged16, 2});
+  DecodeShape s = make_shape(DType::bf16, run.head_dim, run.group, run.q_len, {1, 7, 300, 1000}, run.layout);
+  s.num_splits = run.splits;
+  check_decode(s);
+}
+
 TEST_CASE("decode: sliding window (window_left 100, 0 and wider than the cache) matches float64",
           "[decode][gpu]") {
   struct Run {

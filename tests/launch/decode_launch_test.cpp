@@ -83,6 +83,15 @@ TEST_CASE("decode launch: a kernel of another layout or page size is refused bef
   st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("paged cache") != std::string::npos);
+  // Splits that do not start at a tile and page boundary, or a kernel without the problem's window.
+  plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  plan.splits.keys_per_split += 16;
+  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("keys per split") != std::string::npos);
+  plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  plan.split.window = false;
+  CHECK_FALSE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr).ok());
 }
 
 TEST_CASE("merge params: states, strides and blocks", "[launch][merge]") {
