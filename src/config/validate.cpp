@@ -138,8 +138,8 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
     if (smem > config::max_shared_memory_per_block(c.arch))
       out.push_back({"stages", fmt::format("shared memory {} bytes exceeds the {} limit of {} bytes (block_m {}, "
                                            "block_n {}, head_dim {}, stages {})",
-                                           smem, c.arch.to_string(), config::max_shared_memory_per_block(c.arch), c.block_m, c.block_n,
-                                           c.head_dim, c.stages)});
+                                           smem, c.arch.to_string(), config::max_shared_memory_per_block(c.arch),
+                                           c.block_m, c.block_n, c.head_dim, c.stages)});
   }
   return out;
 }

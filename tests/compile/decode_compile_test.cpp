@@ -82,7 +82,8 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   for (auto [group, q_len] : {std::pair{1, 1}, {8, 4}, {4, 16}, {8, 16}})
     configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, KvLayout::paged, 16,
                                                                 false, kSm90a));
-  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, 16, false, kSm90a));
+  configs.push_back(
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, 16, false, kSm90a));
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
   configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
@@ -92,7 +93,8 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged})
       configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, layout,
                                                                   layout == KvLayout::paged ? 16 : 0, false, kSm90a));
-  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 96, 4, 1, KvLayout::paged, 16, false, kSm90a));
+  configs.push_back(
+      flashjit::dispatch::decode_kernel_config(DType::fp16, 96, 4, 1, KvLayout::paged, 16, false, kSm90a));
   // The small-CTA kernel of short caches over many CTAs (plan_decode), contiguous and paged.
   for (int d : {64, 128}) {
     auto p = flashjit::DecodeProblem{};
