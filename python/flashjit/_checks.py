@@ -31,6 +31,16 @@ def _require_cuda(name, t):
         raise ValueError(f"{name} must be a CUDA tensor, got one on {getattr(t, 'device', 'an unknown device')}")
 
 
+def _require_heads_and_head_dim(k_name, hq, hkv, d, dk):
+    """K's head_dim equals q's, its heads divide q's (GQA), and q's head_dim is one the kernels take."""
+    if dk != d:
+        raise ValueError(f"{k_name}: head_dim {dk} differs from q's {d}")
+    if hq % hkv != 0:
+        raise ValueError(f"{k_name}: its {hkv} heads must divide q's {hq} heads (grouped-query attention)")
+    if d % 8 != 0 or d > MAX_HEAD_DIM:
+        raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+
+
 def _require_4d(name, t):
     shape = _shape(t)
     if len(shape) != 4:
@@ -65,12 +75,7 @@ def check_inputs(q, k, v):
         raise ValueError(f"v: shape {list(_shape(v))} differs from k's {list(_shape(k))}")
     if bk != b:
         raise ValueError(f"k: batch {bk} differs from q's {b}")
-    if dk != d:
-        raise ValueError(f"k: head_dim {dk} differs from q's {d}")
-    if hq % hkv != 0:
-        raise ValueError(f"k: its {hkv} heads must divide q's {hq} heads (grouped-query attention)")
-    if d % 8 != 0 or d > MAX_HEAD_DIM:
-        raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+    _require_heads_and_head_dim("k", hq, hkv, d, dk)
     for name, t in tensors:
         _require_layout(name, t)
     return Problem(b, sq, sk, hq, hkv, d, DTYPES[str(q.dtype)])
@@ -240,12 +245,7 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     (b, q_len, hq, d), (n0, n1, hkv, dk) = _shape(q), _shape(k_cache)
     if not paged and n0 != b:
         raise ValueError(f"k_cache: batch {n0} differs from q's {b} (a paged cache needs page_table)")
-    if dk != d:
-        raise ValueError(f"k_cache: head_dim {dk} differs from q's {d}")
-    if hq % hkv != 0:
-        raise ValueError(f"k_cache: its {hkv} heads must divide q's {hq} heads (grouped-query attention)")
-    if d % 8 != 0 or d > MAX_HEAD_DIM:
-        raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+    _require_heads_and_head_dim("k_cache", hq, hkv, d, dk)
     if _shape(seqlens_k) != (b,):
         raise ValueError(f"seqlens_k must have shape [{b}] (one length per sequence of q), got {list(_shape(seqlens_k))}")
     _require_dense("seqlens_k", seqlens_k, "int32 [batch]")
@@ -391,12 +391,7 @@ def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     (total_q, hq, d), (total_k, hkv, dk) = _shape(q), _shape(k)
     if _shape(v) != _shape(k):
         raise ValueError(f"v: shape {list(_shape(v))} differs from k's {list(_shape(k))}")
-    if dk != d:
-        raise ValueError(f"k: head_dim {dk} differs from q's {d}")
-    if hq % hkv != 0:
-        raise ValueError(f"k: its {hkv} heads must divide q's {hq} heads (grouped-query attention)")
-    if d % 8 != 0 or d > MAX_HEAD_DIM:
-        raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+    _require_heads_and_head_dim("k", hq, hkv, d, dk)
     if total_q > INT32_MAX or total_k > INT32_MAX:
         raise ValueError(f"q and k may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q} and {total_k}")
     shape_q = _shape(cu_seqlens_q)

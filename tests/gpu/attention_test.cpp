@@ -18,16 +18,6 @@ namespace {
 
 constexpr Arch kSm90a{90, true};
 
-struct MaskCase {
-  MaskKind kind;
-  int left, right, chunk;
-};
-const MaskCase kMasks[] = {{MaskKind::none, -1, -1, 0},
-                           {MaskKind::causal, -1, -1, 0},
-                           {MaskKind::sliding_window, 37, 5, 0},
-                           {MaskKind::chunked, -1, -1, 48},
-                           {MaskKind::chunked_causal, -1, -1, 100}};
-
 struct Lengths {
   int sq, sk, group, batch;
 };

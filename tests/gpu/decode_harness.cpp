@@ -39,18 +39,24 @@ void parallel_for(int jobs, F f) {
   for (auto& t : threads) t.join();
 }
 
-Result<cuda::DeviceBuffer> upload(const void* host, std::size_t bytes) {
+// A new device buffer of `bytes` into dst, holding a copy of `host`.
+Status upload(cuda::DeviceBuffer& dst, const void* host, std::size_t bytes) {
   auto buf = cuda::DeviceBuffer::allocate(bytes);
   if (!buf.ok()) return std::move(buf).error();
   FLASHJIT_TRY(buf->upload(host, bytes));
-  return std::move(*buf);
+  dst = std::move(*buf);
+  return {};
 }
 
-Result<cuda::DeviceBuffer> poisoned(std::size_t bytes) {
-  auto buf = cuda::DeviceBuffer::allocate(bytes);
-  if (!buf.ok()) return std::move(buf).error();
-  FLASHJIT_TRY(buf->fill_bytes(0xff));
-  return std::move(*buf);
+// New poisoned (0xff bytes: NaN) output buffers of `o_bytes` and `lse_bytes` into o and lse.
+Status poisoned_outputs(cuda::DeviceBuffer& o, std::size_t o_bytes, cuda::DeviceBuffer& lse, std::size_t lse_bytes) {
+  for (auto [dst, bytes] : {std::pair{&o, o_bytes}, {&lse, lse_bytes}}) {
+    auto buf = cuda::DeviceBuffer::allocate(bytes);
+    if (!buf.ok()) return std::move(buf).error();
+    FLASHJIT_TRY(buf->fill_bytes(0xff));
+    *dst = std::move(*buf);
+  }
+  return {};
 }
 
 Status sync() { return cuda::check((*cuda::api())->cuCtxSynchronize(), "cuCtxSynchronize"); }
@@ -294,23 +300,12 @@ DecodeCase DecodeCase::host_only(const DecodeShape& s, std::uint64_t seed, const
 Result<DecodeCase> DecodeCase::make(const DecodeShape& s, std::uint64_t seed, const std::vector<float>* q_in) {
   DecodeImage img;
   DecodeCase c = host_only(s, seed, q_in, img);
-  auto put = [](cuda::DeviceBuffer& dst, const void* host, std::size_t bytes) -> Status {
-    auto buf = upload(host, bytes);
-    if (!buf.ok()) return std::move(buf).error();
-    dst = std::move(*buf);
-    return {};
-  };
-  FLASHJIT_TRY(put(c.dq_, img.q.data(), img.q.size() * 2));
-  FLASHJIT_TRY(put(c.dk_, img.k.data(), img.k.size() * 2));
-  FLASHJIT_TRY(put(c.dv_, img.v.data(), img.v.size() * 2));
-  FLASHJIT_TRY(put(c.dseqlens_, img.seqlens.data(), std::max<std::size_t>(img.seqlens.size(), 1) * 4));
-  if (s.layout == KvLayout::paged) FLASHJIT_TRY(put(c.dpages_, img.page_table.data(), img.page_table.size() * 4));
-  auto o = poisoned(c.o_elems_ * 2);
-  if (!o.ok()) return std::move(o).error();
-  c.do_ = std::move(*o);
-  auto lse = poisoned(c.lse_elems_ * 4);
-  if (!lse.ok()) return std::move(lse).error();
-  c.dlse_ = std::move(*lse);
+  FLASHJIT_TRY(upload(c.dq_, img.q.data(), img.q.size() * 2));
+  FLASHJIT_TRY(upload(c.dk_, img.k.data(), img.k.size() * 2));
+  FLASHJIT_TRY(upload(c.dv_, img.v.data(), img.v.size() * 2));
+  FLASHJIT_TRY(upload(c.dseqlens_, img.seqlens.data(), std::max<std::size_t>(img.seqlens.size(), 1) * 4));
+  if (s.layout == KvLayout::paged) FLASHJIT_TRY(upload(c.dpages_, img.page_table.data(), img.page_table.size() * 4));
+  FLASHJIT_TRY(poisoned_outputs(c.do_, c.o_elems_ * 2, c.dlse_, c.lse_elems_ * 4));
   return c;
 }
 
@@ -502,20 +497,13 @@ MergeCase MergeCase::host_only(const MergeShape& s, std::uint64_t seed, MergeIma
 Result<MergeCase> MergeCase::make(const MergeShape& s, std::uint64_t seed) {
   MergeImage img;
   MergeCase c = host_only(s, seed, img);
+  c.din_o_.resize(s.num_states);
+  c.din_lse_.resize(s.num_states);
   for (int i = 0; i < s.num_states; ++i) {
-    auto o = upload(img.o_in[i].data(), img.o_in[i].size() * 2);
-    if (!o.ok()) return std::move(o).error();
-    c.din_o_.push_back(std::move(*o));
-    auto l = upload(img.lse_in[i].data(), img.lse_in[i].size() * 4);
-    if (!l.ok()) return std::move(l).error();
-    c.din_lse_.push_back(std::move(*l));
+    FLASHJIT_TRY(upload(c.din_o_[i], img.o_in[i].data(), img.o_in[i].size() * 2));
+    FLASHJIT_TRY(upload(c.din_lse_[i], img.lse_in[i].data(), img.lse_in[i].size() * 4));
   }
-  auto o = poisoned(c.o_elems_ * 2);
-  if (!o.ok()) return std::move(o).error();
-  c.do_ = std::move(*o);
-  auto lse = poisoned(c.lse_elems_ * 4);
-  if (!lse.ok()) return std::move(lse).error();
-  c.dlse_ = std::move(*lse);
+  FLASHJIT_TRY(poisoned_outputs(c.do_, c.o_elems_ * 2, c.dlse_, c.lse_elems_ * 4));
   return c;
 }
 

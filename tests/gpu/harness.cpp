@@ -14,17 +14,25 @@ namespace {
 
 int floor_div(long a, long b) { return static_cast<int>(a >= 0 ? a / b : -((-a + b - 1) / b)); }
 
-bool visible(const Shape& s, int i, int j) {
-  const long a = static_cast<long>(i) + s.seqlen_k - s.seqlen_q;
-  switch (s.mask) {
+}  // namespace
+
+bool mask_visible(MaskKind mask, int window_left, int window_right, int chunk_size, long a, int j) {
+  switch (mask) {
     case MaskKind::none: return true;
     case MaskKind::causal: return j <= a;
     case MaskKind::sliding_window:
-      return (s.window_left < 0 || j >= a - s.window_left) && (s.window_right < 0 || j <= a + s.window_right);
-    case MaskKind::chunked: return floor_div(a, s.chunk_size) == floor_div(j, s.chunk_size);
-    case MaskKind::chunked_causal: return floor_div(a, s.chunk_size) == floor_div(j, s.chunk_size) && j <= a;
+      return (window_left < 0 || j >= a - window_left) && (window_right < 0 || j <= a + window_right);
+    case MaskKind::chunked: return floor_div(a, chunk_size) == floor_div(j, chunk_size);
+    case MaskKind::chunked_causal: return floor_div(a, chunk_size) == floor_div(j, chunk_size) && j <= a;
   }
   return false;
+}
+
+namespace {
+
+bool visible(const Shape& s, int i, int j) {
+  return mask_visible(s.mask, s.window_left, s.window_right, s.chunk_size,
+                      static_cast<long>(i) + s.seqlen_k - s.seqlen_q, j);
 }
 
 std::size_t elems(int b, int s, int h, int d) { return std::size_t(b) * s * h * d; }

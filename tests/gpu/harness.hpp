@@ -13,6 +13,21 @@
 
 namespace flashjit::test {
 
+// problem.hpp's mask wording: whether a query aligned to key position a (i + Sk - Sq, bottom-right) sees
+// key j. The prefill and varlen references share it.
+bool mask_visible(MaskKind mask, int window_left, int window_right, int chunk_size, long a, int j);
+
+// The masks the prefill tests sweep (kind, window_left, window_right, chunk_size).
+struct MaskCase {
+  MaskKind kind;
+  int left, right, chunk;
+};
+inline const MaskCase kMasks[] = {{MaskKind::none, -1, -1, 0},
+                                  {MaskKind::causal, -1, -1, 0},
+                                  {MaskKind::sliding_window, 37, 5, 0},
+                                  {MaskKind::chunked, -1, -1, 48},
+                                  {MaskKind::chunked_causal, -1, -1, 100}};
+
 struct Shape {
   int batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 64;
   DType dtype = DType::bf16;

@@ -52,21 +52,9 @@ std::vector<int> offsets(const std::vector<int>& lens) {
   return cu;
 }
 
-int floor_div(long a, long b) { return static_cast<int>(a >= 0 ? a / b : -((-a + b - 1) / b)); }
-
-// problem.hpp's mask wording, per sequence: query i of a sequence with lengths (lq, lk) is aligned to key
-// i + lk - lq.
+// Per sequence: query i of a sequence with lengths (lq, lk) is aligned to key i + lk - lq.
 bool visible(const VarlenShape& s, int lq, int lk, int i, int j) {
-  const long a = static_cast<long>(i) + lk - lq;
-  switch (s.mask) {
-    case MaskKind::none: return true;
-    case MaskKind::causal: return j <= a;
-    case MaskKind::sliding_window:
-      return (s.window_left < 0 || j >= a - s.window_left) && (s.window_right < 0 || j <= a + s.window_right);
-    case MaskKind::chunked: return floor_div(a, s.chunk_size) == floor_div(j, s.chunk_size);
-    case MaskKind::chunked_causal: return floor_div(a, s.chunk_size) == floor_div(j, s.chunk_size) && j <= a;
-  }
-  return false;
+  return mask_visible(s.mask, s.window_left, s.window_right, s.chunk_size, static_cast<long>(i) + lk - lq, j);
 }
 
 // Packed tensors (host copies as rounded floats, device buffers) of one ragged batch.
@@ -306,16 +294,6 @@ void check_against_fp64(const VarlenShape& shape, const KernelConfig& config) {
   c->reference(ref_o, ref_lse);
   check_ok(compare_varlen(*c, o, lse, ref_o, ref_lse), shape.dtype);
 }
-
-struct MaskCase {
-  MaskKind kind;
-  int left, right, chunk;
-};
-const MaskCase kMasks[] = {{MaskKind::none, -1, -1, 0},
-                           {MaskKind::causal, -1, -1, 0},
-                           {MaskKind::sliding_window, 37, 5, 0},
-                           {MaskKind::chunked, -1, -1, 48},
-                           {MaskKind::chunked_causal, -1, -1, 100}};
 
 struct Ragged {
   std::vector<int> len_q, len_k;
