@@ -16,7 +16,7 @@ namespace {
 // the stream runs and waits for it in-kernel (ptx/griddep.cuh), which hides the launch latency.
 Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                   int threads, int smem, CUstream stream, void* params, const char* what,
-                  bool after_previous = false) {
+                  bool after_previous) {
   CUlaunchConfig lc{};
   CUlaunchAttribute attr{};
   if (after_previous) {
@@ -33,8 +33,10 @@ Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned 
   return cuda::check(api.cuLaunchKernelEx(&lc, f, args, nullptr), what);
 }
 
-// FLASHJIT_PDL=0 launches the combine kernel plainly (for drivers or tools that refuse programmatic
-// dependent launches, e.g. under graph capture on old drivers).
+// Decode and merge kernels are launched with programmatic dependent launch on sm_90: each may start (launch,
+// setup) while the kernel before it on the stream finishes, and waits for it in-kernel before its first
+// global access; each lets the kernel behind it start the same way. FLASHJIT_PDL=0 launches them plainly
+// (for drivers or tools that refuse programmatic dependent launches, e.g. under graph capture on old drivers).
 bool pdl_enabled() {
   static const bool enabled = [] {
     const char* v = std::getenv("FLASHJIT_PDL");
@@ -42,6 +44,8 @@ bool pdl_enabled() {
   }();
   return enabled;
 }
+
+bool pdl_for(const Arch& arch) { return arch.sm >= 90 && pdl_enabled(); }
 
 float scale_of(const DecodeProblem& p) {
   return p.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(p.head_dim)));
@@ -138,12 +142,12 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
   FLASHJIT_TRY(launch_one(**api, split, static_cast<unsigned>(plan.splits.num_splits),
                           static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch),
                           threads_per_cta(plan.split), shared_memory_bytes(plan.split), stream, &params,
-                          "cuLaunchKernelEx(split-KV decode)"));
+                          "cuLaunchKernelEx(split-KV decode)", pdl_for(plan.split.arch)));
   if (plan.splits.num_splits == 1) return {};
   CombineParams cp = make_split_combine_params(p, plan, workspace);
   const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
   return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,
-                    &cp, "cuLaunchKernelEx(decode combine)", plan.combine.arch.sm >= 90 && pdl_enabled());
+                    &cp, "cuLaunchKernelEx(decode combine)", pdl_for(plan.combine.arch));
 }
 
 Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p) {
@@ -152,7 +156,7 @@ Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const
   CombineParams cp = make_merge_params(p);
   const long long rows = 1LL * p.batch * p.seqlen * p.heads;
   return launch_one(**api, combine, combine_blocks(config, rows), 1, 1, threads_per_cta(config), 0,
-                    static_cast<CUstream>(p.stream), &cp, "cuLaunchKernelEx(merge)");
+                    static_cast<CUstream>(p.stream), &cp, "cuLaunchKernelEx(merge)", pdl_for(config.arch));
 }
 
 }  // namespace flashjit::launch

@@ -41,9 +41,12 @@ struct CombineKernel {
   static_assert(CombineParams::kMaxStates == 32 && 32 % kRound == 0, "whole rounds of at most a warp");
 
   static __device__ void run(const CombineParams& p) {
-    // Launched right behind the split kernel (programmatic dependent launch on sm_90): wait for its
-    // partials here; a plain launch (the merge API) passes straight through.
+    // Launched with programmatic dependent launch (sm_90) right behind the kernel that wrote its inputs (the
+    // split kernel, or the caller's last kernel for the merge API): wait for that kernel's completion before
+    // reading them; a plain launch passes straight through. Then the kernel behind this one may launch (it
+    // waits the same way for this one's completion); not before, so that its CTAs find the SMs free.
     ptx::grid_dependency_wait();
+    ptx::launch_dependents();
     const int lane = threadIdx.x % 32;
     const long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= static_cast<long long>(p.batch) * p.seqlen * p.heads) return;

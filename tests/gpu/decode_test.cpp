@@ -4,8 +4,8 @@
 // lengths (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1,
 // 8, 16, 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and
 // fp16, sliding windows, LSE on and off, forced and planned split counts (empty trailing splits), caller
-// and runtime-owned workspaces, strided q / o / cache, many short sequences; merges of 1, 2, 3, 5 and 32
-// states.
+// and runtime-owned workspaces, strided q / o / cache, many short sequences, chains of calls each reading
+// the one before's output; merges of 1, 2, 3, 5 and 32 states.
 //
 // Only these: flashjit_gpu_tests "[decode],[merge]"
 #include <fmt/format.h>
@@ -234,6 +234,55 @@ TEST_CASE("decode: forced split counts (1, 2, 7, 32) and the planner's, with cal
   s.num_splits = splits;
   s.with_lse = !(splits == 7 && workspace == Workspace::caller);  // the combine pass without LSE, once per layout
   check_decode(s, workspace);
+}
+
+TEST_CASE("decode: back-to-back calls where each reads the output of the one before and overwrites its input",
+          "[decode][gpu]") {
+  // Programmatic dependent launch (sm_90) lets each decode launch while the one before it finishes: its
+  // kernels must wait before their first global access. Call 2 takes call 1's O as its Q (read after write),
+  // call 3 takes call 2's O as Q and writes into call 1's O, which call 2 read (write after read); no
+  // synchronization in between, with and without the combine pass in the chain.
+  ensure_context();
+  const int splits = GENERATE(1, 3);
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 4, {300, 4097, 7}, kContiguous);
+  s.num_splits = splits;
+  const std::uint64_t seed = fresh_seed();
+  INFO(s.to_string() << ", seed " << seed);
+  auto c = DecodeCase::make(s, seed);
+  if (!c.ok()) FAIL(c.error().to_string());
+  const std::size_t elems = std::size_t(s.batch()) * s.q_len * s.heads_q * s.head_dim;
+  auto middle = cuda::DeviceBuffer::allocate(elems * 2);
+  REQUIRE(middle.ok());
+  REQUIRE(middle->fill_bytes(0xff).ok());
+
+  const DecodeProblem first = c->problem();
+  DecodeProblem second = first, third = first;
+  second.q = first.o, second.o = middle->get(), second.lse = nullptr;
+  third.q = middle->get();
+  for (const DecodeProblem* p : std::vector<const DecodeProblem*>{&first, &second, &third}) {
+    auto st = runtime().decode(*p);
+    if (!st.ok()) FAIL(st.error().to_string());
+  }
+
+  std::vector<std::uint16_t> bits(elems);
+  REQUIRE(middle->download(bits.data(), bits.size() * 2).ok());  // synchronous: after the whole chain
+  std::vector<float> o2(elems);
+  for (std::size_t i = 0; i < elems; ++i) o2[i] = from_half_bits(s.dtype, bits[i]);
+  // Call 2 against float64 over call 1's reference output rounded to bf16 (the device's own call 1 output
+  // is gone: call 3 overwrote it), call 3 against float64 over call 2's output as read back.
+  std::vector<double> ref_o, ref_lse;
+  reference_decode(s, c->q(), c->kv(), ref_o, ref_lse);
+  std::vector<float> q1(elems);
+  for (std::size_t i = 0; i < elems; ++i)
+    q1[i] = from_half_bits(s.dtype, to_half_bits(s.dtype, static_cast<float>(ref_o[i])));
+  reference_decode(s, q1, c->kv(), ref_o, ref_lse);
+  expect_close(s.output_shape(), o2, {}, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, 0);
+
+  std::vector<float> o3, lse3;
+  std::int64_t stray = 0;
+  REQUIRE(c->read_outputs(o3, lse3, stray).ok());
+  reference_decode(s, o2, c->kv(), ref_o, ref_lse);
+  expect_close(s.output_shape(), o3, lse3, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
 }
 
 TEST_CASE("decode: q_len 16 and sequences shorter than q_len (rows without a key: O = 0, LSE = -inf)",
