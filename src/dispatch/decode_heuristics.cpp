@@ -71,12 +71,16 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
   c.stages = head_dim <= 128 ? 3 : 2;
   if ((layout == KvLayout::paged || head_dim <= 64) && head_dim <= 128 && 8 % m_tiles == 0 && m_tiles <= 4 &&
       arch.sm >= 90) {
-    // 128-key tiles and eight warps (one 200 KB CTA per SM at d128) keep twice the bytes in flight and two
-    // warps per scheduler. H200, GB/s against 64-key tiles, four warps: paged d128 with 16-token pages
-    // B16 Sk 8k 4235 / 4119 (the latter with two CTAs per SM), B1 Sk 32k 3319 / 3187, 64-token pages
-    // 4284 / 4157 and 3442 / 3305; contiguous d64 B16 Sk 8k 4177 / 3755 (cuDNN 3684).
+    // 128-key tiles (one 200 KB CTA per SM at d128) keep twice the bytes in flight. H200, GB/s against
+    // 64-key tiles, four warps: paged d128 with 16-token pages B16 Sk 8k 4235 / 4119 (the latter with two
+    // CTAs per SM), B1 Sk 32k 3319 / 3187, 64-token pages 4284 / 4157 and 3442 / 3305; contiguous d64 B16
+    // Sk 8k 4177 / 3755 (cuDNN 3684). Four warps (32-key slices) for one or two m-tiles, eight for four:
+    // since the epilogue merges key groups with vector loads, fewer groups cost less than the extra warps
+    // win (µs, eight / four warps, H200: paged 16 d128 B1 Sk 32k 38.1 / 36.8, B16 Sk 8k 125.0 / 123.6;
+    // paged 64 B1 37.0 / 36.4; d64 contiguous B4 Sk 8k 22.7 / 20.3; q_len 8 (two m-tiles) paged 16 B4 Sk 8k
+    // 41.8 / 41.3, B16 128.8 / 129.8, B64 Sk 2k 143.0 / 141.9).
     c.block_n = 128;
-    c.warps = 8;
+    c.warps = m_tiles <= 2 ? 4 : 8;
   } else {
     // Four warps: 64-key tiles of 32 KB (d128), 96 KB per CTA, one CTA per SM streams a contiguous d128
     // cache at cuDNN's rate (H200: 4343 GB/s at B16 Sk 8k, cuDNN 4367; 128-key tiles 4323), and short

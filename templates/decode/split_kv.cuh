@@ -244,36 +244,65 @@ struct SplitKernel {
     }
     __syncthreads();
 
-    // Merge the key groups and write: the final O and LSE (one split), or this split's partial state.
+    // Merge the key groups and write: the final O and LSE (one split), or this split's partial state. First
+    // one thread per row: the groups' weights (normalization included) over the groups' max slots, the
+    // row's 1 / l (0: no key) over group 0's sum slot, and its LSE. Then each thread merges 8 columns of a row
+    // with 16-byte shared loads and a 16-byte store. (Per element, with the weights recomputed and a division
+    // each, this took ≈ 1.8 µs of a 4.9 µs call at B4 Sk 32 on the H200.)
     const bool final_output = p.num_splits == 1;
-    for (int i = tid; i < rows_valid * kHeadDim; i += kThreads) {
-      const int row = i / kHeadDim, d = i % kHeadDim;
+    const long long slice = static_cast<long long>(split) * p.batch;  // of the workspace (splits)
+    if (tid < rows_valid) {
+      const int row = tid;
       float m = neg_infinity();
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) m = fmaxf(m, m_max[g * kRows + row]);
       const float m_scaled = m == neg_infinity() ? 0.f : m * p.scale_log2;
-      float l = 0.f, acc = 0.f;
+      float w[kKeyGroups], l = 0.f;
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) {
-        const float w = exp2_approx(m_max[g * kRows + row] * p.scale_log2 - m_scaled);
-        l += w * m_sum[g * kRows + row];
-        acc += w * m_o[(g * kRows + row) * kHeadDim + d];
+        w[g] = exp2_approx(m_max[g * kRows + row] * p.scale_log2 - m_scaled);
+        l += w[g] * m_sum[g * kRows + row];
       }
       const bool empty = !(l > 0.f);
-      const float out = empty ? 0.f : acc / l;
+      const float inv = empty ? 0.f : 1.f / l;
+#pragma unroll
+      for (int g = 0; g < kKeyGroups; ++g) m_max[g * kRows + row] = w[g] * inv;  // only this thread reads row
+      m_sum[row] = inv;
       const int token = row / p.group, head = kv_head * p.group + row % p.group;
       const float lse = empty ? neg_infinity() : m * p.softmax_scale + log_approx(l);
       const long long lse_index = (static_cast<long long>(batch) * p.heads_q + head) * p.q_len + token;
+      if (!final_output) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse;
+      else if (p.lse != nullptr) p.lse[lse_index] = lse;
+    }
+    __syncthreads();
+    constexpr int kChunks = kHeadDim / 8;
+    for (int i = tid; i < rows_valid * kChunks; i += kThreads) {
+      const int row = i / kChunks, d0 = (i % kChunks) * 8;
+      float acc[8];
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc[c] = 0.f;
+      if (m_sum[row] != 0.f) {  // else no key: O = 0 (never a weight times a group's unwritten buffer)
+#pragma unroll
+        for (int g = 0; g < kKeyGroups; ++g) {
+          const float w = m_max[g * kRows + row];
+          const float4* src = reinterpret_cast<const float4*>(m_o + (g * kRows + row) * kHeadDim + d0);
+          const float4 a = src[0], b = src[1];
+          acc[0] = fmaf(w, a.x, acc[0]), acc[1] = fmaf(w, a.y, acc[1]), acc[2] = fmaf(w, a.z, acc[2]);
+          acc[3] = fmaf(w, a.w, acc[3]), acc[4] = fmaf(w, b.x, acc[4]), acc[5] = fmaf(w, b.y, acc[5]);
+          acc[6] = fmaf(w, b.z, acc[6]), acc[7] = fmaf(w, b.w, acc[7]);
+        }
+      }
+      const int token = row / p.group, head = kv_head * p.group + row % p.group;
       if (final_output) {
-        T* dst = static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head;
-        dst[d] = from_float<T>(out);
-        if (d == 0 && p.lse != nullptr) p.lse[lse_index] = lse;
+        T* dst = static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head + d0;
+        *reinterpret_cast<uint4*>(dst) = make_uint4(pack2<T>(acc[0], acc[1]), pack2<T>(acc[2], acc[3]),
+                                                    pack2<T>(acc[4], acc[5]), pack2<T>(acc[6], acc[7]));
       } else {
-        const long long slice = static_cast<long long>(split) * p.batch;
-        // A split without keys writes only its LSE (-inf); the combine kernel then leaves its O out.
-        if (!empty)
-          p.ws_o[(((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + d] = out;
-        if (d == 0) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse;
+        // A split without keys writes O = 0 beside its LSE of -inf; the combine kernel leaves it out.
+        float4* dst = reinterpret_cast<float4*>(
+            p.ws_o + (((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + d0);
+        dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+        dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
       }
     }
     if (p.num_splits == 1) ptx::launch_dependents();  // every SM this grid used is about to be free

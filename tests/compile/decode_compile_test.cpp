@@ -149,7 +149,7 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   CHECK(first_field(bad) == "page_size");
   bad = c, bad.layout = KvLayout::contiguous;  // page_size 16 on a contiguous cache
   CHECK(first_field(bad) == "page_size");
-  CHECK(readable_name(c) == "decode_bf16_d128_r16_bn128_s3_w8_paged16_sm90a");
+  CHECK(readable_name(c) == "decode_bf16_d128_r16_bn128_s3_w4_paged16_sm90a");
   CombineKernelConfig m;
   m.fp32_inputs = false;
   CHECK(readable_name(m) == "combine_bf16_bf16_d128_w4_sm90a");

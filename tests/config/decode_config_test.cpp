@@ -125,7 +125,7 @@ TEST_CASE("decode and combine configs: the planner's configs round-trip, partial
   }
   CHECK(to_json(plan.split) ==
         R"({"kernel":"decode","arch":"sm_90a","dtype":"bf16","head_dim":128,"rows":16,"block_n":128,)"
-        R"("stages":3,"warps":8,"layout":"paged","page_size":16,"window":true})");
+        R"("stages":3,"warps":4,"layout":"paged","page_size":16,"window":true})");
   CHECK(to_json(merge) == R"({"kernel":"combine","arch":"sm_80","dtype":"fp16","fp32_inputs":false,"head_dim":64,"warps":4})");
 
   auto partial = flashjit::decode_config_from_json(R"({"head_dim": 64, "layout": "paged", "page_size": 32, "window": 1})");

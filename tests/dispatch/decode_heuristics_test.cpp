@@ -154,7 +154,7 @@ TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kep
   CHECK(plan_decode(p, kSm90a, 132).split.rows == 32);
 }
 
-TEST_CASE("decode plan: paged caches take 128-key tiles and eight warps on sm_90, one CTA per SM",
+TEST_CASE("decode plan: paged caches take 128-key tiles on sm_90 (four warps, eight for four m-tiles), one CTA per SM",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   auto p = decode_problem(16, 8192);
@@ -165,13 +165,22 @@ TEST_CASE("decode plan: paged caches take 128-key tiles and eight warps on sm_90
   CHECK(plan.splits.num_splits == 1);  // 128 CTAs, one per SM
   p.head_dim = 64;  // contiguous d64 streams faster with the 128-key tiles too
   CHECK(plan_decode(p, kSm90a, 132).split.block_n == 128);
-  CHECK(plan_decode(p, kSm90a, 132).split.warps == 8);
+  CHECK(plan_decode(p, kSm90a, 132).split.warps == 4);
   p.head_dim = 128;
   p.layout = flashjit::KvLayout::paged, p.page_size = 16, p.num_pages = 8192, p.max_pages_per_seq = 512;
   plan = plan_decode(p, kSm90a, 132);
   CHECK(plan.split.block_n == 128);
-  CHECK(plan.split.warps == 8);
+  CHECK(plan.split.warps == 4);
   CHECK(plan.split.stages == 3);
+  p.q_len = 8;  // group 4 x q_len 8: two m-tiles, two warps each
+  CHECK(plan_decode(p, kSm90a, 132).split.rows == 32);
+  CHECK(plan_decode(p, kSm90a, 132).split.warps == 4);
+  p.q_len = 16;  // four m-tiles: eight warps, two per m-tile
+  CHECK(plan_decode(p, kSm90a, 132).split.rows == 64);
+  CHECK(plan_decode(p, kSm90a, 132).split.block_n == 128);
+  CHECK(plan_decode(p, kSm90a, 132).split.warps == 8);
+  p.q_len = 1;
+  plan = plan_decode(p, kSm90a, 132);
   CHECK(plan.split.page_size == 16);
   CHECK(flashjit::shared_memory_bytes(plan.split) <= 227 * 1024);
   CHECK(plan.splits.num_splits == 1);
