@@ -74,7 +74,7 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
     // 128-key tiles (one 200 KB CTA per SM at d128) keep twice the bytes in flight. H200, GB/s against
     // 64-key tiles, four warps: paged d128 with 16-token pages B16 Sk 8k 4235 / 4119 (the latter with two
     // CTAs per SM), B1 Sk 32k 3319 / 3187, 64-token pages 4284 / 4157 and 3442 / 3305; contiguous d64 B16
-    // Sk 8k 4177 / 3755 (cuDNN 3684). Four warps (32-key slices) for one or two m-tiles, eight for four:
+    // Sk 8k 4177 / 3755 (cuDNN 3684). Four warps for one or two m-tiles (32- or 64-key slices), eight for four:
     // since the epilogue merges key groups with vector loads, fewer groups cost less than the extra warps
     // win (µs, eight / four warps, H200: paged 16 d128 B1 Sk 32k 38.1 / 36.8, B16 Sk 8k 125.0 / 123.6;
     // paged 64 B1 37.0 / 36.4; d64 contiguous B4 Sk 8k 22.7 / 20.3; q_len 8 (two m-tiles) paged 16 B4 Sk 8k

@@ -30,7 +30,14 @@ Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned 
   lc.sharedMemBytes = static_cast<unsigned>(smem);
   lc.hStream = stream;
   void* args[] = {params};
-  return cuda::check(api.cuLaunchKernelEx(&lc, f, args, nullptr), what);
+  CUresult r = api.cuLaunchKernelEx(&lc, f, args, nullptr);
+  if (after_previous && (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)) {
+    // A driver or stream that refuses programmatic dependent launch gets a plain launch (the kernel's
+    // wait then passes straight through); any other failure is the plain launch's to report.
+    lc.attrs = nullptr, lc.numAttrs = 0;
+    r = api.cuLaunchKernelEx(&lc, f, args, nullptr);
+  }
+  return cuda::check(r, what);
 }
 
 // Decode and merge kernels are launched with programmatic dependent launch on sm_90: each may start (launch,
