@@ -12,6 +12,13 @@ Error bad_kind(const std::string& value) {
                fmt::format("config field 'kernel': '{}' is not one of prefill, decode, combine", value));
 }
 
+// A parsed config of one kind as an AnyKernelConfig, or its parse error.
+template <class Config>
+Result<AnyKernelConfig> as_any(Result<Config> c) {
+  if (!c.ok()) return std::move(c).error();
+  return AnyKernelConfig(*c);
+}
+
 }  // namespace
 
 const char* to_string(KernelKind kind) {
@@ -44,29 +51,15 @@ Result<AnyKernelConfig> any_config_from_json(std::string_view text) {
   if (j.is_discarded()) return Error(ErrorCode::invalid_config, "config is not valid JSON");
   if (!j.is_object()) return Error(ErrorCode::invalid_config, "config JSON must be an object");
   auto it = j.find("kernel");
-  if (it == j.end()) {
-    auto c = config_from_json(text);
-    if (!c.ok()) return std::move(c).error();
-    return AnyKernelConfig(*c);
-  }
+  if (it == j.end()) return as_any(config_from_json(text));
   if (!it->is_string())
     return Error(ErrorCode::invalid_config, fmt::format("config field 'kernel': expected a string, got {}", it->dump()));
   const std::string kind = it->get<std::string>();
-  if (kind == "decode") {
-    auto c = decode_config_from_json(text);
-    if (!c.ok()) return std::move(c).error();
-    return AnyKernelConfig(*c);
-  }
-  if (kind == "combine") {
-    auto c = combine_config_from_json(text);
-    if (!c.ok()) return std::move(c).error();
-    return AnyKernelConfig(*c);
-  }
+  if (kind == "decode") return as_any(decode_config_from_json(text));
+  if (kind == "combine") return as_any(combine_config_from_json(text));
   if (kind != "prefill") return bad_kind(kind);
   j.erase("kernel");  // KernelConfig's JSON has no "kernel" field
-  auto c = config_from_json(j.dump());
-  if (!c.ok()) return std::move(c).error();
-  return AnyKernelConfig(*c);
+  return as_any(config_from_json(j.dump()));
 }
 
 Result<AnyKernelConfig> any_config_from_pairs(const std::vector<std::string>& pairs) {
@@ -78,20 +71,10 @@ Result<AnyKernelConfig> any_config_from_pairs(const std::vector<std::string>& pa
     else
       rest.push_back(p);
   }
-  if (kind == "decode") {
-    auto c = decode_config_from_pairs(rest);
-    if (!c.ok()) return std::move(c).error();
-    return AnyKernelConfig(*c);
-  }
-  if (kind == "combine") {
-    auto c = combine_config_from_pairs(rest);
-    if (!c.ok()) return std::move(c).error();
-    return AnyKernelConfig(*c);
-  }
+  if (kind == "decode") return as_any(decode_config_from_pairs(rest));
+  if (kind == "combine") return as_any(combine_config_from_pairs(rest));
   if (kind != "prefill") return bad_kind(kind);
-  auto c = config_from_pairs(rest);
-  if (!c.ok()) return std::move(c).error();
-  return AnyKernelConfig(*c);
+  return as_any(config_from_pairs(rest));
 }
 
 }  // namespace flashjit

@@ -17,6 +17,7 @@
 #include "codegen/generate.hpp"
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
+#include "support/checks.hpp"
 
 using flashjit::Algorithm;
 using flashjit::Arch;
@@ -27,9 +28,10 @@ using flashjit::MaskKind;
 using flashjit::codegen::embedded_templates;
 using flashjit::codegen::generate;
 
+using flashjit::test::contains;
+
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 struct Include {
   bool angled;       // <...>

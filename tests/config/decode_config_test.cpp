@@ -9,6 +9,7 @@
 #include "config/decode_config.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "support/catch.hpp"
+#include "support/checks.hpp"
 
 using flashjit::AnyKernelConfig;
 using flashjit::Arch;
@@ -20,17 +21,11 @@ using flashjit::KernelConfig;
 using flashjit::KernelKind;
 using flashjit::KvLayout;
 
+using flashjit::test::contains;
+using flashjit::test::require_error_naming;
+
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-template <class R>
-void require_error_naming(const R& r, const std::string& field) {
-  REQUIRE(!r.ok());
-  INFO(r.error().to_string());
-  CHECK(r.error().code == ErrorCode::invalid_config);
-  CHECK(contains(r.error().message, "'" + field + "'"));
-}
 
 std::string b(bool v) { return v ? "true" : "false"; }
 

@@ -9,6 +9,7 @@
 #include "dispatch/heuristics.hpp"
 #include "flashjit/config.hpp"
 #include "support/catch.hpp"
+#include "support/checks.hpp"
 
 using flashjit::Algorithm;
 using flashjit::Arch;
@@ -18,18 +19,11 @@ using flashjit::KernelConfig;
 using flashjit::MaskKind;
 using flashjit::Scheduler;
 
+using flashjit::test::contains;
+using flashjit::test::require_error_naming;
+
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-// The parse must fail with invalid_config and a message naming `field` in quotes.
-template <class R>
-void require_error_naming(const R& r, const std::string& field) {
-  REQUIRE(!r.ok());
-  INFO(r.error().to_string());
-  CHECK(r.error().code == ErrorCode::invalid_config);
-  CHECK(contains(r.error().message, "'" + field + "'"));
-}
 
 }  // namespace
 

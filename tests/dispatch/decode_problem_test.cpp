@@ -5,11 +5,14 @@
 
 #include "flashjit/decode.hpp"
 #include "support/catch.hpp"
+#include "support/checks.hpp"
 
 using flashjit::DecodeProblem;
 using flashjit::DType;
 using flashjit::ErrorCode;
 using flashjit::KvLayout;
+
+using flashjit::test::contains;
 
 namespace {
 
@@ -37,7 +40,6 @@ DecodeProblem paged() {
   return p;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 void require_invalid(const DecodeProblem& p, const std::string& part) {
   auto st = check(p);

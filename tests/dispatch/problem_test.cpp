@@ -7,12 +7,15 @@
 
 #include "flashjit/problem.hpp"
 #include "support/catch.hpp"
+#include "support/checks.hpp"
 
 using flashjit::AttentionProblem;
 using flashjit::DType;
 using flashjit::ErrorCode;
 using flashjit::MaskKind;
 using flashjit::Strides;
+
+using flashjit::test::contains;
 
 namespace {
 
@@ -36,7 +39,6 @@ AttentionProblem valid_problem() {
   return p;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // check() must fail with invalid_argument and a message containing `part`.
 void require_invalid(const AttentionProblem& p, const std::string& part) {
