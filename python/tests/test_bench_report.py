@@ -106,6 +106,13 @@ def test_decode_sweep():
     assert "decode" in report.SWEEPS
 
 
+def test_decode_batch_sweep():
+    shapes = report.SWEEPS["decode-batches"]()
+    assert {s["seqlen_k"] for s in shapes} == {8192}
+    assert [s["batch"] for s in shapes if not s["page_size"]] == [8, 9, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64]
+    assert [(s["batch"], s["page_size"]) for s in shapes if s["page_size"]] == [(10, 16), (20, 16), (24, 16), (40, 16)]
+
+
 def test_decode_bytes_and_timing():
     s = report.decode_shape(64, 16384)
     assert report.kv_bytes(s) == 2 * 64 * 16384 * 8 * 128 * 2  # 4.3 GB: one set, one call per replay
@@ -169,4 +176,16 @@ def test_decode_plot(tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "decode.png"
     report.plot_decode(decode_rows(), {"matmul_tflops": 800.0, "copy_tb_s": 4.2}, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_decode_batch_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = []
+    for b, ps in ((8, 0), (9, 0), (10, 0), (10, 16)):
+        rows.append({"shape": report.decode_shape(b, 8192, page_size=ps), "method": "graph",
+                     "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},
+                     "results": {"flashjit": {"ms": 1.0, "gb_s": 4000.0 + b}, "cudnn": {"ms": 1.0, "gb_s": 3900.0}}})
+    path = tmp_path / "decode-batches.png"
+    report.plot_decode(rows, {"matmul_tflops": 800.0, "copy_tb_s": 4.2}, str(path), "decode-batches")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -13,4 +13,13 @@ inline int max_shared_memory_per_block(const Arch& arch) {
   return 99 * 1024;
 }
 
+// Shared memory of one SM (the same table: 164 KB, 228 KB, 100 KB), and what the driver reserves per block
+// out of it: a kernel of b bytes fits floor(per_sm / (b + reserved)) blocks per SM.
+inline int shared_memory_per_sm(const Arch& arch) {
+  if (arch.sm == 80 || arch.sm == 87) return 164 * 1024;
+  if (arch.sm >= 90) return 228 * 1024;
+  return 100 * 1024;
+}
+inline constexpr int kSharedMemoryReservedPerBlock = 1024;
+
 }  // namespace flashjit::config

@@ -24,6 +24,18 @@ int keys_per_split(int keys, int splits, int granule) {
   return ceil_div(ceil_div(keys, splits), granule) * granule;
 }
 
+// The model's constants, measured on the H200 (d128 bf16, 8 KV heads, Sk 8k, contiguous with two CTAs per SM
+// and paged with one): an SM streams K/V at about 50 GB/s, with one CTA or two (72 CTAs on 72 SMs read
+// 3598-3850 GB/s, 80 read 3883-4148), and about 86 SMs together saturate HBM (4300 GB/s: 96 to 264 CTAs
+// read 4150-4440). A CTA costs ≈ 2 µs besides its streaming (launch, Q load, pipeline fill, epilogue), the
+// combine pass ≈ 3 µs.
+constexpr double kSmGBs = 50.0;
+constexpr double kSaturatingSmsPerSm = 86.0 / 132.0;
+constexpr double kCtaFixedUs = 2.0;
+constexpr double kCombineUs = 3.0;
+// A split count replaces the fill rule's only where the model makes it this much faster.
+constexpr double kModelMargin = 1.05;
+
 }  // namespace
 
 int decode_split_granule(const DecodeSplitInputs& in) {
@@ -33,18 +45,52 @@ int decode_split_granule(const DecodeSplitInputs& in) {
   return in.page_size > 0 ? std::lcm(block_n, in.page_size) : block_n;
 }
 
+double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
+  // The n CTAs run in rounds of as many as the SMs hold at once (SMs x ctas_per_sm), all of the same length:
+  // a round of a CTAs on m SMs streams a x bytes at min(m x kSmGBs, HBM) and pays one CTA's fixed cost. The
+  // launch spreads the first round one CTA per SM before doubling up (B17, 136 CTAs: 4266-4375 GB/s); a later
+  // round's CTAs take the slots that free up, both of an SM at once (384 CTAs two per SM, B48 unsplit, B24 in
+  // two splits, B16 in three: 3681-3881 GB/s, as if the last 120 ran on 60 SMs). A last round on fewer SMs
+  // than saturate HBM streams at their rate: that tail is what a split count that fills the rounds avoids.
+  const int sms = at_least_1(in.sms), keys = at_least_1(in.max_keys);
+  const int per_split = keys_per_split(keys, at_least_1(splits), decode_split_granule(in));
+  splits = ceil_div(keys, per_split);  // the splits the rounding left empty are dropped
+  const long long n = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv) * splits;
+  const int per_sm = at_least_1(in.ctas_per_sm);
+  const long long slots = 1LL * sms * per_sm;
+  const double bytes = 1.0 * per_split * at_least_1(in.bytes_per_key);
+  const double hbm_gbs = kSmGBs * kSaturatingSmsPerSm * sms;
+  auto round_us = [&](long long ctas, long long busy_sms) {  // GB/s = 1e3 bytes per µs
+    return ctas * bytes / (std::min(busy_sms * kSmGBs, hbm_gbs) * 1e3) + kCtaFixedUs;
+  };
+  const long long full = n / slots, last = n % slots;
+  double us = (splits > 1 ? kCombineUs : 0.0) + full * round_us(slots, sms);
+  if (last > 0) us += round_us(last, full == 0 ? std::min<long long>(last, sms) : (last + per_sm - 1) / per_sm);
+  return us;
+}
+
 DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   const int ctas = at_least_1(in.batch) * at_least_1(in.heads_kv);
   const int keys = at_least_1(in.max_keys);
-  // The seed's rule. Decode streams K/V from HBM once; a CTA per (sequence, KV head) reads at the rate of
-  // one SM slot, so when B·Hkv CTAs leave slots idle, the keys are shared by slots / (B·Hkv) CTAs (integer
-  // part: with B·Hkv > slots / 2 a second split would only add a second, partial wave). Measured on the
-  // H200 (contiguous, 132 slots): B1 Sk 32k 16 splits 3.35-3.39 TB/s against 3.19-3.22 with 32.
-  int splits = std::clamp(at_least_1(in.sms) * at_least_1(in.ctas_per_sm) / ctas, 1, kMaxDecodeSplits);
+  // The seed's fill rule. Decode streams K/V from HBM once; a CTA per (sequence, KV head) reads at the rate
+  // of one SM, so when B·Hkv CTAs leave SMs idle, the keys are shared by SMs / (B·Hkv) CTAs (integer part).
+  // Measured on the H200 (contiguous, 132 SMs): B1 Sk 32k 16 splits 3.35-3.39 TB/s against 3.19-3.22 with 32.
+  int splits = std::clamp(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits);
   // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
   // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
   // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
-  splits = std::min(splits, std::max(1, keys / kMinKeysPerSplit));
+  const int most = std::min(kMaxDecodeSplits, std::max(1, keys / kMinKeysPerSplit));
+  splits = std::min(splits, most);
+  // The fill rule leaves two cases slow, which the time model (modeled_decode_us) finds: fewer CTAs than
+  // saturate HBM, and a last partial round on few SMs. H200, Sk 8k, GB/s unsplit / with the model's count:
+  // B9 (72 CTAs) 3850 / 4131 (2 splits); B40 (320 CTAs, two per SM) 4026 / 4193 (3), B48 3881 / 4492 (2);
+  // paged B20 (160 CTAs of 200 KB, one per SM) 3414 / 4099 (4), B24 3675 / 4242 (2), B40 3941 / 4313 (2).
+  // Another count is taken only where the model makes it kModelMargin faster.
+  double best = modeled_decode_us(in, splits);
+  for (int s = 1; s <= most; ++s) {
+    const double us = modeled_decode_us(in, s);
+    if (us * kModelMargin < best) splits = s, best = us;
+  }
   // Round keys per split up to the granule, then drop the splits the rounding left empty (e.g. 3 splits of
   // 1000 keys with 512-key pages become 2 of 512): an empty split for the longest sequence is a wasted CTA.
   const int granule = decode_split_granule(in);
@@ -117,11 +163,11 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
-  // One CTA per SM: a second one (two splits where one would do) costs the combine pass and gained nothing
-  // measured on the H200 since the paged kernel keeps more bytes in flight itself (B16 Sk 8k, 64-key tiles:
-  // contiguous 4206 / 4359 GB/s with two / one CTAs per SM, 16-token pages 4122 / 4059, against 4235 with
-  // the 128-key tiles above at one CTA per SM).
-  in.ctas_per_sm = 1;
+  // The split kernels an SM holds at once, by shared memory (two of the 100 KB contiguous d128 kernel on
+  // sm_90, one of the 200 KB paged one), and the bytes a key costs: the time model's inputs.
+  in.ctas_per_sm = std::max(1, config::shared_memory_per_sm(arch) /
+                                   (shared_memory_bytes(plan.split) + config::kSharedMemoryReservedPerBlock));
+  in.bytes_per_key = 2 * p.head_dim * 2;  // K and V, bf16 or fp16
   in.max_keys = visible_keys(p, plan.split.block_n);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;

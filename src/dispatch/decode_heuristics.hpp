@@ -20,7 +20,8 @@ struct DecodeSplitInputs {
   int max_keys = 1;    // keys the longest sequence's rows can see (its length, or the window when shorter)
   int page_size = 0;   // 0: contiguous cache; else tokens per page
   int block_n = 64;    // keys per tile of the split kernel
-  int ctas_per_sm = 1; // CTAs per SM the plan fills (SMs x this many slots)
+  int ctas_per_sm = 1; // CTAs of the split kernel one SM holds at once (its shared memory decides)
+  int bytes_per_key = 512;  // K and V bytes of one key of one KV head (2 x head_dim x element size)
 };
 
 struct DecodeSplitPlan {
@@ -35,6 +36,10 @@ int decode_split_granule(const DecodeSplitInputs& in);
 // The heuristic: see the comments in decode_heuristics.cpp. Never returns an empty split for the longest
 // sequence (shorter ones may have empty trailing splits, which write an empty state).
 DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in);
+
+// The time model plan_decode_splits compares split counts with: modeled µs of the split kernel (and the
+// combine pass) for `splits` splits of the longest sequence's keys on an H200-like device.
+double modeled_decode_us(const DecodeSplitInputs& in, int splits);
 
 // Exactly `splits` splits (clamped to [1, kMaxDecodeSplits]) over max_keys, keys per split rounded up to
 // the granule: tests force 1, 2, 7 this way, and trailing splits may then be empty.

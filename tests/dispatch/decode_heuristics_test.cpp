@@ -8,6 +8,7 @@ using flashjit::dispatch::DecodeSplitInputs;
 using flashjit::dispatch::DecodeSplitPlan;
 using flashjit::dispatch::forced_decode_splits;
 using flashjit::dispatch::kMaxDecodeSplits;
+using flashjit::dispatch::modeled_decode_us;
 using flashjit::dispatch::plan_decode_splits;
 
 namespace {
@@ -79,8 +80,14 @@ TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]
               REQUIRE(p.keys_per_split % decode_split_granule(in) == 0);
               REQUIRE(static_cast<long long>(p.num_splits) * p.keys_per_split >= keys);  // every key covered
               REQUIRE(static_cast<long long>(p.num_splits - 1) * p.keys_per_split < keys);  // none empty
-              REQUIRE(p.num_splits <= std::max(1, sms / (batch * heads_kv)));  // never more CTAs than the rule
               if (p.num_splits > 1) REQUIRE(p.keys_per_split >= 512);
+              // The fill rule's count, or one the time model makes 5% faster.
+              int fill = std::clamp(sms / (batch * heads_kv), 1, std::max(1, std::min(32, keys / 512)));
+              const int fill_keys = forced_decode_splits(in, fill).keys_per_split;
+              fill = (keys + fill_keys - 1) / fill_keys;  // the splits its rounding left empty dropped
+              if (p.num_splits != fill) {
+                REQUIRE(modeled_decode_us(in, p.num_splits) * 1.05 < modeled_decode_us(in, fill));
+              }
             }
 }
 
@@ -189,11 +196,45 @@ TEST_CASE("decode plan: paged caches take 128-key tiles on sm_90 (four warps, ei
   plan = plan_decode(p, kSm90a, 132);
   CHECK(plan.splits.num_splits == 16);  // 132 / 8
   CHECK(plan.splits.keys_per_split % 128 == 0);
-  // The planner's input for more CTAs per SM still counts slots.
-  CHECK(plan_decode_splits(h200(16, 8, 8192)).num_splits == 1);
-  auto in = h200(16, 8, 8192);
-  in.ctas_per_sm = 2;
+}
+
+TEST_CASE("decode splits: the time model splits where the grid leaves a slow tail or too few CTAs", "[dispatch][decode]") {
+  // Contiguous d128 (two CTAs per SM), Sk 8k: B9 (72 CTAs, fewer than saturate HBM) splits in two, B40
+  // (320 CTAs: a last round of 56 on 28 SMs) in three, B48 (384: 120 on 60 SMs) in two; B10-B33 keep one CTA
+  // per (sequence, KV head), B3 and B5 the fill rule's count.
+  auto contiguous = [](int batch, int keys) {
+    auto in = h200(batch, 8, keys);
+    in.ctas_per_sm = 2;
+    return plan_decode_splits(in).num_splits;
+  };
+  CHECK(contiguous(9, 8192) == 2);
+  CHECK(contiguous(40, 8192) == 3);
+  CHECK(contiguous(48, 8192) == 2);
+  for (int batch : {10, 12, 14, 16, 17, 20, 24, 28, 33, 64}) {
+    INFO("B" << batch);
+    CHECK(contiguous(batch, 8192) == 1);
+  }
+  CHECK(contiguous(3, 8192) == 5);
+  CHECK(contiguous(5, 8192) == 3);
+  CHECK(contiguous(1, 32768) == 16);
+  // Paged, 128-key tiles of 200 KB (one CTA per SM): B20 (160 CTAs) would leave a round of 28, B24 of 60.
+  auto in = h200(20, 8, 8192, 16, 128);
+  CHECK(plan_decode_splits(in).num_splits == 4);
+  CHECK(modeled_decode_us(in, 4) * 1.05 < modeled_decode_us(in, 1));
+  in.batch = 24;
   CHECK(plan_decode_splits(in).num_splits == 2);
+  in.batch = 16;
+  CHECK(plan_decode_splits(in).num_splits == 1);
+  // The model itself: a saturated single round costs its bytes at HBM's rate plus the fixed costs.
+  in = h200(16, 8, 8192);
+  in.ctas_per_sm = 2;
+  CHECK(modeled_decode_us(in, 1) == Approx(128 * 8192 * 512 / (50.0 * 86 * 1e3) + 2.0));
+  CHECK(modeled_decode_us(in, 2) > modeled_decode_us(in, 1));  // 256 CTAs: the combine for nothing
+  in.batch = 9;  // 72 CTAs on 72 SMs, below saturation
+  CHECK(modeled_decode_us(in, 1) == Approx(72 * 8192 * 512 / (50.0 * 72 * 1e3) + 2.0));
+  in.batch = 48;  // 384 CTAs: 264, then 120 on 60 SMs
+  CHECK(modeled_decode_us(in, 1) ==
+        Approx(264 * 8192 * 512 / (50.0 * 86 * 1e3) + 120 * 8192 * 512 / (50.0 * 60 * 1e3) + 4.0));
 }
 
 TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "[dispatch][decode]") {
@@ -204,7 +245,7 @@ TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "
   auto plan = plan_decode(p, flashjit::Arch{80, false}, 108);
   CHECK(plan.split.block_n == 64);
   CHECK(plan.split.warps == 4);
-  CHECK(plan.splits.num_splits == 1);  // 108 SMs / 128 CTAs
+  CHECK(plan.splits.num_splits == 3);  // 128 CTAs, one per SM (100 KB), would leave a round of 20 of 108 SMs
   // d256: two 64-key stages.
   p.head_dim = 256;
   plan = plan_decode(p, kSm90a, 132);

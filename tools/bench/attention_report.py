@@ -43,6 +43,9 @@ DECODE_HEADLINE = [(1, 32768), (64, 16384), (16, 8192)]  # (batch, seqlen_k)
 DECODE_BATCHES = [4, 16, 32, 64, 128, 256]
 DECODE_SEQLENS = [32, 64, 128, 256, 512, 1024, 2048]
 DECODE_PAGE_SIZES = [16, 64]
+# Batch sizes between the grid's, at one length: where B·Hkv CTAs fill the SMs unevenly (8 KV heads, 132 SMs).
+DECODE_BATCH_SWEEP = [8, 9, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64]
+DECODE_BATCH_SWEEP_PAGED = [10, 20, 24, 40]
 
 
 def decode_sweep():
@@ -54,7 +57,14 @@ def decode_sweep():
     return shapes
 
 
-SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep}
+def decode_batch_sweep(seqlen_k=8192):
+    """H32 KV8 D128 bf16, one new token, Sk 8k: every batch of DECODE_BATCH_SWEEP contiguous, then the paged
+    (16-token pages) batches."""
+    return ([decode_shape(b, seqlen_k) for b in DECODE_BATCH_SWEEP] +
+            [decode_shape(b, seqlen_k, page_size=16) for b in DECODE_BATCH_SWEEP_PAGED])
+
+
+SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep, "decode-batches": decode_batch_sweep}
 
 
 def visible_pairs(seqlen_q, seqlen_k, causal, window=(-1, -1)):
@@ -256,6 +266,25 @@ def plot_decode(rows, ceilings, path, sweep="decode"):
     contiguous = [row for row in rows if not row["shape"].get("page_size")]
     batches = sorted({row["shape"]["batch"] for row in contiguous})
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    copy_gbs = ceilings["copy_tb_s"] * 1e3  # the DRAM traffic of a device copy (read + write) per second
+    if len({row["shape"]["seqlen_k"] for row in rows}) == 1:  # a batch sweep: GB/s against B
+        page_sizes = sorted({row["shape"].get("page_size", 0) for row in rows})
+        series = [("flashjit", ps) for ps in page_sizes] + [("cudnn", 0)]
+        for n, (impl, ps) in enumerate(series):
+            points = sorted((row["shape"]["batch"], gbs_of(row["results"].get(impl))) for row in rows
+                            if row["shape"].get("page_size", 0) == ps)
+            points = [(x, y) for x, y in points if y]
+            if points:
+                grid_ax.plot(*zip(*points), "--" if impl == "cudnn" else "-", marker="o", markersize=3,
+                             color=colors[n % len(colors)], label=LABELS[impl] + (f" paged {ps}" if ps else ""))
+        grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
+        grid_ax.set_xlabel("batch (B)")
+        grid_ax.set_ylabel("GB/s of K/V read")
+        grid_ax.set_ylim(bottom=0)
+        grid_ax.set_title(f"{sweep}: Sk {rows[0]['shape']['seqlen_k']} (H32/8 D128 bf16)")
+        grid_ax.grid(alpha=0.3)
+        grid_ax.legend(fontsize=8)
+        batches = []  # no length grid
     for n, batch in enumerate(batches):
         subset = sorted((row for row in contiguous if row["shape"]["batch"] == batch),
                         key=lambda r: r["shape"]["seqlen_k"])
@@ -267,15 +296,15 @@ def plot_decode(rows, ceilings, path, sweep="decode"):
             if points:
                 grid_ax.plot(*zip(*points), style, marker="o", markersize=3, color=colors[n % len(colors)],
                              label=f"B{batch} {LABELS[impl]}")
-    copy_gbs = ceilings["copy_tb_s"] * 1e3  # the DRAM traffic of a device copy (read + write) per second
-    grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
-    grid_ax.set_xscale("log", base=2)
-    grid_ax.set_xlabel("keys per sequence (Sk)")
-    grid_ax.set_ylabel("GB/s of K/V read")
-    grid_ax.set_ylim(bottom=0)
-    grid_ax.set_title(f"{sweep}: batch x length grid (H32/8 D128 bf16)")
-    grid_ax.grid(alpha=0.3)
-    grid_ax.legend(fontsize=6, ncol=2)
+    if batches:
+        grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
+        grid_ax.set_xscale("log", base=2)
+        grid_ax.set_xlabel("keys per sequence (Sk)")
+        grid_ax.set_ylabel("GB/s of K/V read")
+        grid_ax.set_ylim(bottom=0)
+        grid_ax.set_title(f"{sweep}: batch x length grid (H32/8 D128 bf16)")
+        grid_ax.grid(alpha=0.3)
+        grid_ax.legend(fontsize=6, ncol=2)
 
     # The headline shapes: those with paged variants, in sweep order (else the first three).
     paged_keys = {(row["shape"]["batch"], row["shape"]["seqlen_k"]) for row in rows if row["shape"].get("page_size")}
