@@ -163,10 +163,9 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
-  // The split kernels an SM holds at once, by shared memory (two of the 100 KB contiguous d128 kernel on
-  // sm_90, one of the 200 KB paged one), and the bytes a key costs: the time model's inputs.
-  in.ctas_per_sm = std::max(1, config::shared_memory_per_sm(arch) /
-                                   (shared_memory_bytes(plan.split) + config::kSharedMemoryReservedPerBlock));
+  // The split kernels an SM holds at once (two of the 100 KB contiguous d128 kernel on sm_90, one of the
+  // 200 KB paged one) and the bytes a key costs: the time model's inputs.
+  in.ctas_per_sm = ctas_per_sm(plan.split);
   in.bytes_per_key = 2 * p.head_dim * 2;  // K and V, bf16 or fp16
   in.max_keys = visible_keys(p, plan.split.block_n);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);

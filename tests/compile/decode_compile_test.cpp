@@ -1,5 +1,6 @@
 // NVRTC compiles of the decode kernels (no GPU needed): the split kernel as decode_kernel_config() picks it
-// for bf16 / fp16, head dims 64 / 128 / 256, contiguous and paged caches (no spills), the row counts of
+// for bf16 / fp16, head dims 64 / 128 / 256, contiguous and paged caches (no spills, registers that let the
+// planned CTAs per SM fit), the row counts of
 // groups 1 / 4 / 8 with q_len 1 / 4 / 16 and the window variant, and the combine kernel for fp32 partials
 // and for the merge API's bf16 / fp16 states.
 #include <string>
@@ -47,6 +48,11 @@ std::vector<Outcome> compile_all(const std::vector<Config>& configs) {
   work(0);
   second.join();
   return out;
+}
+
+bool contains_bounds(const GeneratedSource& g, int threads, int blocks) {
+  return g.text.find("__launch_bounds__(" + std::to_string(threads) + ", " + std::to_string(blocks) + ")") !=
+         std::string::npos;
 }
 
 void check_compiled(const Outcome& o, bool no_spills) {
@@ -107,7 +113,15 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     INFO(readable_name(c));
     REQUIRE(validate(c).empty());
   }
-  for (const auto& o : compile_all(configs)) check_compiled(o, true);
+  const auto outcomes = compile_all(configs);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    check_compiled(outcomes[i], true);
+    // The launch bounds keep the CTAs per SM the planner counts on: registers never cost one of them.
+    if (!outcomes[i].compiled.ok()) continue;
+    INFO(readable_name(configs[i]) << ": " << outcomes[i].compiled->ptxas.registers << " registers");
+    CHECK(outcomes[i].compiled->ptxas.registers * threads_per_cta(configs[i]) * ctas_per_sm(configs[i]) <= 64 * 1024);
+    CHECK(contains_bounds(*outcomes[i].source, threads_per_cta(configs[i]), ctas_per_sm(configs[i])));
+  }
 }
 
 TEST_CASE("nvrtc decode: the combine and merge kernels compile", "[compile][decode]") {

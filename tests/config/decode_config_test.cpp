@@ -212,3 +212,20 @@ TEST_CASE("any config: the kind comes from \"kernel\"; prefill JSON is unchanged
   CHECK(to_string(d.kind()) == std::string("decode"));
   CHECK(to_string(c.kind()) == std::string("combine"));
 }
+
+TEST_CASE("decode config: CTAs per SM by shared memory, at most what 168 registers per thread allow",
+          "[config][decode]") {
+  DecodeKernelConfig c;  // d128, 16 rows, 64-key tiles, three stages, four warps: 100 KB
+  c.arch = Arch{90, true};
+  CHECK(flashjit::ctas_per_sm(c) == 2);
+  c.arch = Arch{80, false};  // 164 KB per SM
+  CHECK(flashjit::ctas_per_sm(c) == 1);
+  c.arch = Arch{90, true};
+  c.block_n = 32, c.stages = 2, c.warps = 2;  // the short-cache kernel: 36 KB, 64 threads
+  CHECK(flashjit::shared_memory_bytes(c) == 36864);
+  CHECK(flashjit::ctas_per_sm(c) == 6);  // 228 KB / 37 KB = 6; 64 Ki registers / (64 x 168) = 6
+  c.head_dim = 64;  // 18 KB: twelve by shared memory, six by registers
+  CHECK(flashjit::ctas_per_sm(c) == 6);
+  c.head_dim = 128, c.block_n = 128, c.stages = 3, c.warps = 4;  // 196 KB
+  CHECK(flashjit::ctas_per_sm(c) == 1);
+}
