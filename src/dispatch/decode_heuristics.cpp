@@ -147,15 +147,28 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   const int group = p.heads_q / std::max(p.heads_kv, 1);
   plan.split =
       decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
-  // Short caches over more CTAs than two per SM (no split then): small CTAs (two warps, 32-key tiles, two
-  // stages: 36 KB at d128) that fit five per SM overlap the per-CTA latency chain (sequence length, Q and
-  // K/V loads, store) that bounds these launches. H200, contiguous d128, group 4, µs against the default
-  // config and cuDNN: B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4;
-  // B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512 130.2 / 130.3 / 129.0. With one CTA
-  // per SM or fewer (B16) the default's four warps are faster (Sk 32 5.1 against 5.7; Sk 512 12.5 / 18.0).
+  // Short caches over more CTAs than SMs (no split then): small CTAs that several fit per SM overlap the
+  // per-CTA latency chain (sequence length, Q and K/V loads, merge, store) that bounds these launches.
+  // Contiguous d128: one warp per CTA (32-key tiles; its rows' whole state in its registers, so no merge of
+  // key groups through shared memory), three stages (52 KB, four per SM) unless more CTAs than four per SM
+  // wait with at most 128 keys each or more than eight per SM with any: two (36 KB, six per SM). H200, group
+  // 4, µs: four-warp default or the two-warp kernel below / one warp / cuDNN: B24 Sk 32 5.32 / 4.55 / 4.61,
+  // Sk 128 7.75 / 6.95 / 7.72; B32 Sk 32 5.64 / 4.82 / 4.81, Sk 128 8.61 / 7.74 / 8.14, Sk 512 19.04 / 18.66 /
+  // 19.76; B64 Sk 32 6.80 / 5.90 / 7.85, Sk 256 19.60 / 18.85 / 21.60; B128 Sk 32 10.92 / 8.84 / 13.72, Sk 512
+  // 67.67 / 65.08 / 66.83; B256 Sk 32 16.68 / 14.33 / 25.18, Sk 512 124.1 / 123.0 / 126.8. With one CTA per SM
+  // or fewer (B16) four warps are faster from 64 keys (Sk 64 4.91 / 4.95, Sk 256 7.54 / 9.15).
+  // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles, two stages (36 KB
+  // at d128) over more CTAs than two per SM. H200, contiguous d128, µs against the default config and cuDNN:
+  // B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4; B256 Sk 32 22.6 / 39.3 /
+  // 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512 130.2 / 130.3 / 129.0.
   const long long ctas = 1LL * std::max(p.batch, 1) * std::max(p.heads_kv, 1);
-  if (arch.sm >= 90 && plan.split.rows == 16 && p.head_dim <= 128 && ctas > 2LL * sms &&
-      visible_keys(p, plan.split.block_n) <= 512) {
+  const int short_keys = visible_keys(p, plan.split.block_n);
+  const bool short_cache = arch.sm >= 90 && plan.split.rows == 16 && p.head_dim <= 128 && short_keys <= 512;
+  if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms) {
+    plan.split.block_n = 32;
+    plan.split.warps = 1;
+    plan.split.stages = ctas > 8LL * sms || (ctas > 4LL * sms && short_keys <= 128) ? 2 : 3;
+  } else if (short_cache && ctas > 2LL * sms) {
     plan.split.block_n = 32;
     plan.split.warps = 2;
     plan.split.stages = 2;

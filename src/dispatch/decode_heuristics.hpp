@@ -47,7 +47,7 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
 
 // The split kernel's config for a shape: rows = group * q_len rounded up to 16, warps a multiple of the
 // m-tiles (each tile's keys split over the rest), tile, warps and pipeline depth by layout and head dim, the
-// page size (paged) compiled in. plan_decode may then pick the small-CTA kernel for short caches. See
+// page size (paged) compiled in. plan_decode may then pick a small-CTA kernel for short caches. See
 // decode_heuristics.cpp for the reasons.
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
                                         int page_size, bool window, const Arch& arch);

@@ -220,6 +220,38 @@ struct SplitKernel {
         }
       }
     }
+    const bool final_output = p.num_splits == 1;
+    const long long slice = static_cast<long long>(split) * p.batch;  // of the workspace (splits)
+    if constexpr (kKeyGroups == 1) {
+      // One warp per m-tile saw every key of its rows: it normalizes and stores them from its registers, with
+      // no merge through shared memory (and no barrier).
+      float inv[2], lse[2];
+      softmax.finalize(p.softmax_scale, inv, lse);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = mt * 16 + lane / 4 + h * 8;
+        if (row >= rows_valid) continue;
+        const int token = row / p.group, head = kv_head * p.group + row % p.group;
+        const long long lse_index = (static_cast<long long>(batch) * p.heads_q + head) * p.q_len + token;
+        if (lane % 4 == 0) {
+          if (!final_output) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse[h];
+          else if (p.lse != nullptr) p.lse[lse_index] = lse[h];
+        }
+        if (final_output) {
+          T* dst = static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head + 2 * (lane % 4);
+#pragma unroll
+          for (int d = 0; d < kDT; ++d)
+            *reinterpret_cast<unsigned*>(dst + d * 8) = pack2<T>(o[d][2 * h] * inv[h], o[d][2 * h + 1] * inv[h]);
+        } else {
+          float* dst = p.ws_o + (((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + 2 * (lane % 4);
+#pragma unroll
+          for (int d = 0; d < kDT; ++d)
+            *reinterpret_cast<float2*>(dst + d * 8) = make_float2(o[d][2 * h] * inv[h], o[d][2 * h + 1] * inv[h]);
+        }
+      }
+      if (final_output) ptx::launch_dependents();  // every SM this grid used is about to be free
+      return;
+    }
     ptx::cp_async_wait<0>();
     __syncthreads();  // every warp is done with the K/V stages, which now hold the merge buffers
 
@@ -249,8 +281,6 @@ struct SplitKernel {
     // row's 1 / l (0: no key) over group 0's sum slot, and its LSE. Then each thread merges 8 columns of a row
     // with 16-byte shared loads and a 16-byte store. (Per element, with the weights recomputed and a division
     // each, this took ≈ 1.8 µs of a 4.9 µs call at B4 Sk 32 on the H200.)
-    const bool final_output = p.num_splits == 1;
-    const long long slice = static_cast<long long>(split) * p.batch;  // of the workspace (splits)
     if (tid < rows_valid) {
       const int row = tid;
       float m = neg_infinity();

@@ -101,7 +101,7 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
                                                                   layout == KvLayout::paged ? 16 : 0, false, kSm90a));
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::fp16, 96, 4, 1, KvLayout::paged, 16, false, kSm90a));
-  // The small-CTA kernel of short caches over many CTAs (plan_decode), contiguous and paged.
+  // The small-CTA kernels of short caches over many CTAs (plan_decode): one warp (contiguous d128), two.
   for (int d : {64, 128}) {
     auto p = flashjit::DecodeProblem{};
     p.batch = 64, p.heads_q = 32, p.heads_kv = 8, p.head_dim = d, p.max_seqlen_k = 256;

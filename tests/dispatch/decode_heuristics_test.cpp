@@ -1,5 +1,7 @@
 // Tests of the split-KV planner: the issue's benchmark shapes on the H200 (132 SMs), the short-cache and
 // page-size rules, invariants over a grid of shapes, forced split counts and degenerate inputs.
+#include <tuple>
+
 #include "dispatch/decode_heuristics.hpp"
 #include "support/catch.hpp"
 
@@ -259,27 +261,41 @@ TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "
   CHECK(plan.split.block_n == 64);
 }
 
-TEST_CASE("decode plan: short caches over more than two CTAs per SM take the small-CTA kernel", "[dispatch][decode]") {
+TEST_CASE("decode plan: short caches over more CTAs than SMs take one-warp CTAs (contiguous d128), else two-warp CTAs "
+          "over more than two per SM", "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
-  auto small = [](const flashjit::dispatch::DecodePlan& plan) {
-    return plan.split.block_n == 32 && plan.split.warps == 2 && plan.split.stages == 2;
+  auto shape = [](const flashjit::dispatch::DecodePlan& plan) {
+    return std::tuple{plan.split.block_n, plan.split.warps, plan.split.stages};
   };
-  CHECK(small(plan_decode(decode_problem(64, 32), kSm90a, 132)));    // 512 CTAs
-  CHECK(small(plan_decode(decode_problem(256, 512), kSm90a, 132)));
-  CHECK(flashjit::shared_memory_bytes(plan_decode(decode_problem(64, 32), kSm90a, 132).split) == 36864);
-  CHECK_FALSE(small(plan_decode(decode_problem(64, 513), kSm90a, 132)));  // a longer cache
-  CHECK_FALSE(small(plan_decode(decode_problem(33, 32), kSm90a, 132)));   // 264 CTAs: two per SM
-  CHECK(small(plan_decode(decode_problem(34, 32), kSm90a, 132)));
-  CHECK_FALSE(small(plan_decode(decode_problem(64, 32, 8), kSm90a, 132)));  // 32 rows
-  CHECK_FALSE(small(plan_decode(decode_problem(64, 32), flashjit::Arch{80, false}, 108)));
+  using Shape = std::tuple<int, int, int>;
+  // Contiguous d128: one warp, 32-key tiles; three stages up to four CTAs per SM (or eight with more than 128
+  // keys), two beyond.
+  CHECK(shape(plan_decode(decode_problem(17, 32), kSm90a, 132)) == Shape{32, 1, 3});  // 136 CTAs
+  CHECK(shape(plan_decode(decode_problem(64, 32), kSm90a, 132)) == Shape{32, 1, 3});  // 512 CTAs
+  CHECK(shape(plan_decode(decode_problem(128, 128), kSm90a, 132)) == Shape{32, 1, 2});
+  CHECK(shape(plan_decode(decode_problem(128, 256), kSm90a, 132)) == Shape{32, 1, 3});
+  CHECK(shape(plan_decode(decode_problem(256, 512), kSm90a, 132)) == Shape{32, 1, 2});
+  CHECK(flashjit::shared_memory_bytes(plan_decode(decode_problem(64, 32), kSm90a, 132).split) == 53248);
+  CHECK(shape(plan_decode(decode_problem(16, 32), kSm90a, 132)) == Shape{64, 4, 3});   // 128 CTAs: one per SM
+  CHECK(shape(plan_decode(decode_problem(64, 513), kSm90a, 132)) == Shape{64, 4, 3});  // a longer cache
+  CHECK(shape(plan_decode(decode_problem(64, 32, 8), kSm90a, 132)) == Shape{64, 4, 3});  // 32 rows
   // A window bounds the visible keys: a long cache with a short window counts as short.
-  CHECK(small(plan_decode(decode_problem(64, 32768, 1, 100), kSm90a, 132)));
+  CHECK(shape(plan_decode(decode_problem(64, 32768, 1, 100), kSm90a, 132)) == Shape{32, 1, 3});
+  // d64 and paged caches: two warps, 32-key tiles, two stages, from more than two CTAs per SM.
+  auto d64 = decode_problem(64, 32);
+  d64.head_dim = 64;
+  CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{32, 2, 2});
+  d64.batch = 33;  // 264 CTAs: two per SM
+  CHECK(std::get<1>(shape(plan_decode(d64, kSm90a, 132))) == 4);
   auto paged = decode_problem(64, 256);
   paged.layout = flashjit::KvLayout::paged, paged.page_size = 16, paged.num_pages = 1024, paged.max_pages_per_seq = 16;
   const auto plan = plan_decode(paged, kSm90a, 132);
-  CHECK(small(plan));
+  CHECK(shape(plan) == Shape{32, 2, 2});
   CHECK(plan.split.page_size == 16);
   CHECK(plan.splits.num_splits == 1);
+  CHECK(flashjit::shared_memory_bytes(plan.split) == 36864);
+  // sm_80: neither.
+  CHECK(std::get<1>(shape(plan_decode(decode_problem(64, 32), flashjit::Arch{80, false}, 108))) == 4);
 }
 
 TEST_CASE("decode plan: every planned split kernel passes validate() but d256 x 112+ rows on sm_80",

@@ -167,7 +167,7 @@ TEST_CASE("decode: ragged batches on contiguous and paged caches match float64",
   check_decode(s);
 }
 
-TEST_CASE("decode: many short sequences (the small-CTA kernel of more than two CTAs per SM) match float64",
+TEST_CASE("decode: many short sequences (the one-warp kernel of contiguous d128, the two-warp one else) match float64",
           "[decode][gpu]") {
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
   const int head_dim = GENERATE(64, 128);
