@@ -20,7 +20,7 @@ struct DecodeSplitInputs {
   int max_keys = 1;    // keys the longest sequence's rows can see (its length, or the window when shorter)
   int page_size = 0;   // 0: contiguous cache; else tokens per page
   int block_n = 64;    // keys per tile of the split kernel
-  int ctas_per_sm = 1; // CTAs of the split kernel one SM holds at once (its shared memory decides)
+  int ctas_per_sm = 1; // CTAs of the split kernel one SM holds at once (config's ctas_per_sm)
   int bytes_per_key = 512;  // K and V bytes of one key of one KV head (2 x head_dim x element size)
 };
 

@@ -2,8 +2,9 @@
 // The group * q_len query rows of one KV head (row r: query head kv_head * group + r % group, new token
 // r / group) are the rows of kRows / 16 m-tiles, so each K/V byte of the split is read once per KV head.
 // Warp w computes m-tile w % kMT against key slice w / kMT of every kBN-key tile (kKeyGroups slices); the
-// slices' softmax states are merged through shared memory at the end. Causal among the new tokens: token t
-// sits at key position a = seqlen - q_len + t and sees keys j <= a (and j >= a - window_left).
+// slices' softmax states are merged through shared memory at the end (with one slice, one warp per m-tile,
+// each warp writes its rows from its registers). Causal among the new tokens: token t sits at key position
+// a = seqlen - q_len + t and sees keys j <= a (and j >= a - window_left).
 //
 #pragma once
 
