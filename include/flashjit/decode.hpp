@@ -28,6 +28,8 @@ inline constexpr int kMaxDecodeQueryLen = 16;
 inline constexpr int kMaxDecodePageSize = 256;
 // group * q_len query rows of one KV head share one CTA (rows of its mma tiles).
 inline constexpr int kMaxDecodeRows = 128;
+// Keys per sequence (max_seqlen_k): 2^30, so that key arithmetic in 32 bits never overflows.
+inline constexpr int kMaxDecodeSeqlen = 1 << 30;
 
 struct DecodeProblem {
   DType dtype = DType::bf16;
@@ -49,7 +51,7 @@ struct DecodeProblem {
   const int* seqlens_k = nullptr;    // [B] int32 on the device
   // A host-side bound on every seqlens_k entry: the split planner divides this many keys, and the kernels
   // clamp each length to it (a larger entry is a caller error, never a read past the cache). Contiguous: at
-  // most the cache's capacity max_seq; paged: at most max_pages_per_seq * page_size.
+  // most the cache's capacity max_seq; paged: at most max_pages_per_seq * page_size; and kMaxDecodeSeqlen.
   int max_seqlen_k = 0;
 
   // Contiguous cache: its sequence capacity (the max_seq dimension); 0 means max_seqlen_k.

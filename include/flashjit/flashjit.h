@@ -164,7 +164,7 @@ typedef enum flashjit_kv_layout {
  *                 sequence b is token j % page_size of page page_table[b * max_pages_per_seq + j / page_size]
  *   seqlens_k     [B] int32 on the device, read by the kernels only (never by the host, unless check_pages)
  * max_seqlen_k is a host-side bound on every seqlens_k entry (the split planner divides this many keys;
- * the kernels clamp each length to it): at most cache_seqlen, or max_pages_per_seq * page_size. */
+ * the kernels clamp each length to it): at most cache_seqlen, or max_pages_per_seq * page_size, and 2^30. */
 typedef struct flashjit_decode_args {
   size_t struct_size; /* sizeof(flashjit_decode_args) */
   const void* q;
@@ -278,7 +278,8 @@ FLASHJIT_API int flashjit_decode(flashjit_runtime* runtime, const flashjit_decod
 
 /* Everything flashjit_decode does but the launch (the tensors are not read): compiles or loads the kernels
  * on the device of the pointers, and without a caller workspace allocates the runtime's for the stream,
- * large enough for every batch up to args->batch (smaller batches split their keys more).
+ * large enough for every batch up to args->batch and any max_seqlen_k (the split count rises and falls with
+ * both).
  * The runtime's workspace of a stream is shared by the decodes on that stream (CU_STREAM_PER_THREAD: per
  * thread); a graph captured on the stream keeps using it: replay such graphs only on that stream's order,
  * or give each graph a caller workspace. */

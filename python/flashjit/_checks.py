@@ -154,6 +154,7 @@ def shape4(name, shape):
 
 INT32 = "torch.int32"
 INT32_MAX = 2**31 - 1
+MAX_DECODE_SEQLEN = 1 << 30  # keys per sequence (flashjit/decode.hpp kMaxDecodeSeqlen)
 FLOAT32 = "torch.float32"
 
 
@@ -264,11 +265,11 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     capacity = max_pages * n1 if paged else n1
     if max_seqlen_k is None:
         max_seqlen_k = capacity
-        if max_seqlen_k > INT32_MAX:
-            raise ValueError(f"the cache holds {capacity} keys per sequence, beyond int32: pass max_seqlen_k")
+        if max_seqlen_k > MAX_DECODE_SEQLEN:
+            raise ValueError(f"the cache holds {capacity} keys per sequence, beyond 2^30: pass max_seqlen_k")
     else:
         what = "max_pages_per_seq * page_size" if paged else "the cache's sequence capacity k_cache.shape[1]"
-        max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
+        max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, MAX_DECODE_SEQLEN)
         if max_seqlen_k > capacity:
             raise ValueError(f"max_seqlen_k {max_seqlen_k} exceeds {what} = {capacity}")
     if paged:

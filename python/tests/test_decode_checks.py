@@ -127,6 +127,7 @@ def test_decode_tensor_checks(case):
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"max_seqlen_k": 0}, "max_seqlen_k must be in [1"),
+    ({"max_seqlen_k": 2**30 + 1}, "max_seqlen_k must be in [1, 1073741824]"),
     ({"max_seqlen_k": MAXSEQ + 1}, f"max_seqlen_k {MAXSEQ + 1} exceeds the cache's sequence capacity"),
     ({"max_seqlen_k": 1.5}, "max_seqlen_k must be an integer"),
     ({"max_seqlen_k": True}, "max_seqlen_k must be an integer"),

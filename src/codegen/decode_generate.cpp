@@ -8,10 +8,9 @@ namespace flashjit::codegen {
 namespace {
 
 Result<GeneratedSource> framed(std::string name, std::string json, const char* header, std::string kernel,
-                               const char* params, int smem, int threads, int min_blocks = 1) {
+                               const char* params, int smem, int threads) {
   return render(Frame{std::move(name), std::move(json), header, std::move(kernel),
-                      fmt::format("const __grid_constant__ flashjit::{} params", params), "params", smem, threads,
-                      min_blocks});
+                      fmt::format("const __grid_constant__ flashjit::{} params", params), "params", smem, threads});
 }
 
 }  // namespace
@@ -24,7 +23,7 @@ Result<GeneratedSource> generate(const DecodeKernelConfig& c) {
       "    /*page_size=*/{}, /*window=*/{}>",
       element_type(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps, c.page_size, c.window);
   return framed(readable_name(c), to_json(c), "decode/split_kv.cuh", kernel, "DecodeParams", shared_memory_bytes(c),
-               threads_per_cta(c), ctas_per_sm(c));
+               threads_per_cta(c));
 }
 
 Result<GeneratedSource> generate(const CombineKernelConfig& c) {

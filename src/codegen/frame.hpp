@@ -19,7 +19,6 @@ struct Frame {
   std::string arguments;   // what Kernel::run receives
   int smem = 0;
   int threads = 0;
-  int min_blocks = 1;      // __launch_bounds__'s CTAs per SM: registers are capped to let this many fit
 };
 
 GeneratedSource render(const Frame& frame);

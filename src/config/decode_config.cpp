@@ -134,8 +134,9 @@ Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::str
 int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }
 
 int ctas_per_sm(const DecodeKernelConfig& c) {
-  // H200: the two-warp short-cache kernel (d128, 36 KB) takes 168 registers, six CTAs per SM; a variant with
-  // a longer prologue took 176 unbounded, five CTAs per SM, and B256 Sk 32 took 19.4 µs instead of 16.9.
+  // Registers are not known before compiling: 168 per thread is what the contiguous d128 two-warp kernel takes
+  // (six of its 36 KB CTAs per SM). A variant with a longer prologue took 176, five CTAs per SM, and B256
+  // Sk 32 19.4 µs instead of 16.9 on the H200: the compile test guards the short-cache kernels' registers.
   constexpr int kRegisterFile = 64 * 1024, kRegistersPerThread = 168;
   const int by_smem = config::shared_memory_per_sm(c.arch) /
                       (shared_memory_bytes(c) + config::kSharedMemoryReservedPerBlock);

@@ -49,8 +49,9 @@ int shared_memory_bytes(const DecodeKernelConfig& c);
 inline int shared_memory_bytes(const CombineKernelConfig&) { return 0; }  // registers and shuffles only
 int threads_per_cta(const DecodeKernelConfig& c);
 int threads_per_cta(const CombineKernelConfig& c);
-// The split kernels one SM holds at once: as many as its shared memory allows while each thread keeps 168
-// registers (what the d128 kernels take without spills). The kernel's launch bounds ask for that many.
+// The split kernels one SM holds at once, as the planner's time model counts them: as many as shared
+// memory allows, at most what 168 registers per thread allow (the contiguous d128 short-cache kernels fit
+// that; the NVRTC compile test checks them).
 int ctas_per_sm(const DecodeKernelConfig& c);
 
 // decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a.

@@ -9,6 +9,10 @@ namespace flashjit::dispatch {
 namespace {
 
 int at_least_1(int x) { return std::max(x, 1); }
+int keys_of(const DecodeSplitInputs& in) { return std::clamp(in.max_keys, 1, kMaxDecodeSeqlen); }
+
+// Where the time model was measured (the H200, one m-tile: group 4, q_len 1); elsewhere the fill rule alone.
+bool time_model_applies(const DecodeKernelConfig& split) { return split.arch.sm >= 90 && split.rows == 16; }
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
 // Keys the longest sequence's rows can see: a window starts the key range at the first visible key rounded
@@ -52,7 +56,7 @@ double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
   // round's CTAs take the slots that free up, both of an SM at once (384 CTAs two per SM, B48 unsplit, B24 in
   // two splits, B16 in three: 3681-3881 GB/s, as if the last 120 ran on 60 SMs). A last round on fewer SMs
   // than saturate HBM streams at their rate: that tail is what a split count that fills the rounds avoids.
-  const int sms = at_least_1(in.sms), keys = at_least_1(in.max_keys);
+  const int sms = at_least_1(in.sms), keys = keys_of(in);
   const int per_split = keys_per_split(keys, at_least_1(splits), decode_split_granule(in));
   splits = ceil_div(keys, per_split);  // the splits the rounding left empty are dropped
   const long long n = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv) * splits;
@@ -70,12 +74,12 @@ double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
 }
 
 DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
-  const int ctas = at_least_1(in.batch) * at_least_1(in.heads_kv);
-  const int keys = at_least_1(in.max_keys);
+  const long long ctas = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv);
+  const int keys = keys_of(in);
   // The seed's fill rule. Decode streams K/V from HBM once; a CTA per (sequence, KV head) reads at the rate
   // of one SM, so when B·Hkv CTAs leave SMs idle, the keys are shared by SMs / (B·Hkv) CTAs (integer part).
   // Measured on the H200 (contiguous, 132 SMs): B1 Sk 32k 16 splits 3.35-3.39 TB/s against 3.19-3.22 with 32.
-  int splits = std::clamp(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits);
+  int splits = static_cast<int>(std::clamp<long long>(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits));
   // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
   // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
   // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
@@ -85,9 +89,11 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // saturate HBM, and a last partial round on few SMs. H200, Sk 8k, GB/s unsplit / with the model's count:
   // B9 (72 CTAs) 3850 / 4131 (2 splits); B40 (320 CTAs, two per SM) 4026 / 4193 (3), B48 3881 / 4492 (2);
   // paged B20 (160 CTAs of 200 KB, one per SM) 3414 / 4099 (4), B24 3675 / 4242 (2), B40 3941 / 4313 (2).
-  // Another count is taken only where the model makes it kModelMargin faster.
+  // Another count is taken only where the model makes it kModelMargin faster, and with at most
+  // kMaxModelSplitCtasPerSm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
   double best = modeled_decode_us(in, splits);
-  for (int s = 1; s <= most; ++s) {
+  for (int s = 1; in.time_model && s <= most; ++s) {
+    if (s > 1 && ctas * s > 1LL * kMaxModelSplitCtasPerSm * at_least_1(in.sms)) break;
     const double us = modeled_decode_us(in, s);
     if (us * kModelMargin < best) splits = s, best = us;
   }
@@ -100,7 +106,7 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
 
 DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits) {
   const int n = std::clamp(splits, 1, kMaxDecodeSplits);
-  return {n, keys_per_split(at_least_1(in.max_keys), n, decode_split_granule(in))};
+  return {n, keys_per_split(keys_of(in), n, decode_split_granule(in))};
 }
 
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
@@ -180,6 +186,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   // 200 KB paged one) and the bytes a key costs: the time model's inputs.
   in.ctas_per_sm = ctas_per_sm(plan.split);
   in.bytes_per_key = 2 * p.head_dim * 2;  // K and V, bf16 or fp16
+  in.time_model = time_model_applies(plan.split);
   in.max_keys = visible_keys(p, plan.split.block_n);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;
@@ -190,6 +197,22 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
     plan.workspace_bytes = plan.lse_offset + rows * sizeof(float);
   }
   return plan;
+}
+
+std::size_t decode_workspace_reserve(const DecodeProblem& p, const Arch& arch, int sms) {
+  const DecodePlan plan = plan_decode(p, arch, sms);
+  if (p.num_splits > 0) return plan.workspace_bytes;  // the forced count: the largest batch needs the most
+  // A split plan has B·Hkv·splits <= SMs (the fill rule) or <= kMaxModelSplitCtasPerSm x SMs (the model, where
+  // it applies), each CTA writing group x q_len rows of D + 1 floats.
+  // Some batch splits only if a batch of one may: two splits of its Hkv CTAs within the SMs (the fill rule)
+  // or within kMaxModelSplitCtasPerSm x SMs (the model).
+  const long long two_splits = 2LL * std::max(p.heads_kv, 1);
+  const bool model = time_model_applies(plan.split) && two_splits <= 1LL * kMaxModelSplitCtasPerSm * at_least_1(sms);
+  if (!model && two_splits > at_least_1(sms)) return plan.workspace_bytes;
+  const std::size_t ctas = static_cast<std::size_t>(at_least_1(sms)) * (model ? kMaxModelSplitCtasPerSm : 1);
+  const std::size_t rows = ctas * static_cast<std::size_t>(p.heads_q / std::max(p.heads_kv, 1)) * p.q_len;
+  const std::size_t lse_offset = (rows * p.head_dim * sizeof(float) + 255) / 256 * 256;
+  return std::max(plan.workspace_bytes, lse_offset + rows * sizeof(float));
 }
 
 CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch) {

@@ -10,6 +10,8 @@ namespace flashjit::dispatch {
 
 // The combine kernel merges at most this many partial states per output row.
 inline constexpr int kMaxDecodeSplits = 32;
+// The time model's split counts keep B·Hkv·splits within this many CTAs per SM (the workspace bound).
+inline constexpr int kMaxModelSplitCtasPerSm = 8;
 // Fewest keys worth a split of their own (see plan_decode_splits).
 inline constexpr int kMinKeysPerSplit = 512;
 
@@ -22,6 +24,7 @@ struct DecodeSplitInputs {
   int block_n = 64;    // keys per tile of the split kernel
   int ctas_per_sm = 1; // CTAs of the split kernel one SM holds at once (config's ctas_per_sm)
   int bytes_per_key = 512;  // K and V bytes of one key of one KV head (2 x head_dim x element size)
+  bool time_model = true;   // the time model may replace the fill rule's count (sm_90, one m-tile: measured)
 };
 
 struct DecodeSplitPlan {
@@ -30,7 +33,8 @@ struct DecodeSplitPlan {
 };
 
 // Keys per split are rounded up to the granule lcm(block_n, page_size); a split never starts inside a tile
-// or a page. Non-positive inputs are read as 1 (0 for page_size), so the function is total.
+// or a page. Non-positive inputs are read as 1 (0 for page_size) and max_keys as at most kMaxDecodeSeqlen,
+// so the functions below are total.
 int decode_split_granule(const DecodeSplitInputs& in);
 
 // The heuristic: see the comments in decode_heuristics.cpp. Never returns an empty split for the longest
@@ -68,6 +72,11 @@ struct DecodePlan {
 // count, else plan_decode_splits decides over the keys the longest sequence's rows can see (max_seqlen_k,
 // or the window plus the new tokens and one tile of alignment when that is fewer).
 DecodePlan plan_decode(const DecodeProblem& problem, const Arch& arch, int sms);
+
+// The workspace prepare_decode reserves: enough for the problem with any batch up to problem.batch and any
+// max_seqlen_k (the split count rises and falls with both), i.e. for B·Hkv·splits up to SMs (the fill rule)
+// or kMaxModelSplitCtasPerSm x SMs (the time model); with forced splits, the problem's own.
+std::size_t decode_workspace_reserve(const DecodeProblem& problem, const Arch& arch, int sms);
 
 // The combine kernel's config for the merge API (inputs in the output type).
 CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch);

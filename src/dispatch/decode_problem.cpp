@@ -44,7 +44,8 @@ Status check(const DecodeProblem& p) {
   }
   if (p.head_dim < 16 || p.head_dim > 256 || p.head_dim % 16 != 0)
     add(fmt::format("head_dim must be a multiple of 16 in [16, 256], got {}", p.head_dim));
-  if (p.max_seqlen_k < 1) add(fmt::format("max_seqlen_k must be >= 1 (a bound on seqlens_k), got {}", p.max_seqlen_k));
+  if (p.max_seqlen_k < 1 || p.max_seqlen_k > kMaxDecodeSeqlen)
+    add(fmt::format("max_seqlen_k must be in [1, 2^30] (a bound on seqlens_k), got {}", p.max_seqlen_k));
   if (p.seqlens_k == nullptr) add("seqlens_k is a null pointer (int32 [batch] on the device)");
   else if (!aligned(p.seqlens_k, 4)) add("seqlens_k must be 4-byte aligned");
 

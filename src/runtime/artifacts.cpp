@@ -46,7 +46,9 @@ KernelSpec spec_of(const CombineKernelConfig& config) { return spec_for(config);
 
 Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spec) {
   const auto options = compile::options_for(spec.arch);
-  const std::string key = compile::kernel_key(spec.json, options);
+  auto source = spec.generate();
+  if (!source.ok()) return std::move(source).error();
+  const std::string key = compile::kernel_key(spec.json, source->text, options);
   std::shared_future<Result<std::shared_ptr<const Artifact>>> future;
   bool builder = false;
   std::promise<Result<std::shared_ptr<const Artifact>>> promise;
@@ -62,7 +64,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spe
     }
   }
   if (builder) {
-    auto result = build(spec, key, options);
+    auto result = build(spec, *source, key, options);
     promise.set_value(result);
     if (!result.ok()) {  // let a later call retry (the cache folder may have been fixed meanwhile)
       std::lock_guard lock(mutex_);
@@ -73,14 +75,14 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spe
   return future.get();
 }
 
-Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& spec, const std::string& key,
+Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& spec,
+                                                             const codegen::GeneratedSource& source,
+                                                             const std::string& key,
                                                              const std::vector<std::string>& options) {
-  auto source = spec.generate();
-  if (!source.ok()) return std::move(source).error();
   auto artifact = std::make_shared<Artifact>();
-  artifact->entry = source->entry;
+  artifact->entry = source.entry;
   KernelInfo& info = artifact->info;
-  info.name = source->name;
+  info.name = source.name;
   info.key = key;
   info.dynamic_smem = spec.dynamic_smem;
 
@@ -102,9 +104,9 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& s
                              info.name, key.substr(0, 16), disk_.dir().string()));
 
   log::info("compiling {} ...", info.name);
-  auto compiled = compile::compile(*source, options);
+  auto compiled = compile::compile(source, options);
   if (!compiled.ok()) {
-    std::string path = save_failed_source(source->name, source->text);
+    std::string path = save_failed_source(source.name, source.text);
     return std::move(compiled).error().with(fmt::format("generated source saved to {}", path));
   }
   artifact->cubin = std::move(compiled->cubin);
@@ -117,10 +119,10 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& s
   cache::Entry entry;
   entry.key = key;
   entry.cubin = artifact->cubin;
-  entry.source = source->text;
+  entry.source = source.text;
   entry.meta = {{"name", info.name},
                 {"config", nlohmann::json::parse(spec.json)},
-                {"entry", source->entry},
+                {"entry", source.entry},
                 {"options", options},
                 {"flashjit", FLASHJIT_VERSION},
                 {"nvrtc", compile::nvrtc_version()},

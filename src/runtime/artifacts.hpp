@@ -50,8 +50,8 @@ class ArtifactStore {
   const cache::DiskCache& disk() const { return disk_; }
 
  private:
-  Result<std::shared_ptr<const Artifact>> build(const KernelSpec& spec, const std::string& key,
-                                                const std::vector<std::string>& options);
+  Result<std::shared_ptr<const Artifact>> build(const KernelSpec& spec, const codegen::GeneratedSource& source,
+                                                const std::string& key, const std::vector<std::string>& options);
   std::string save_failed_source(const std::string& name, const std::string& text) const;
 
   cache::DiskCache disk_;

@@ -231,8 +231,9 @@ struct Runtime::Impl {
                    fmt::format("decode needs {} bytes of workspace on this stream but the runtime holds {} and the "
                                "stream is capturing a CUDA graph, during which nothing can be allocated: run "
                                "Runtime::prepare_decode (flashjit_prepare_decode) on this stream before capturing, "
-                               "with the largest head counts, q_len and max_seqlen_k the graph will use (it reserves "
-                               "for every batch up to the given one), or pass a workspace",
+                               "with the largest batch and the head counts, q_len and head dim the graph will use (it "
+                               "reserves for every batch up to the given one and any max_seqlen_k), or pass a "
+                               "workspace",
                                bytes, w.current.size()));
     // Grow geometrically so that slowly growing caches do not allocate on every step.
     auto buffer = cuda::DeviceBuffer::allocate(std::max(bytes, w.current.size() * 2));
@@ -329,15 +330,12 @@ struct Runtime::Impl {
         if (!fn.ok()) return std::move(fn).error();
         combine = *fn;
       }
-      // prepare: the workspace for every batch up to this one (smaller batches split more), and the
-      // combine kernel even when this batch needs no split, so any of them may then be captured.
+      // prepare: the workspace of any batch up to this one and any max_seqlen_k (the split count rises and
+      // falls with both), and the combine kernel even when this problem needs no split, so that any of them
+      // may then be captured.
       std::size_t reserve = plan.workspace_bytes;
       if (!launch_it) {
-        for (int b = 1; b < p.batch && b <= 4096; ++b) {
-          DecodeProblem smaller = p;
-          smaller.batch = b;
-          reserve = std::max(reserve, dispatch::plan_decode(smaller, (*dev)->info.arch, (*dev)->info.sms).workspace_bytes);
-        }
+        reserve = dispatch::decode_workspace_reserve(p, (*dev)->info.arch, (*dev)->info.sms);
         if (combine == nullptr && reserve > 0) {
           auto fn = function(plan.combine, **dev, stream);
           if (!fn.ok()) return std::move(fn).error();

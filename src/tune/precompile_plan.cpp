@@ -13,17 +13,10 @@ namespace flashjit::tune {
 namespace {
 
 // Whether Runtime::decode or prepare_decode of the problem loads the combine kernel: decode when its plan
-// splits the keys; prepare_decode also when the plan of a smaller batch does (it reserves the workspace, and
-// loads the combine kernel, for every batch up to the prepared one, up to 4096, as runtime.cpp does:
-// smaller batches split more).
+// splits the keys; prepare_decode whenever it reserves a workspace (runtime.cpp), which covers every batch up
+// to the prepared one and any max_seqlen_k.
 bool loads_combine(const DecodeProblem& p, const Arch& arch, int sms) {
-  if (dispatch::plan_decode(p, arch, sms).splits.num_splits > 1) return true;
-  DecodeProblem smaller = p;
-  for (int b = 1; b < p.batch && b <= 4096; ++b) {
-    smaller.batch = b;
-    if (dispatch::plan_decode(smaller, arch, sms).splits.num_splits > 1) return true;
-  }
-  return false;
+  return dispatch::decode_workspace_reserve(p, arch, sms) > 0;
 }
 
 }  // namespace

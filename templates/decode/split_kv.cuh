@@ -225,7 +225,9 @@ struct SplitKernel {
     const long long slice = static_cast<long long>(split) * p.batch;  // of the workspace (splits)
     if constexpr (kKeyGroups == 1) {
       // One warp per m-tile saw every key of its rows: it normalizes and stores them from its registers, with
-      // no merge through shared memory (and no barrier).
+      // no merge through shared memory (and no barrier). No copy may still be landing in shared memory when
+      // the CTA exits (without a key, Q's zero fill was never waited for).
+      ptx::cp_async_wait<0>();
       float inv[2], lse[2];
       softmax.finalize(p.softmax_scale, inv, lse);
 #pragma unroll

@@ -9,6 +9,7 @@
 
 #include "codegen/embedded_templates.hpp"
 #include "common/hash.hpp"
+#include "codegen/generate.hpp"
 #include "compile/key.hpp"
 #include "compile/nvrtc.hpp"
 #include "support/catch.hpp"
@@ -288,4 +289,20 @@ TEST_CASE("parse_ptxas: an entry name that is a prefix of another entry's name",
   auto s = parse_ptxas(log, "flashjit_k_sm90");
   CHECK(s.registers == 100);
   CHECK(s.spill_stores == 0);
+}
+
+TEST_CASE("kernel_key: covers the generated source (the frame around the templates), not only the config",
+          "[compile]") {
+  const KernelConfig c;
+  const auto opts = options_for(c.arch);
+  auto source = flashjit::codegen::generate(c);
+  REQUIRE(source.ok());
+  const std::string json = to_json(c);
+  const std::string k = flashjit::compile::kernel_key(json, source->text, opts);
+  CHECK(k == kernel_key(c, opts));  // the config overload hashes the same generated source
+  CHECK(flashjit::compile::kernel_key(json, source->text, opts) == k);
+  std::string changed = source->text;
+  changed.replace(changed.find("__launch_bounds__("), 18, "__launch_bounds__ (");
+  CHECK(flashjit::compile::kernel_key(json, changed, opts) != k);
+  CHECK(flashjit::compile::kernel_key(json, "", opts) != k);
 }

@@ -67,13 +67,15 @@ TEST_CASE("decode splits: keys per split are whole pages and whole tiles", "[dis
 
 TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]") {
   for (int sms : {1, 78, 108, 132})
-    for (int batch : {1, 2, 4, 16, 64, 256})
-      for (int heads_kv : {1, 2, 8})
-        for (int keys : {1, 7, 300, 511, 512, 4097, 32768, 131072})
+    for (int batch : {1, 2, 4, 16, 40, 64, 256, 65535})
+      for (int heads_kv : {1, 2, 8, 65535})
+        for (int keys : {1, 7, 300, 511, 512, 4097, 32768, 131072, 1 << 30})
           for (int page : {0, 1, 16, 64, 256})
             for (int block_n : {32, 64, 128}) {
+              if (batch == 65535 && heads_kv == 65535 && page > 1) continue;  // the extremes once per page regime
               DecodeSplitInputs in = h200(batch, heads_kv, keys, page, block_n);
               in.sms = sms;
+              in.ctas_per_sm = 1 + (batch + keys) % 3;  // 1 to 3 CTAs per SM
               const DecodeSplitPlan p = plan_decode_splits(in);
               INFO("sms " << sms << " B " << batch << " Hkv " << heads_kv << " keys " << keys << " page " << page
                           << " bn " << block_n << " -> " << p.num_splits << " x " << p.keys_per_split);
@@ -84,7 +86,8 @@ TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]
               REQUIRE(static_cast<long long>(p.num_splits - 1) * p.keys_per_split < keys);  // none empty
               if (p.num_splits > 1) REQUIRE(p.keys_per_split >= 512);
               // The fill rule's count, or one the time model makes 5% faster.
-              int fill = std::clamp(sms / (batch * heads_kv), 1, std::max(1, std::min(32, keys / 512)));
+              int fill = static_cast<int>(std::clamp<long long>(sms / (1LL * batch * heads_kv), 1,
+                                                                  std::max(1, std::min(32, keys / 512))));
               const int fill_keys = forced_decode_splits(in, fill).keys_per_split;
               fill = (keys + fill_keys - 1) / fill_keys;  // the splits its rounding left empty dropped
               if (p.num_splits != fill) {
@@ -105,6 +108,21 @@ TEST_CASE("decode splits: forced counts keep the count, trailing splits may be e
   CHECK(p.keys_per_split == 4160);
   CHECK(forced_decode_splits(h200(1, 1, 100), 0).num_splits == 1);
   CHECK(forced_decode_splits(h200(1, 1, 100), 1000).num_splits == kMaxDecodeSplits);
+}
+
+TEST_CASE("decode splits: keys beyond 2^30 are read as 2^30 (no 32-bit overflow)", "[dispatch][decode]") {
+  for (int keys : {(1 << 30) + 1, 2147483647}) {
+    for (int batch : {1, 16, 40}) {
+      INFO("keys " << keys << " B " << batch);
+      const DecodeSplitPlan p = plan_decode_splits(h200(batch, 8, keys, 256, 128));
+      CHECK(p.num_splits >= 1);
+      CHECK(p.keys_per_split > 0);
+      CHECK(static_cast<long long>(p.num_splits) * p.keys_per_split >= (1LL << 30));
+      CHECK(modeled_decode_us(h200(batch, 8, keys), 1) > 0);
+    }
+    const DecodeSplitPlan forced = forced_decode_splits(h200(1, 8, keys), 1);
+    CHECK(forced.keys_per_split == 1 << 30);
+  }
 }
 
 TEST_CASE("decode splits: non-positive inputs are read as 1", "[dispatch][decode]") {
@@ -247,7 +265,7 @@ TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "
   auto plan = plan_decode(p, flashjit::Arch{80, false}, 108);
   CHECK(plan.split.block_n == 64);
   CHECK(plan.split.warps == 4);
-  CHECK(plan.splits.num_splits == 3);  // 128 CTAs, one per SM (100 KB), would leave a round of 20 of 108 SMs
+  CHECK(plan.splits.num_splits == 1);  // 108 SMs / 128 CTAs (the time model is the H200's: not on sm_80)
   // d256: two 64-key stages.
   p.head_dim = 256;
   plan = plan_decode(p, kSm90a, 132);
@@ -331,4 +349,40 @@ TEST_CASE("decode plan: every planned split kernel passes validate() but d256 x 
                 ++checked;
               }
   CHECK(checked == 2 * 4 * 4 * 4 * 16 * 3 * 2);
+}
+
+TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and every max_seqlen_k",
+          "[dispatch][decode]") {
+  using flashjit::dispatch::decode_workspace_reserve;
+  using flashjit::dispatch::plan_decode;
+  for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
+    for (int sms : {78, 108, 132})
+      for (auto [heads_q, q_len, layout] : {std::tuple{32, 1, 0}, {32, 1, 16}, {64, 2, 0}, {64, 16, 0}}) {
+        auto prepared = decode_problem(64, 131072, q_len);
+        prepared.heads_q = heads_q;
+        auto paged = [&](flashjit::DecodeProblem& p) {
+          if (layout == 0) return;
+          p.layout = flashjit::KvLayout::paged, p.page_size = layout;
+          p.max_pages_per_seq = (p.max_seqlen_k + layout - 1) / layout, p.num_pages = p.batch * p.max_pages_per_seq;
+        };
+        paged(prepared);
+        const std::size_t reserve = decode_workspace_reserve(prepared, arch, sms);
+        for (int batch = 1; batch <= 64; ++batch)
+          for (int keys : {600, 1000, 4096, 8192, 24320, 32768, 131072, 1 << 20}) {
+            auto p = decode_problem(batch, keys, q_len);
+            p.heads_q = heads_q;
+            paged(p);
+            const auto plan = plan_decode(p, arch, sms);
+            INFO(arch.to_string() << " sms " << sms << " Hq " << heads_q << " q_len " << q_len << " page " << layout
+                                  << " B" << batch << " Sk " << keys << ": " << plan.splits.num_splits << " splits");
+            REQUIRE(plan.workspace_bytes <= reserve);
+          }
+      }
+  // Forced splits: the problem's own (its batch needs the most).
+  auto forced = decode_problem(4, 1000);
+  forced.num_splits = 7;
+  CHECK(decode_workspace_reserve(forced, kSm90a, 132) == plan_decode(forced, kSm90a, 132).workspace_bytes);
+  CHECK(decode_workspace_reserve(forced, kSm90a, 132) > 0);
+  // A GPU where nothing can split (8 KV heads on one SM): nothing reserved.
+  CHECK(decode_workspace_reserve(decode_problem(4, 1 << 20), kSm90a, 1) == 0);
 }

@@ -97,7 +97,9 @@ TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {
   p = contiguous(), p.head_dim = 72;
   require_invalid(p, "head_dim must be a multiple of 16");
   p = contiguous(), p.max_seqlen_k = 0;
-  require_invalid(p, "max_seqlen_k must be >= 1");
+  require_invalid(p, "max_seqlen_k must be in [1, 2^30]");
+  p = contiguous(), p.max_seqlen_k = (1 << 30) + 1, p.cache_seqlen = 0;
+  require_invalid(p, "max_seqlen_k must be in [1, 2^30]");
   p = contiguous(), p.seqlens_k = nullptr;
   require_invalid(p, "seqlens_k is a null pointer");
   p = contiguous(), p.seqlens_k = static_cast<const int*>(fake(0x50002));
