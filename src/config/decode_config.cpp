@@ -13,7 +13,6 @@ namespace {
 
 int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }  // fa2::SmemTile's row padding
 
-
 Status as_status(const std::vector<ConfigIssue>& issues, const std::string& name) {
   if (issues.empty()) return {};
   std::string msg = fmt::format("config {} is invalid:", name);
@@ -132,6 +131,7 @@ Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::str
 }
 
 int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }
+int threads_per_cta(const CombineKernelConfig& c) { return 32 * c.warps; }
 
 int ctas_per_sm(const DecodeKernelConfig& c) {
   // Registers are not known before compiling: 168 per thread is what the contiguous d128 two-warp kernel takes
@@ -143,7 +143,6 @@ int ctas_per_sm(const DecodeKernelConfig& c) {
   const int by_registers = kRegisterFile / (threads_per_cta(c) * kRegistersPerThread);
   return std::clamp(std::min(by_smem, by_registers), 1, 32);
 }
-int threads_per_cta(const CombineKernelConfig& c) { return 32 * c.warps; }
 
 int shared_memory_bytes(const DecodeKernelConfig& c) {
   const int dp = padded_head_dim(c.head_dim);

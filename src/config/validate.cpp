@@ -10,7 +10,6 @@ namespace {
 
 constexpr int kMaxRegisters = 255;
 
-
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
 // Shared-memory rows are padded to a multiple of 64 elements so the 128-byte XOR swizzle applies.

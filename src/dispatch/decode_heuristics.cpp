@@ -10,10 +10,17 @@ namespace {
 
 int at_least_1(int x) { return std::max(x, 1); }
 int keys_of(const DecodeSplitInputs& in) { return std::clamp(in.max_keys, 1, kMaxDecodeSeqlen); }
+int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
 // Where the time model was measured (the H200, one m-tile: group 4, q_len 1); elsewhere the fill rule alone.
 bool time_model_applies(const DecodeKernelConfig& split) { return split.arch.sm >= 90 && split.rows == 16; }
-int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+
+// The workspace of `rows` partial rows (DecodePlan's layout): fp32 O, then fp32 LSE at a 256-byte boundary.
+std::size_t workspace_bytes(std::size_t rows, int head_dim, std::size_t* lse_offset = nullptr) {
+  const std::size_t offset = (rows * head_dim * sizeof(float) + 255) / 256 * 256;
+  if (lse_offset != nullptr) *lse_offset = offset;
+  return offset + rows * sizeof(float);
+}
 
 // Keys the longest sequence's rows can see: a window starts the key range at the first visible key rounded
 // down to a tile (split_kv.cuh), so the range is at most window + q_len + block_n - 1 keys long.
@@ -193,8 +200,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   plan.combine.head_dim = p.head_dim, plan.combine.warps = 4;
   if (plan.splits.num_splits > 1) {
     const std::size_t rows = static_cast<std::size_t>(plan.splits.num_splits) * p.batch * p.q_len * p.heads_q;
-    plan.lse_offset = (rows * p.head_dim * sizeof(float) + 255) / 256 * 256;
-    plan.workspace_bytes = plan.lse_offset + rows * sizeof(float);
+    plan.workspace_bytes = workspace_bytes(rows, p.head_dim, &plan.lse_offset);
   }
   return plan;
 }
@@ -203,16 +209,14 @@ std::size_t decode_workspace_reserve(const DecodeProblem& p, const Arch& arch, i
   const DecodePlan plan = plan_decode(p, arch, sms);
   if (p.num_splits > 0) return plan.workspace_bytes;  // the forced count: the largest batch needs the most
   // A split plan has B·Hkv·splits <= SMs (the fill rule) or <= kMaxModelSplitCtasPerSm x SMs (the model, where
-  // it applies), each CTA writing group x q_len rows of D + 1 floats.
-  // Some batch splits only if a batch of one may: two splits of its Hkv CTAs within the SMs (the fill rule)
-  // or within kMaxModelSplitCtasPerSm x SMs (the model).
+  // it applies), each CTA writing group x q_len rows. Some batch splits only if a batch of one may: two
+  // splits of its Hkv CTAs within that many CTAs.
   const long long two_splits = 2LL * std::max(p.heads_kv, 1);
   const bool model = time_model_applies(plan.split) && two_splits <= 1LL * kMaxModelSplitCtasPerSm * at_least_1(sms);
   if (!model && two_splits > at_least_1(sms)) return plan.workspace_bytes;
   const std::size_t ctas = static_cast<std::size_t>(at_least_1(sms)) * (model ? kMaxModelSplitCtasPerSm : 1);
   const std::size_t rows = ctas * static_cast<std::size_t>(p.heads_q / std::max(p.heads_kv, 1)) * p.q_len;
-  const std::size_t lse_offset = (rows * p.head_dim * sizeof(float) + 255) / 256 * 256;
-  return std::max(plan.workspace_bytes, lse_offset + rows * sizeof(float));
+  return std::max(plan.workspace_bytes, workspace_bytes(rows, p.head_dim));
 }
 
 CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch) {

@@ -255,37 +255,22 @@ def decode_markdown_table(rows, ceilings, stamp, sweep="decode"):
     return "\n".join(lines) + "\n"
 
 
-def plot_decode(rows, ceilings, path, sweep="decode"):
-    """Left: GB/s against Sk for each batch of the contiguous grid (flashjit solid, cuDNN dashed); right: the
-    headline shapes, each kernel and layout as a bar. The copy ceiling dashed in both. PNG at `path`."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _plot_batch_sweep(ax, rows, colors):
+    """GB/s against the batch: flashjit per page size (solid), cuDNN (dashed)."""
+    page_sizes = sorted({row["shape"].get("page_size", 0) for row in rows})
+    for n, (impl, ps) in enumerate([("flashjit", ps) for ps in page_sizes] + [("cudnn", 0)]):
+        points = sorted((row["shape"]["batch"], gbs_of(row["results"].get(impl))) for row in rows
+                        if row["shape"].get("page_size", 0) == ps)
+        points = [(x, y) for x, y in points if y]
+        if points:
+            ax.plot(*zip(*points), "--" if impl == "cudnn" else "-", marker="o", markersize=3,
+                    color=colors[n % len(colors)], label=LABELS[impl] + (f" paged {ps}" if ps else ""))
 
-    fig, (grid_ax, bar_ax) = plt.subplots(1, 2, figsize=(14, 5))
+
+def _plot_length_grid(ax, rows, colors):
+    """GB/s against Sk for each batch of the contiguous rows (flashjit solid, cuDNN dashed)."""
     contiguous = [row for row in rows if not row["shape"].get("page_size")]
-    batches = sorted({row["shape"]["batch"] for row in contiguous})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    copy_gbs = ceilings["copy_tb_s"] * 1e3  # the DRAM traffic of a device copy (read + write) per second
-    if len({row["shape"]["seqlen_k"] for row in rows}) == 1:  # a batch sweep: GB/s against B
-        page_sizes = sorted({row["shape"].get("page_size", 0) for row in rows})
-        series = [("flashjit", ps) for ps in page_sizes] + [("cudnn", 0)]
-        for n, (impl, ps) in enumerate(series):
-            points = sorted((row["shape"]["batch"], gbs_of(row["results"].get(impl))) for row in rows
-                            if row["shape"].get("page_size", 0) == ps)
-            points = [(x, y) for x, y in points if y]
-            if points:
-                grid_ax.plot(*zip(*points), "--" if impl == "cudnn" else "-", marker="o", markersize=3,
-                             color=colors[n % len(colors)], label=LABELS[impl] + (f" paged {ps}" if ps else ""))
-        grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
-        grid_ax.set_xlabel("batch (B)")
-        grid_ax.set_ylabel("GB/s of K/V read")
-        grid_ax.set_ylim(bottom=0)
-        grid_ax.set_title(f"{sweep}: Sk {rows[0]['shape']['seqlen_k']} (H32/8 D128 bf16)")
-        grid_ax.grid(alpha=0.3)
-        grid_ax.legend(fontsize=8)
-        batches = []  # no length grid
-    for n, batch in enumerate(batches):
+    for n, batch in enumerate(sorted({row["shape"]["batch"] for row in contiguous})):
         subset = sorted((row for row in contiguous if row["shape"]["batch"] == batch),
                         key=lambda r: r["shape"]["seqlen_k"])
         if len(subset) < 2:
@@ -294,17 +279,35 @@ def plot_decode(rows, ceilings, path, sweep="decode"):
             points = [(row["shape"]["seqlen_k"], gbs_of(row["results"].get(impl))) for row in subset]
             points = [(x, y) for x, y in points if y]
             if points:
-                grid_ax.plot(*zip(*points), style, marker="o", markersize=3, color=colors[n % len(colors)],
-                             label=f"B{batch} {LABELS[impl]}")
-    if batches:
-        grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
+                ax.plot(*zip(*points), style, marker="o", markersize=3, color=colors[n % len(colors)],
+                        label=f"B{batch} {LABELS[impl]}")
+
+
+def plot_decode(rows, ceilings, path, sweep="decode"):
+    """Left: GB/s against Sk for each batch of the contiguous grid, or against B for a batch sweep (one Sk;
+    flashjit solid, cuDNN dashed); right: the headline shapes, each kernel and layout as a bar. The copy ceiling
+    dashed in both. PNG at `path`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (grid_ax, bar_ax) = plt.subplots(1, 2, figsize=(14, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    copy_gbs = ceilings["copy_tb_s"] * 1e3  # the DRAM traffic of a device copy (read + write) per second
+    if len({row["shape"]["seqlen_k"] for row in rows}) == 1:  # a batch sweep: GB/s against B
+        _plot_batch_sweep(grid_ax, rows, colors)
+        grid_ax.set_xlabel("batch (B)")
+        grid_ax.set_title(f"{sweep}: Sk {rows[0]['shape']['seqlen_k']} (H32/8 D128 bf16)")
+    else:
+        _plot_length_grid(grid_ax, rows, colors)
         grid_ax.set_xscale("log", base=2)
         grid_ax.set_xlabel("keys per sequence (Sk)")
-        grid_ax.set_ylabel("GB/s of K/V read")
-        grid_ax.set_ylim(bottom=0)
         grid_ax.set_title(f"{sweep}: batch x length grid (H32/8 D128 bf16)")
-        grid_ax.grid(alpha=0.3)
-        grid_ax.legend(fontsize=6, ncol=2)
+    grid_ax.axhline(copy_gbs, linestyle=":", color="gray", label="copy BW")
+    grid_ax.set_ylabel("GB/s of K/V read")
+    grid_ax.set_ylim(bottom=0)
+    grid_ax.grid(alpha=0.3)
+    grid_ax.legend(fontsize=6, ncol=2)
 
     # The headline shapes: those with paged variants, in sweep order (else the first three).
     paged_keys = {(row["shape"]["batch"], row["shape"]["seqlen_k"]) for row in rows if row["shape"].get("page_size")}
