@@ -79,6 +79,7 @@ Status set_field(DecodeKernelConfig& c, const std::string& key, const std::strin
   if (key == "block_n") return set_int(key, value, c.block_n);
   if (key == "stages") return set_int(key, value, c.stages);
   if (key == "warps") return set_int(key, value, c.warps);
+  if (key == "column_groups") return set_int(key, value, c.column_groups);
   if (key == "window") return set_bool(key, value, c.window);
   if (key == "page_size") return set_int(key, value, c.page_size);
   if (key == "layout") {
@@ -88,7 +89,7 @@ Status set_field(DecodeKernelConfig& c, const std::string& key, const std::strin
     return {};
   }
   return bad_field(key, "unknown field of a decode config (known: kernel, arch, dtype, head_dim, rows, block_n, "
-                        "stages, warps, layout, page_size, window)");
+                        "stages, warps, column_groups, layout, page_size, window)");
 }
 
 Status set_field(CombineKernelConfig& c, const std::string& key, const std::string& value) {
@@ -147,8 +148,11 @@ int ctas_per_sm(const DecodeKernelConfig& c) {
 int shared_memory_bytes(const DecodeKernelConfig& c) {
   const int dp = padded_head_dim(c.head_dim);
   const int q = c.rows * dp * 2, kv = 2 * c.stages * c.block_n * dp * 2;
-  const int key_groups = c.rows >= 16 && c.warps >= c.rows / 16 ? c.warps / (c.rows / 16) : 1;
-  const int merge = key_groups * c.rows * (c.head_dim + 2) * 4;
+  const int m_tiles = std::max(c.rows / 16, 1), column_groups = std::max(c.column_groups, 1);
+  const int key_groups = std::max(c.warps / (m_tiles * column_groups), 1);
+  // The key groups' fp32 O, max and sum reuse the K/V stages for the merge (split_kv.cuh); one key group
+  // writes its rows from registers.
+  const int merge = key_groups > 1 ? key_groups * c.rows * (c.head_dim + 2) * 4 : 0;
   return q + std::max(kv, merge);
 }
 
@@ -165,6 +169,18 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
   if (c.stages < 2 || c.stages > 5) add("stages", fmt::format("decode needs 2 to 5 stages, got {}", c.stages));
   if (c.warps < 1 || c.warps > 16) {
     add("warps", fmt::format("decode needs 1 to 16 warps, got {}", c.warps));
+  } else if (c.column_groups < 1 || c.column_groups > 8 || (c.column_groups & (c.column_groups - 1)) != 0) {
+    add("column_groups", fmt::format("decode needs 1, 2, 4 or 8 column groups, got {}", c.column_groups));
+  } else if (c.rows >= 16 && c.rows % 16 == 0 && c.column_groups > 1) {
+    const int m_tiles = c.rows / 16;
+    if (c.warps != m_tiles * c.column_groups)
+      add("warps", fmt::format("{} column groups of {} m-tiles take {} warps (one per m-tile and column slice), got {}",
+                               c.column_groups, m_tiles, m_tiles * c.column_groups, c.warps));
+    if (c.head_dim % (16 * c.column_groups) != 0)
+      add("column_groups", fmt::format("head_dim {} does not split into {} slices of whole 16-column groups",
+                                       c.head_dim, c.column_groups));
+    if (c.block_n < 16 || c.block_n % 16 != 0 || c.block_n > 256)
+      add("block_n", fmt::format("decode needs a multiple of 16 in [16, 256], got {}", c.block_n));
   } else if (c.rows >= 16 && c.rows % 16 == 0) {
     const int m_tiles = c.rows / 16;
     if (c.warps % m_tiles != 0) {
@@ -206,8 +222,9 @@ Status check(const CombineKernelConfig& c) { return as_status(validate(c), reada
 std::string readable_name(const DecodeKernelConfig& c) {
   const std::string layout =
       c.layout == KvLayout::paged ? fmt::format("paged{}", c.page_size) : std::string(to_string(c.layout));
-  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
-                     c.stages, c.warps, layout, c.window ? "_window" : "", arch_tag(c.arch));
+  const std::string columns = c.column_groups > 1 ? fmt::format("c{}", c.column_groups) : std::string();
+  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
+                     c.stages, c.warps, columns, layout, c.window ? "_window" : "", arch_tag(c.arch));
 }
 
 std::string readable_name(const CombineKernelConfig& c) {
@@ -217,9 +234,9 @@ std::string readable_name(const CombineKernelConfig& c) {
 
 std::string to_json(const DecodeKernelConfig& c) {
   return fmt::format(R"({{"kernel":"decode","arch":"{}","dtype":"{}","head_dim":{},"rows":{},"block_n":{},)"
-                     R"("stages":{},"warps":{},"layout":"{}","page_size":{},"window":{}}})",
+                     R"("stages":{},"warps":{},"column_groups":{},"layout":"{}","page_size":{},"window":{}}})",
                      c.arch.to_string(), to_string(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps,
-                     to_string(c.layout), c.page_size, c.window);
+                     c.column_groups, to_string(c.layout), c.page_size, c.window);
 }
 
 std::string to_json(const CombineKernelConfig& c) {

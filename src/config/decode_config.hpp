@@ -21,7 +21,8 @@ struct DecodeKernelConfig {
   int rows = 16;      // query rows per CTA: group * q_len rounded up to 16 (one m-tile per 16 rows)
   int block_n = 64;   // keys per pipeline step
   int stages = 3;     // cp.async K/V stages
-  int warps = 4;      // a multiple of rows / 16: warps beyond one per m-tile split each tile's keys
+  int warps = 4;      // a multiple of rows / 16: warps beyond one per m-tile split each tile's keys ...
+  int column_groups = 1;  // ... or, above 1, O's columns: rows / 16 x column_groups warps, each on every key
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;  // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
   bool window = false;

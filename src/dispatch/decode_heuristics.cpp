@@ -160,27 +160,51 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   const int group = p.heads_q / std::max(p.heads_kv, 1);
   plan.split =
       decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
-  // Short caches over more CTAs than SMs (no split then): small CTAs that several fit per SM overlap the
-  // per-CTA latency chain (sequence length, Q and K/V loads, merge, store) that bounds these launches.
-  // Contiguous d128: one warp per CTA (32-key tiles; its rows' whole state in its registers, so no merge of
-  // key groups through shared memory), three stages (52 KB, four per SM) unless more CTAs than four per SM
-  // wait with at most 128 keys each or more than eight per SM with any: two (36 KB, six per SM). H200, group
-  // 4, µs: four-warp default or the two-warp kernel below / one warp / cuDNN: B24 Sk 32 5.32 / 4.55 / 4.61,
-  // Sk 128 7.75 / 6.95 / 7.72; B32 Sk 32 5.64 / 4.82 / 4.81, Sk 128 8.61 / 7.74 / 8.14, Sk 512 19.04 / 18.66 /
-  // 19.76; B64 Sk 32 6.80 / 5.90 / 7.85, Sk 256 19.60 / 18.85 / 21.60; B128 Sk 32 10.92 / 8.84 / 13.72, Sk 512
-  // 67.67 / 65.08 / 66.83; B256 Sk 32 16.68 / 14.33 / 25.18, Sk 512 124.1 / 123.0 / 126.8. With one CTA per SM
-  // or fewer (B16) four warps are faster from 64 keys (Sk 64 4.91 / 4.95, Sk 256 7.54 / 9.15).
-  // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles, two stages (36 KB
-  // at d128) over more CTAs than two per SM. H200, contiguous d128, µs against the default config and cuDNN:
-  // B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4; B256 Sk 32 22.6 / 39.3 /
-  // 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512 130.2 / 130.3 / 129.0.
+  // Short caches (no split then) are bound by each CTA's latency chain (sequence length, Q and K/V loads, merge,
+  // store), not by HBM. At most 64 keys, up to two CTAs per SM: four warps that each compute the whole tile's scores
+  // and P·V for a quarter of O's columns (column groups), so no warp waits for another's keys and none merges (the
+  // key-group merge and its two barriers were ≈ 1600 of a B4 Sk 32 call's ≈ 6800 cycles). One tile holds every key (32
+  // or 64), two stages (one is loaded). H200, µs, column groups / the kernel before / cuDNN: contiguous d128 B4 Sk 32
+  // 3.25 / 3.82 / 3.26, Sk 64 3.67 / 3.82 / 3.92; B16 Sk 32 3.69 / 4.35 / 3.91, Sk 64 4.54 / 4.78 / 4.57; B32 Sk 32
+  // 4.55 / 4.77 (one warp) / 4.80; d64 B16 Sk 32 3.24 / 3.76 / 3.51, Sk 64 3.67 / 4.01 / 3.75; 16-token pages B4 Sk 32
+  // 3.45 / 4.59 / 3.55, B32 Sk 32 4.68 / 9.20 / 4.79 (the 200 KB paged kernel in two rounds). From 128 keys deeper
+  // pipelines win (contiguous d128 B4 Sk 128: 4.85 with 32-key tiles in three stages, 4.39 with the key groups' 64-key
+  // tiles).
+  // Longer short caches over more CTAs than SMs: small CTAs that several fit per SM overlap the latency chains.
+  // Contiguous d128: one warp per CTA (32-key tiles; its rows' whole state in its registers, so no merge of key groups
+  // through shared memory), three stages (52 KB, four per SM) unless more CTAs than four per SM wait with at most 128
+  // keys each or more than eight per SM with any: two (36 KB, six per SM). H200, group 4, µs: four-warp default or the
+  // two-warp kernel below / one warp / cuDNN: B24 Sk 32 5.32 / 4.55 / 4.61, Sk 128 7.75 / 6.95 / 7.72; B32 Sk 32 5.64 /
+  // 4.82 / 4.81, Sk 128 8.61 / 7.74 / 8.14, Sk 512 19.04 / 18.66 / 19.76; B64 Sk 32 6.80 / 5.90 / 7.85, Sk 256 19.60 /
+  // 18.85 / 21.60; B128 Sk 32 10.92 / 8.84 / 13.72, Sk 512 67.67 / 65.08 / 66.83; B256 Sk 32 16.68 / 14.33 / 25.18, Sk
+  // 512 124.1 / 123.0 / 126.8. With one CTA per SM or fewer (B16) four warps are faster from 64 keys (Sk 64 4.91 /
+  // 4.95, Sk 256 7.54 / 9.15).
+  // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles, two stages (36 KB at d128)
+  // over more CTAs than two per SM. H200, contiguous d128, µs against the default config and cuDNN: B64 Sk 32 8.8 /
+  // 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4; B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5
+  // / 48.4, Sk 512 130.2 / 130.3 / 129.0.
   const long long ctas = 1LL * std::max(p.batch, 1) * std::max(p.heads_kv, 1);
   const int short_keys = visible_keys(p, plan.split.block_n);
   const bool short_cache = arch.sm >= 90 && plan.split.rows == 16 && p.head_dim <= 128 && short_keys <= 512;
-  if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms) {
+  if (short_cache && p.head_dim % 64 == 0 && short_keys <= 64 && ctas <= 2LL * sms) {
+    plan.split.block_n = short_keys <= 32 ? 32 : 64;
+    plan.split.warps = 4;
+    plan.split.column_groups = 4;
+    plan.split.stages = 2;
+  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms) {
     plan.split.block_n = 32;
     plan.split.warps = 1;
     plan.split.stages = ctas > 8LL * sms || (ctas > 4LL * sms && short_keys <= 128) ? 2 : 3;
+  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::paged && ctas > sms && ctas <= 2LL * sms) {
+    // Paged d128 between one and two CTAs per SM (the 200 KB paged kernel ran these in two rounds): two column
+    // groups, 32-key tiles, three stages (53 KB). H200, µs, this / the 200 KB kernel / two warps on key slices /
+    // cuDNN (contiguous): 16-token pages B24 Sk 128 6.68 / 11.00 / 7.83 / 7.81, Sk 512 16.32 / 19.66 / 19.58 /
+    // 16.97; B32 Sk 256 11.56 / 15.78 / 13.05 / 12.11; 64-token pages B32 Sk 128 7.45 / 11.22 / 8.50 / 8.26, Sk
+    // 512 18.90 / 21.72 / 21.38 / 20.04.
+    plan.split.block_n = 32;
+    plan.split.warps = 2;
+    plan.split.column_groups = 2;
+    plan.split.stages = 3;
   } else if (short_cache && ctas > 2LL * sms) {
     plan.split.block_n = 32;
     plan.split.warps = 2;

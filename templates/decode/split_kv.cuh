@@ -1,10 +1,13 @@
 // Split-KV decode kernel (sm_80+, mma.sync m16n8k16, cp.async): one CTA per (split, KV head, sequence).
 // The group * q_len query rows of one KV head (row r: query head kv_head * group + r % group, new token
 // r / group) are the rows of kRows / 16 m-tiles, so each K/V byte of the split is read once per KV head.
-// Warp w computes m-tile w % kMT against key slice w / kMT of every kBN-key tile (kKeyGroups slices); the
-// slices' softmax states are merged through shared memory at the end (with one slice, one warp per m-tile,
-// each warp writes its rows from its registers). Causal among the new tokens: token t sits at key position
-// a = seqlen - q_len + t and sees keys j <= a (and j >= a - window_left).
+// Warp w computes m-tile w % kMT. The warps of an m-tile split either the keys or O's columns: with key
+// groups, warp w takes key slice w / kMT of every kBN-key tile and the slices' softmax states are merged
+// through shared memory at the end; with column groups, every warp of the m-tile computes the whole tile's
+// scores (the same softmax state) and P·V for its kHeadDim / kColGroups columns of O. Without key groups
+// each warp writes its rows (its columns) from its registers: no merge, no barrier after the main loop.
+// Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a
+// (and j >= a - window_left).
 //
 #pragma once
 
@@ -21,30 +24,57 @@
 
 namespace flashjit::decode {
 
-template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, int kPageSize, bool kWindow>
+template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, int kColGroups, int kPageSize,
+          bool kWindow>
 struct SplitKernel {
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kMT = kRows / 16;                 // m-tiles (one per warp of a key group)
-  static constexpr int kKeyGroups = kWarps / kMT;        // warps sharing an m-tile, each on a key slice
-  static constexpr int kSliceN = kBN / kKeyGroups;       // keys per warp per tile
-  static constexpr int kNT = kSliceN / 8;                // n-tiles of S
-  static constexpr int kDT = kHeadDim / 8;               // n-tiles of O
-  static constexpr int kKS = kHeadDim / 16;              // k-steps of Q·Kᵀ
+  static constexpr int kMT = kRows / 16;                     // m-tiles
+  static constexpr int kKeyGroups = kWarps / (kMT * kColGroups);  // warps sharing an m-tile, each on a key slice
+  static constexpr int kSliceN = kBN / kKeyGroups;           // keys per warp per tile
+  static constexpr int kNT = kSliceN / 8;                    // n-tiles of S
+  static constexpr int kCols = kHeadDim / kColGroups;        // columns of O per warp
+  static constexpr int kDT = kCols / 8;                      // n-tiles of O per warp
+  static constexpr int kKS = kHeadDim / 16;                  // k-steps of Q·Kᵀ
   static constexpr bool kQInRegisters = kHeadDim <= 128;
 
   using QTile = fa2::SmemTile<kRows, kHeadDim>;
   using KVTile = fa2::SmemTile<kBN, kHeadDim>;
   static constexpr int kKVBytes = 2 * kStages * KVTile::kBytes;
-  // After the main loop the K/V stages hold each key group's O (fp32), row max and row sum.
-  static constexpr int kMergeBytes = kKeyGroups * kRows * (kHeadDim + 2) * 4;
+  // After the main loop the K/V stages hold each key group's O (fp32), row max and row sum; one key group
+  // writes its rows from registers and needs no merge buffer.
+  static constexpr int kMergeBytes = kKeyGroups > 1 ? kKeyGroups * kRows * (kHeadDim + 2) * 4 : 0;
   static constexpr int kSmemBytes = QTile::kBytes + (kKVBytes > kMergeBytes ? kKVBytes : kMergeBytes);
 
   static_assert(kRows % 16 == 0 && kWarps % kMT == 0, "whole m-tiles per key group");
+  static_assert(kColGroups == 1 || (kKeyGroups == 1 && kWarps == kMT * kColGroups && kCols % 16 == 0),
+                "column groups: every warp of an m-tile on every key, 16-column slices");
   static_assert(kBN % kKeyGroups == 0 && kSliceN % 16 == 0, "key slices of whole 16-key k-steps");
   static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
 
   using Loads = KvLoads<KVTile, kThreads, kBN, kPageSize>;
   static constexpr bool kPaged = kPageSize > 0;
+
+  // Where a row of this CTA's tile goes: row r is token r / group of query head kv_head * group + r % group;
+  // its LSE sits at [batch, head, token] of the output LSE (one split) or of this split's workspace slice,
+  // its O at [batch, token, head] of the output (strided) or of the split's fp32 partials.
+  struct RowTarget {
+    int token, head;
+    long long lse_index;  // in [B, Hq, q_len]
+
+    __device__ RowTarget(const DecodeParams& p, int batch, int kv_head, int row)
+        : token(row / p.group), head(kv_head * p.group + row % p.group),
+          lse_index((static_cast<long long>(batch) * p.heads_q + head) * p.q_len + token) {}
+    __device__ void store_lse(const DecodeParams& p, long long slice, float lse) const {
+      if (p.num_splits > 1) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse;
+      else if (p.lse != nullptr) p.lse[lse_index] = lse;
+    }
+    __device__ T* out(const DecodeParams& p, int batch) const {
+      return static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head;
+    }
+    __device__ float* partial(const DecodeParams& p, long long slice, int batch) const {
+      return p.ws_o + (((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim;
+    }
+  };
 
   static __device__ void run(const DecodeParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -122,7 +152,9 @@ struct SplitKernel {
     }
     typename Loads::Pages pages = first[kStages - 1];
 
-    const int mt = warp % kMT, key_group = warp / kMT;
+    // Key groups and column groups do not mix (static_assert above): the other index is a constant 0.
+    const int mt = warp % kMT, key_group = kColGroups > 1 ? 0 : warp / kMT, col_group = kColGroups > 1 ? warp / kMT : 0;
+    const int col16 = col_group * (kCols / 16);  // first 16-column group of this warp's O columns
     float o[kDT][4];
 #pragma unroll
     for (int d = 0; d < kDT; ++d)
@@ -215,7 +247,7 @@ struct SplitKernel {
 #pragma unroll
         for (int e = 0; e < kDT / 2; ++e) {
           unsigned b[4];
-          ptx::ldmatrix_x4_trans(b, v_ld.at(v_tile, slice_group0 + kk, e));
+          ptx::ldmatrix_x4_trans(b, v_ld.at(v_tile, slice_group0 + kk, col16 + e));
           ptx::mma_16816<T>(o[2 * e], a, b[0], b[1]);
           ptx::mma_16816<T>(o[2 * e + 1], a, b[2], b[3]);
         }
@@ -224,9 +256,9 @@ struct SplitKernel {
     const bool final_output = p.num_splits == 1;
     const long long slice = static_cast<long long>(split) * p.batch;  // of the workspace (splits)
     if constexpr (kKeyGroups == 1) {
-      // One warp per m-tile saw every key of its rows: it normalizes and stores them from its registers, with
-      // no merge through shared memory (and no barrier). No copy may still be landing in shared memory when
-      // the CTA exits (without a key, Q's zero fill was never waited for).
+      // Each warp saw every key of its rows: it normalizes and stores them (its columns of them) from its
+      // registers, with no merge through shared memory (and no barrier). No copy may still be landing in
+      // shared memory when the CTA exits (without a key, Q's zero fill was never waited for).
       ptx::cp_async_wait<0>();
       float inv[2], lse[2];
       softmax.finalize(p.softmax_scale, inv, lse);
@@ -234,19 +266,16 @@ struct SplitKernel {
       for (int h = 0; h < 2; ++h) {
         const int row = mt * 16 + lane / 4 + h * 8;
         if (row >= rows_valid) continue;
-        const int token = row / p.group, head = kv_head * p.group + row % p.group;
-        const long long lse_index = (static_cast<long long>(batch) * p.heads_q + head) * p.q_len + token;
-        if (lane % 4 == 0) {
-          if (!final_output) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse[h];
-          else if (p.lse != nullptr) p.lse[lse_index] = lse[h];
-        }
+        const RowTarget target(p, batch, kv_head, row);
+        if (lane % 4 == 0 && col_group == 0) target.store_lse(p, slice, lse[h]);
+        const int col = col_group * kCols + 2 * (lane % 4);
         if (final_output) {
-          T* dst = static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head + 2 * (lane % 4);
+          T* dst = target.out(p, batch) + col;
 #pragma unroll
           for (int d = 0; d < kDT; ++d)
             *reinterpret_cast<unsigned*>(dst + d * 8) = pack2<T>(o[d][2 * h] * inv[h], o[d][2 * h + 1] * inv[h]);
         } else {
-          float* dst = p.ws_o + (((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + 2 * (lane % 4);
+          float* dst = target.partial(p, slice, batch) + col;
 #pragma unroll
           for (int d = 0; d < kDT; ++d)
             *reinterpret_cast<float2*>(dst + d * 8) = make_float2(o[d][2 * h] * inv[h], o[d][2 * h + 1] * inv[h]);
@@ -301,11 +330,8 @@ struct SplitKernel {
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) m_max[g * kRows + row] = w[g] * inv;  // only this thread reads row
       m_sum[row] = inv;
-      const int token = row / p.group, head = kv_head * p.group + row % p.group;
       const float lse = empty ? neg_infinity() : m * p.softmax_scale + log_approx(l);
-      const long long lse_index = (static_cast<long long>(batch) * p.heads_q + head) * p.q_len + token;
-      if (!final_output) p.ws_lse[slice * p.heads_q * p.q_len + lse_index] = lse;
-      else if (p.lse != nullptr) p.lse[lse_index] = lse;
+      RowTarget(p, batch, kv_head, row).store_lse(p, slice, lse);
     }
     __syncthreads();
     constexpr int kChunks = kHeadDim / 8;
@@ -325,15 +351,14 @@ struct SplitKernel {
           acc[6] = fmaf(w, b.z, acc[6]), acc[7] = fmaf(w, b.w, acc[7]);
         }
       }
-      const int token = row / p.group, head = kv_head * p.group + row % p.group;
+      const RowTarget target(p, batch, kv_head, row);
       if (final_output) {
-        T* dst = static_cast<T*>(p.o) + batch * p.o_batch + token * p.o_seq + head * p.o_head + d0;
+        T* dst = target.out(p, batch) + d0;
         *reinterpret_cast<uint4*>(dst) = make_uint4(pack2<T>(acc[0], acc[1]), pack2<T>(acc[2], acc[3]),
                                                     pack2<T>(acc[4], acc[5]), pack2<T>(acc[6], acc[7]));
       } else {
         // A split without keys writes O = 0 beside its LSE of -inf; the combine kernel leaves it out.
-        float4* dst = reinterpret_cast<float4*>(
-            p.ws_o + (((slice + batch) * p.q_len + token) * p.heads_q + head) * kHeadDim + d0);
+        float4* dst = reinterpret_cast<float4*>(target.partial(p, slice, batch) + d0);
         dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
         dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
       }

@@ -89,6 +89,9 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
   configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
+  // d256 x 128 rows on sm_80: one warp per m-tile, no merge buffer, 32-key tiles (128 KB).
+  configs.push_back(
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm80));
   // Odd m-tile counts (48, 80, 112 rows: three, five, seven warps, of which the K/V copies use a power of
   // two of rows per pass) and a head dim of twelve chunks (d96).
   for (auto [group, q_len] : {std::pair{4, 12}, {8, 10}, {8, 14}})
@@ -104,6 +107,22 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
     p.layout = KvLayout::paged, p.page_size = 16;
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+    // Column groups (at most 64 keys, up to two CTAs per SM): 32- and 64-key tiles, contiguous and 1-token pages.
+    p.batch = 16;
+    for (int keys : {32, 64})
+      for (int page : {0, 1}) {
+        p.max_seqlen_k = keys, p.layout = page > 0 ? KvLayout::paged : KvLayout::contiguous, p.page_size = page;
+        configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+        CHECK(configs.back().column_groups == 4);
+      }
+  }
+  // Two column groups: paged d128 short caches between one and two CTAs per SM, 16-token and 1-token pages.
+  for (int page : {1, 16}) {
+    auto p = flashjit::DecodeProblem{};
+    p.batch = 24, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128, p.max_seqlen_k = 256;
+    p.layout = KvLayout::paged, p.page_size = page;
+    configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+    CHECK(configs.back().column_groups == 2);
   }
   for (const auto& c : configs) {
     INFO(readable_name(c));
@@ -179,6 +198,19 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   CHECK(first_field(bad) == "page_size");
   bad = c, bad.layout = KvLayout::contiguous;  // page_size 16 on a contiguous cache
   CHECK(first_field(bad) == "page_size");
+  // Column groups: warps = m-tiles x groups, whole 16-column slices, a power of two.
+  DecodeKernelConfig cols = c;
+  cols.column_groups = 4;
+  CHECK(validate(cols).empty());
+  CHECK(readable_name(cols) == "decode_bf16_d128_r16_bn128_s3_w4c4_paged16_sm90a");
+  bad = cols, bad.warps = 8;
+  CHECK(first_field(bad) == "warps");
+  bad = cols, bad.column_groups = 3;
+  CHECK(first_field(bad) == "column_groups");
+  bad = cols, bad.head_dim = 96;  // 24 columns per warp
+  CHECK(first_field(bad) == "column_groups");
+  bad = cols, bad.block_n = 40;
+  CHECK(first_field(bad) == "block_n");
   CHECK(readable_name(c) == "decode_bf16_d128_r16_bn128_s3_w4_paged16_sm90a");
   CombineKernelConfig m;
   m.fp32_inputs = false;

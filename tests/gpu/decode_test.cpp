@@ -17,6 +17,7 @@
 
 #include "common/half.hpp"
 #include "decode_harness.hpp"
+#include "dispatch/decode_heuristics.hpp"
 #include "harness.hpp"
 #include "support/catch.hpp"
 
@@ -167,6 +168,50 @@ TEST_CASE("decode: ragged batches on contiguous and paged caches match float64",
   check_decode(s);
 }
 
+TEST_CASE("decode: at most 64 keys (four column groups) match float64", "[decode][gpu]") {
+  // Every warp computes the whole tile's scores and a quarter of O's columns, writing its rows' columns from
+  // registers (the LSE from the first group); splits write the same rows' partials. 32- and 64-key tiles.
+  struct Run {
+    int head_dim, group, q_len, max_keys, splits, window;
+    Layout layout;
+  };
+  const Run run = GENERATE(Run{128, 4, 1, 64, 0, -1, kContiguous}, Run{128, 4, 1, 32, 2, -1, kContiguous},
+                           Run{128, 8, 2, 64, 3, 0, kContiguous}, Run{128, 16, 1, 32, 0, 5, kPaged1},
+                           Run{64, 4, 1, 64, 2, -1, kPaged16}, Run{64, 8, 1, 32, 0, 3, kContiguous},
+                           Run{128, 4, 1, 64, 0, -1, kPaged64});
+  std::vector<int> lens(24);
+  for (int b = 0; b < 24; ++b) lens[b] = (b * 29) % (run.max_keys + 1);  // 0 to max_keys keys
+  lens[1] = run.max_keys;
+  DecodeShape s = make_shape(run.group == 16 ? DType::fp16 : DType::bf16, run.head_dim, run.group, run.q_len, lens,
+                             run.layout);
+  s.num_splits = run.splits, s.window_left = run.window;
+  // The planner's kernel for this problem on an H200 (132 SMs).
+  flashjit::DecodeProblem p;
+  p.batch = s.batch(), p.q_len = s.q_len, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
+  p.max_seqlen_k = run.max_keys, p.window_left = s.window_left, p.num_splits = s.num_splits;
+  p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
+  CHECK(flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split.column_groups == 4);
+  check_decode(s);
+}
+
+TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two column groups) match float64",
+          "[decode][gpu]") {
+  // 70 sequences of 0 to 300 keys over 2 KV heads: 140 CTAs (more than an H200's 132 SMs, fewer than two per
+  // SM), 32-key tiles over 1-, 16- and 64-token pages; with forced splits the same kernel writes partials.
+  const Layout layout = GENERATE(kPaged1, kPaged16, kPaged64);
+  const int splits = GENERATE(0, 3);
+  std::vector<int> lens(70);
+  for (int b = 0; b < 70; ++b) lens[b] = (b * 53) % 301;
+  lens[5] = 300;
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
+  s.num_splits = splits;
+  flashjit::DecodeProblem p;
+  p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = 128;
+  p.max_seqlen_k = 300, p.layout = KvLayout::paged, p.page_size = s.page_size;
+  CHECK(flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split.column_groups == 2);
+  check_decode(s);
+}
+
 TEST_CASE("decode: many short sequences (the one-warp kernel of contiguous d128, the two-warp one else) match float64",
           "[decode][gpu]") {
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
@@ -177,6 +222,18 @@ TEST_CASE("decode: many short sequences (the one-warp kernel of contiguous d128,
   for (int b = 0; b < 140; ++b) lens[b] = (b * 37) % 301;
   DecodeShape s = make_shape(head_dim == 64 ? DType::fp16 : DType::bf16, head_dim, 4, 1, lens, layout);
   s.num_splits = splits;
+  check_decode(s);
+}
+
+TEST_CASE("decode: d256 with 112 and 128 rows (one warp per m-tile, no merge buffer) matches float64",
+          "[decode][gpu]") {
+  // The largest Q tiles: shared memory holds Q and the K/V stages only (the one-key-group epilogue writes
+  // from registers), with and without splits, contiguous and paged.
+  const bool paged = GENERATE(false, true);
+  const int q_len = GENERATE(14, 16);
+  DecodeShape s = make_shape(paged ? DType::fp16 : DType::bf16, 256, 8, q_len, {16, 7, 300, 1000},
+                             paged ? kPaged16 : kContiguous);
+  s.num_splits = paged ? 0 : 3;
   check_decode(s);
 }
 
