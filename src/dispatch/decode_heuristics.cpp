@@ -206,8 +206,15 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
     plan.split.column_groups = 2;
     plan.split.stages = 3;
   } else if (short_cache && ctas > 2LL * sms) {
+    // Two column groups where the head dim splits into two slices of whole 16-column groups (else key slices).
+    // H200, µs, this / two warps on key slices / cuDNN (contiguous): 16-token pages B48 Sk 32 5.06 / 5.94 /
+    // 7.18, Sk 128 9.63 / 10.36 / 13.22, B128 Sk 128 21.20 / 22.98 / 26.58; contiguous d64 B128 Sk 32 5.74 /
+    // 6.44 / 7.96. From 512 keys a third stage would pay (not yet checked on the GPU against float64): 1-token
+    // pages B48 Sk 512 28.06 with three / 29.41 with two / 28.67 on key slices, contiguous d64 15.25 / 18.00 /
+    // 17.97 (cuDNN 15.76).
     plan.split.block_n = 32;
     plan.split.warps = 2;
+    plan.split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
     plan.split.stages = 2;
   }
   DecodeSplitInputs in;

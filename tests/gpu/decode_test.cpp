@@ -212,7 +212,7 @@ TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two colu
   check_decode(s);
 }
 
-TEST_CASE("decode: many short sequences (the one-warp kernel of contiguous d128, the two-warp one else) match float64",
+TEST_CASE("decode: many short sequences (one warp for contiguous d128, two column groups else) match float64",
           "[decode][gpu]") {
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
   const int head_dim = GENERATE(64, 128);
