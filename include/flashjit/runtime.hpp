@@ -74,8 +74,8 @@ class Runtime {
   // Token generation against a KV cache (see decode.hpp): split-KV attention, then the combine pass when
   // the keys were split. Asynchronous on problem.stream; after prepare_decode() (or a first decode()) of
   // the same kind of problem on that stream, nothing is compiled, loaded or allocated: graph-capturable.
-  // prepare_decode reserves the workspace of every batch up to problem.batch and any max_seqlen_k (the split
-  // count rises and falls with both).
+  // prepare_decode loads the kernels and reserves the workspace of every batch up to problem.batch and any
+  // max_seqlen_k (the split kernel's shape and the split count change with both).
   //
   // Without a caller workspace, the split partials go to the runtime's workspace of (device, stream): the
   // decodes of one stream share it, ordered by the stream (CU_STREAM_PER_THREAD counts per thread). A graph

@@ -147,11 +147,21 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
     c.block_n = 64;
     c.warps = m_tiles * std::max(1, 4 / m_tiles);
   }
-  // Many rows of a large head dim (Q takes rows x D x 2 bytes: 80 KB for 80 rows at d256) may not leave room
-  // for the stages on sm_80: halve the tile while each warp keeps a 16-key slice.
-  const int key_groups = c.warps / m_tiles;
-  while (shared_memory_bytes(c) > config::max_shared_memory_per_block(arch) && c.block_n % (32 * key_groups) == 0)
-    c.block_n /= 2;
+  // Where the stages do not fit the arch's shared memory (sm_86 and sm_89 take 99 KB per CTA: the d128 tiles'
+  // three stages are 100 KB; on sm_80 many rows of a large head dim, Q taking rows x D x 2 bytes): two
+  // stages, then halve the tile while each warp keeps a 16-key slice, then halve the key groups.
+  while (shared_memory_bytes(c) > config::max_shared_memory_per_block(arch)) {
+    const int key_groups = c.warps / m_tiles;
+    if (c.stages > 2) {
+      --c.stages;
+    } else if (c.block_n % (32 * key_groups) == 0) {
+      c.block_n /= 2;
+    } else if (key_groups % 2 == 0) {
+      c.warps /= 2;
+    } else {
+      break;  // validate() names the shared memory
+    }
+  }
   return c;
 }
 
@@ -197,7 +207,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
     plan.split.stages = ctas > 8LL * sms || (ctas > 4LL * sms && short_keys <= 128) ? 2 : 3;
   } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::paged && ctas > sms && ctas <= 2LL * sms) {
     // Paged d128 between one and two CTAs per SM (the 200 KB paged kernel ran these in two rounds): two column
-    // groups, 32-key tiles, three stages (53 KB). H200, µs, this / the 200 KB kernel / two warps on key slices /
+    // groups, 32-key tiles, three stages (52 KB). H200, µs, this / the 200 KB kernel / two warps on key slices /
     // cuDNN (contiguous): 16-token pages B24 Sk 128 6.68 / 11.00 / 7.83 / 7.81, Sk 512 16.32 / 19.66 / 19.58 /
     // 16.97; B32 Sk 256 11.56 / 15.78 / 13.05 / 12.11; 64-token pages B32 Sk 128 7.45 / 11.22 / 8.50 / 8.26, Sk
     // 512 18.90 / 21.72 / 21.38 / 20.04.
@@ -248,6 +258,29 @@ std::size_t decode_workspace_reserve(const DecodeProblem& p, const Arch& arch, i
   const std::size_t ctas = static_cast<std::size_t>(at_least_1(sms)) * (model ? kMaxModelSplitCtasPerSm : 1);
   const std::size_t rows = ctas * static_cast<std::size_t>(p.heads_q / std::max(p.heads_kv, 1)) * p.q_len;
   return std::max(plan.workspace_bytes, workspace_bytes(rows, p.head_dim));
+}
+
+std::vector<DecodeKernelConfig> decode_prepare_kernels(const DecodeProblem& p, const Arch& arch, int sms) {
+  const int batch = at_least_1(p.batch), heads_kv = at_least_1(p.heads_kv);
+  std::vector<int> batches = {1, batch};
+  for (int m = 1; m <= 16; ++m) {  // the last batch with at most m·SMs CTAs, and the first with more
+    const int b = static_cast<int>(1LL * m * at_least_1(sms) / heads_kv);
+    for (int x : {b, b + 1})
+      if (x >= 1 && x <= batch) batches.push_back(x);
+  }
+  std::vector<int> lengths = {1};
+  for (long long k = 1; k <= kMaxDecodeSeqlen; k *= 2)
+    for (long long x : {k, k + 1})
+      if (x <= kMaxDecodeSeqlen) lengths.push_back(static_cast<int>(x));
+  std::vector<DecodeKernelConfig> out;
+  DecodeProblem q = p;
+  for (int b : batches)
+    for (int keys : lengths) {
+      q.batch = b, q.max_seqlen_k = keys;
+      const DecodeKernelConfig c = plan_decode(q, arch, sms).split;
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
+  return out;
 }
 
 CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch) {

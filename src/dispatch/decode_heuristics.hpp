@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "config/decode_config.hpp"
 
@@ -77,6 +78,12 @@ DecodePlan plan_decode(const DecodeProblem& problem, const Arch& arch, int sms);
 // max_seqlen_k (the split count rises and falls with both), i.e. for B·Hkv·splits up to SMs (the fill rule)
 // or kMaxModelSplitCtasPerSm x SMs (the time model); with forced splits, the problem's own.
 std::size_t decode_workspace_reserve(const DecodeProblem& problem, const Arch& arch, int sms);
+
+// The split kernels plan_decode picks for the problem with any batch up to problem.batch and any
+// max_seqlen_k (distinct, in no particular order): what prepare_decode loads, so that any of those problems
+// may then be captured. The planner's rules compare B·Hkv with multiples of the SM count (up to 16) and the
+// visible keys with powers of two; the batches and lengths tried are those rules' edges.
+std::vector<DecodeKernelConfig> decode_prepare_kernels(const DecodeProblem& problem, const Arch& arch, int sms);
 
 // The combine kernel's config for the merge API (inputs in the output type).
 CombineKernelConfig merge_kernel_config(DType dtype, int head_dim, const Arch& arch);

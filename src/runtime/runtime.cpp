@@ -330,11 +330,15 @@ struct Runtime::Impl {
         if (!fn.ok()) return std::move(fn).error();
         combine = *fn;
       }
-      // prepare: the workspace of any batch up to this one and any max_seqlen_k (the split count rises and
-      // falls with both), and the combine kernel even when this problem needs no split, so that any of them
-      // may then be captured.
+      // prepare: the split kernels and the workspace of any batch up to this one and any max_seqlen_k (the
+      // kernel and the split count change with both), and the combine kernel even when this problem needs no
+      // split, so that any of them may then be captured.
       std::size_t reserve = plan.workspace_bytes;
       if (!launch_it) {
+        for (const DecodeKernelConfig& c : dispatch::decode_prepare_kernels(p, (*dev)->info.arch, (*dev)->info.sms)) {
+          auto fn = function(c, **dev, stream);
+          if (!fn.ok()) return std::move(fn).error();
+        }
         reserve = dispatch::decode_workspace_reserve(p, (*dev)->info.arch, (*dev)->info.sms);
         if (combine == nullptr && reserve > 0) {
           auto fn = function(plan.combine, **dev, stream);

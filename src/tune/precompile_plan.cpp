@@ -50,12 +50,14 @@ PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& arch
       for (const auto& c : candidates.valid) add(plan.configs, c);
       for (const auto& c : candidates.invalid) seen_invalid.insert(to_json(c));
     }
-    // Decode: what Runtime::decode launches for each problem on a GPU of this arch with `sms` SMs, and the
-    // merge kernel of each (dtype, head dim).
+    // Decode: what Runtime::decode launches and prepare_decode loads for each problem on a GPU of this arch
+    // with `sms` SMs (the split kernels of every smaller batch and any max_seqlen_k), and the merge kernel of
+    // each (dtype, head dim).
     for (const DecodeShape& shape : sweep.decode) {
       const DecodeProblem problem = to_problem(shape);
       const dispatch::DecodePlan d = dispatch::plan_decode(problem, arch, sms);
       add(plan.decode, d.split);
+      for (const DecodeKernelConfig& c : dispatch::decode_prepare_kernels(problem, arch, sms)) add(plan.decode, c);
       if (std::find(plan.combine.begin(), plan.combine.end(), d.combine) == plan.combine.end() &&
           loads_combine(problem, arch, sms))
         add(plan.combine, d.combine);

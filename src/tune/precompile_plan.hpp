@@ -2,8 +2,9 @@
 // dispatcher picks, by its heuristics and with each GPU's tuned tables for that arch (so that FLASHJIT_JIT=0
 // finds whatever a device of that arch picks), or with all_candidates the whole candidate space after
 // validate() pruning; for each decode problem and arch the kernels Runtime::decode and prepare_decode load on
-// a GPU with `sms` multiprocessors (dispatch::plan_decode: the split kernel, and the combine kernel when the
-// keys are split, or, for prepare_decode, when a smaller batch's keys would be), and the merge kernel
+// a GPU with `sms` multiprocessors (dispatch::plan_decode and decode_prepare_kernels: the split kernels of the
+// problem and of any smaller batch or other max_seqlen_k, and the combine kernel when the keys are split, or,
+// for prepare_decode, when a smaller batch's keys would be), and the merge kernel
 // (Runtime::merge) of each distinct (dtype, head dim, arch) of decode problems.
 #pragma once
 

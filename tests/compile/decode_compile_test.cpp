@@ -89,6 +89,10 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
   configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
+  // sm_86 (99 KB per CTA): d128 in two stages, d256 with two key groups of 32-key tiles.
+  for (int d : {128, 256})
+    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, d, 4, 1, KvLayout::contiguous, 0, false,
+                                                                flashjit::Arch{86, false}));
   // d256 x 128 rows on sm_80: one warp per m-tile, no merge buffer, 32-key tiles (128 KB).
   configs.push_back(
       flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm80));

@@ -1,5 +1,6 @@
 // Tests of the split-KV planner: the issue's benchmark shapes on the H200 (132 SMs), the short-cache and
 // page-size rules, invariants over a grid of shapes, forced split counts and degenerate inputs.
+#include <algorithm>
 #include <tuple>
 
 #include "dispatch/decode_heuristics.hpp"
@@ -347,7 +348,8 @@ TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take four col
   CHECK(std::get<2>(shape(plan_decode(decode_problem(16, 65), kSm90a, 132))) == 1);     // 65 keys
   CHECK(std::get<2>(shape(plan_decode(decode_problem(34, 32), kSm90a, 132))) == 1);     // 272 CTAs
   CHECK(std::get<2>(shape(plan_decode(decode_problem(16, 32, 8), kSm90a, 132))) == 1);  // 32 rows
-  // A window bounds the visible keys by window + q_len + 63 (the default tiles): window 0 counts as short.
+  // A window bounds the visible keys by window + q_len + 63 (contiguous d128: 64-key default tiles): window 0
+  // counts as short.
   CHECK(std::get<2>(shape(plan_decode(decode_problem(16, 32768, 1, 0), kSm90a, 132))) == 4);
   auto d96 = decode_problem(16, 32);  // 24 columns per warp: not whole 16-column groups
   d96.head_dim = 96;
@@ -390,11 +392,12 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
   CHECK(std::get<2>(shape(plan_decode(d64, kSm90a, 132))) == 1);
 }
 
-TEST_CASE("decode plan: every planned split kernel passes validate(), d256 x 128 rows on sm_80 included",
+TEST_CASE("decode plan: every planned split kernel passes validate(), on sm_86 / sm_89 (99 KB per CTA) too",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   int checked = 0;
-  for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
+  const flashjit::Arch archs[] = {kSm90a, flashjit::Arch{80, false}, flashjit::Arch{86, false}, flashjit::Arch{89, false}};
+  for (const flashjit::Arch arch : archs)
     for (int d : {64, 96, 128, 256})
       for (int page : {0, 1, 16, 256})
         for (int group : {1, 3, 4, 8})
@@ -418,7 +421,7 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), d256 x 128
                           {0, 0, 0, 0, page, plan.split.block_n, 1}) == 0);
                 ++checked;
               }
-  CHECK(checked == 2 * 4 * 4 * 4 * 16 * 3 * 2);
+  CHECK(checked == 4 * 4 * 4 * 4 * 16 * 3 * 2);
 }
 
 TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and every max_seqlen_k",
@@ -455,4 +458,35 @@ TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and ev
   CHECK(decode_workspace_reserve(forced, kSm90a, 132) > 0);
   // A GPU where nothing can split (8 KV heads on one SM): nothing reserved.
   CHECK(decode_workspace_reserve(decode_problem(4, 1 << 20), kSm90a, 1) == 0);
+}
+
+TEST_CASE("decode prepare: the kernels loaded cover every smaller batch and every max_seqlen_k", "[dispatch][decode]") {
+  using flashjit::dispatch::decode_prepare_kernels;
+  using flashjit::dispatch::plan_decode;
+  int checked = 0;
+  for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
+    for (int d : {64, 128})
+      for (int page : {0, 1, 16})
+        for (int window : {-1, 40})
+          for (int sms : {132, 100}) {
+            auto p = decode_problem(70, 1 << 20, 1, window);
+            p.head_dim = d;
+            if (page > 0) p.layout = flashjit::KvLayout::paged, p.page_size = page;
+            const auto kernels = decode_prepare_kernels(p, arch, sms);
+            INFO("sm_" << arch.sm << " d" << d << " page " << page << " window " << window << " SMs " << sms);
+            for (std::size_t i = 0; i < kernels.size(); ++i)
+              for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(kernels[i] == kernels[j]);
+            for (int batch = 1; batch <= p.batch; ++batch)
+              for (int keys : {1, 2, 31, 32, 33, 50, 64, 65, 100, 128, 129, 300, 512, 513, 1000, 4096, 123457}) {
+                auto q = p;
+                q.batch = batch, q.max_seqlen_k = keys;
+                const auto split = plan_decode(q, arch, sms).split;
+                INFO("B" << batch << " Sk " << keys << ": " << flashjit::readable_name(split));
+                CHECK(std::find(kernels.begin(), kernels.end(), split) != kernels.end());
+                ++checked;
+              }
+          }
+  CHECK(checked == 2 * 2 * 3 * 2 * 2 * 70 * 17);
+  // A batch of one on sm_90: the column-group kernels of 32 and 64 keys and the long-cache kernel.
+  CHECK(decode_prepare_kernels(decode_problem(1, 32768), kSm90a, 132).size() == 3);
 }

@@ -69,6 +69,24 @@ TEST_CASE("precompile plan: all candidates", "[tune][plan]") {
 
 namespace {
 
+// The split kernels prepare_decode loads for each decode problem of the sweep, distinct.
+std::vector<flashjit::DecodeKernelConfig> prepare_kernels(const Sweep& sweep, const flashjit::Arch& arch, int sms) {
+  std::vector<flashjit::DecodeKernelConfig> out;
+  for (const auto& shape : sweep.decode)
+    for (const auto& c : flashjit::dispatch::decode_prepare_kernels(to_problem(shape), arch, sms))
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  return out;
+}
+
+// Whether `list` holds each of `wanted` exactly once and nothing else.
+bool contains_each_once(const std::vector<flashjit::DecodeKernelConfig>& list,
+                        const std::vector<flashjit::DecodeKernelConfig>& wanted) {
+  if (list.size() != wanted.size()) return false;
+  for (const auto& c : wanted)
+    if (std::count(list.begin(), list.end(), c) != 1) return false;
+  return true;
+}
+
 Sweep decode_sweep(const std::string& entries) {
   auto s = parse_sweep(R"({"problems": [)" + entries + "]}", "decode.json");
   if (!s.ok()) INFO(s.error().to_string());
@@ -96,9 +114,12 @@ TEST_CASE("precompile plan: decode problems give their split, combine and merge 
   REQUIRE(b1.splits.num_splits > 1);
   REQUIRE(b256.splits.num_splits == 1);
   CHECK(b1.split == b256.split);
-  REQUIRE(plan.decode.size() == 2);
+  // The split kernels: each problem's own and every one its prepare_decode loads (any smaller batch, any
+  // max_seqlen_k), once each, the first problem's first.
   CHECK(plan.decode[0] == b1.split);
-  CHECK(plan.decode[1].layout == KvLayout::paged);
+  CHECK(contains_each_once(plan.decode, prepare_kernels(sweep, kSm90a, kDefaultPrecompileSms)));
+  CHECK(std::count_if(plan.decode.begin(), plan.decode.end(),
+                      [](const DecodeKernelConfig& c) { return c.layout == KvLayout::paged; }) > 0);
   REQUIRE(plan.combine.size() == 1);  // one combine kernel serves every split plan of a dtype and head dim
   CHECK(plan.combine[0] == b1.combine);
   CHECK(plan.combine[0].fp32_inputs);
@@ -108,9 +129,9 @@ TEST_CASE("precompile plan: decode problems give their split, combine and merge 
 
   // Every kernel once, in the order prefill, decode, combine, merge; each valid.
   const auto kernels = plan.kernels();
-  REQUIRE(kernels.size() == 4);
+  REQUIRE(kernels.size() == plan.decode.size() + 2);
   CHECK(kernels[0] == flashjit::AnyKernelConfig(plan.decode[0]));
-  CHECK(kernels[3] == flashjit::AnyKernelConfig(plan.merge[0]));
+  CHECK(kernels.back() == flashjit::AnyKernelConfig(plan.merge[0]));
   for (const auto& k : kernels) CHECK(validate(k).empty());
 
   // B256 alone splits nothing, but prepare_decode at B256 loads the combine kernel for the smaller batches
@@ -123,22 +144,22 @@ TEST_CASE("precompile plan: decode problems give their split, combine and merge 
                                              "batch": [1, 64], "seqlen_k": 1000})");
   REQUIRE(dispatch::plan_decode(to_problem(short_cache.decode[0]), kSm90a, 132).splits.num_splits == 1);
   const auto short_plan = precompile_plan(short_cache, {kSm90a}, {}, false);
-  CHECK(short_plan.decode.size() == 1);
+  CHECK(contains_each_once(short_plan.decode, prepare_kernels(short_cache, kSm90a, kDefaultPrecompileSms)));
   CHECK(short_plan.combine == plan.combine);
   CHECK(short_plan.merge.size() == 1);
 
   // The SM count decides whether keys are split: on a 1-SM GPU nothing is, so no combine kernel.
   const auto one_sm = precompile_plan(sweep, {kSm90a}, {}, false, 1);
-  CHECK(one_sm.decode.size() == 2);
+  CHECK(contains_each_once(one_sm.decode, prepare_kernels(sweep, kSm90a, 1)));
   CHECK(one_sm.combine.empty());
   CHECK(one_sm.merge.size() == 1);
 
   // Two archs: everything per arch.
   const auto two = precompile_plan(sweep, {kSm90a, kSm80}, {}, false);
-  CHECK(two.decode.size() == 4);
+  CHECK(two.decode.size() == plan.decode.size() + prepare_kernels(sweep, kSm80, kDefaultPrecompileSms).size());
   CHECK(two.combine.size() == 2);
   CHECK(two.merge.size() == 2);
-  CHECK(two.decode[2].arch == kSm80);
+  CHECK(two.decode[plan.decode.size()].arch == kSm80);
 }
 
 TEST_CASE("precompile plan: decode kernels dedupe across problems, mixed with prefill", "[tune][plan][decode]") {
@@ -150,14 +171,15 @@ TEST_CASE("precompile plan: decode kernels dedupe across problems, mixed with pr
   const auto plan = precompile_plan(sweep, {kSm90a}, {}, false);
   REQUIRE(plan.configs.size() == 1);
   CHECK(plan.configs[0] == *flashjit::dispatch::choose(to_problem(sweep.problems[0]), kSm90a));
-  // Split kernels: per dtype, head dim, window and rows (group 4 x q_len 1 or 2: 16 rows either way).
-  CHECK(plan.decode.size() == 2 * 2 * 2);
+  // Split kernels: per dtype, head dim, window and rows (group 4 x q_len 1 or 2: 16 rows either way), with
+  // those of the smaller batches and other lengths prepare_decode loads.
+  CHECK(contains_each_once(plan.decode, prepare_kernels(sweep, kSm90a, kDefaultPrecompileSms)));
   // Combine kernels per dtype and head dim (each has a split plan); merge kernels likewise.
   CHECK(plan.combine.size() == 2 * 2);
   CHECK(plan.merge.size() == 2 * 2);
   std::set<std::string> names;
   for (const auto& k : plan.kernels()) CHECK(names.insert(to_json(k)).second);
-  CHECK(names.size() == 1 + 8 + 4 + 4);
+  CHECK(names.size() == 1 + plan.decode.size() + 4 + 4);
   // --all-candidates does not change the decode part (decode has no candidate space).
   const auto all = precompile_plan(sweep, {kSm90a}, {}, true);
   CHECK(all.decode == plan.decode);
