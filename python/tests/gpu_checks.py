@@ -491,6 +491,25 @@ def check_decode_capture_without_prepare_is_an_error():
         raise AssertionError("capturing a decode kernel that was never loaded did not fail")
 
 
+def check_prepare_decode_covers_shorter_caches():
+    """prepare_decode at 4096 keys also loads the kernels of shorter caches (at most 64 keys take another
+    kernel): a decode with max_seqlen_k=40 can then be captured. fp16, d64 and a window on a contiguous cache
+    are used by no other check, so nothing else loaded that kernel."""
+    case = DecodeCase((40, 17), 1, 16, 4, 64, FP16, capacity=4096, window_left=20)
+    q, k, v, lens, _, per_seq = decode_inputs(case)
+    out = torch.empty_like(q)
+    flashjit.prepare_decode(q, k, v, lens, window_left=20, out=out)  # max_seqlen_k: the capacity, 4096
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        flashjit.decode(q, k, v, lens, window_left=20, out=out, max_seqlen_k=40)
+    out.fill_(math.nan)
+    graph.replay()
+    torch.cuda.synchronize()
+    ref_o, _ = decode_reference(q, per_seq, 20)
+    expect_close(out, None, ref_o, None, FP16, "decode prepared at 4096 keys, captured at 40")
+
+
 def split_keys(k, v, bounds):
     return [(k[:, a:b], v[:, a:b]) for a, b in zip(bounds, bounds[1:])]
 
@@ -569,7 +588,8 @@ CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_ca
           check_varlen_views_out_and_scale, check_varlen_graph_capture_and_replay,
           check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config,
           check_decode_out_and_strided_q, check_decode_graph_capture_and_replay,
-          check_decode_capture_without_prepare_is_an_error, check_merge_states, check_decode_cascade_merge,
+          check_decode_capture_without_prepare_is_an_error, check_prepare_decode_covers_shorter_caches,
+          check_merge_states, check_decode_cascade_merge,
           check_merge_graph_capture]
 
 
