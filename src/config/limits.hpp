@@ -5,11 +5,15 @@
 
 namespace flashjit::config {
 
+// The data-center parts from Hopper on (sm_90, sm_100 / 101 / 103, sm_110): 228 KB of shared memory per SM.
+// The GeForce / workstation Blackwell parts (sm_120, sm_121) have the 100 KB of sm_86 and sm_89.
+inline bool large_shared_memory(const Arch& arch) { return arch.sm >= 90 && arch.sm < 120; }
+
 // Bytes of dynamic shared memory a block may use after opting in (CUDA C++ Programming Guide, compute
-// capabilities: 163 KB on sm_80 / sm_87, 227 KB from sm_90, 99 KB on sm_86, sm_89 and others).
+// capabilities: 163 KB on sm_80 / sm_87, 227 KB on the parts above, 99 KB on sm_86, sm_89, sm_12x and others).
 inline int max_shared_memory_per_block(const Arch& arch) {
   if (arch.sm == 80 || arch.sm == 87) return 163 * 1024;
-  if (arch.sm >= 90) return 227 * 1024;
+  if (large_shared_memory(arch)) return 227 * 1024;
   return 99 * 1024;
 }
 
@@ -17,7 +21,7 @@ inline int max_shared_memory_per_block(const Arch& arch) {
 // out of it: a kernel of b bytes fits floor(per_sm / (b + reserved)) blocks per SM.
 inline int shared_memory_per_sm(const Arch& arch) {
   if (arch.sm == 80 || arch.sm == 87) return 164 * 1024;
-  if (arch.sm >= 90) return 228 * 1024;
+  if (large_shared_memory(arch)) return 228 * 1024;
   return 100 * 1024;
 }
 inline constexpr int kSharedMemoryReservedPerBlock = 1024;

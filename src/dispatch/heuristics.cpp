@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "config/limits.hpp"
 #include "tune/tuned_table.hpp"
 
 namespace flashjit::dispatch {
@@ -38,13 +39,13 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
     // 32-key tiles (S 32 registers): 296 TFLOP/s at S 8192 against 272 for 8 warps x 16 rows (before the
     // changes above); the third stage hides more of the K/V latency at no occupancy cost (2 CTAs/SM).
     c.block_m = 128, c.warps = 4, c.block_n = 32, c.stages = 3;
-  } else if (arch.sm >= 90) {
+  } else if (config::large_shared_memory(arch)) {
     // Wide rows (or the sliding window's two-sided test, which tips the 32-row variant into spills):
     // 16 rows per warp with Q in shared memory for d > 128, 8 warps sharing each K/V tile (192 KB of
-    // shared memory at d256, which only sm_90's 227 KB holds).
+    // shared memory at d256, which only the 227 KB of sm_90 / sm_100 hold).
     c.block_m = 128, c.warps = 8, c.block_n = 64, c.stages = 2;
   } else {
-    // sm_80 (163 KB) and sm_86/89 (99 KB): the 64 x 32 tile keeps d256 at 96 KB of shared memory.
+    // sm_80 (163 KB) and sm_86 / 89 / 12x (99 KB): the 64 x 32 tile keeps d256 at 96 KB of shared memory.
     c.block_m = head_dim <= 128 ? 128 : 64, c.warps = head_dim <= 128 ? 8 : 4;
     c.block_n = head_dim <= 128 ? 64 : 32, c.stages = 2;
   }

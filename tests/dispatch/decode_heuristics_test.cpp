@@ -392,11 +392,12 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
   CHECK(std::get<2>(shape(plan_decode(d64, kSm90a, 132))) == 1);
 }
 
-TEST_CASE("decode plan: every planned split kernel passes validate(), on sm_86 / sm_89 (99 KB per CTA) too",
+TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 KB archs too",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   int checked = 0;
-  const flashjit::Arch archs[] = {kSm90a, flashjit::Arch{80, false}, flashjit::Arch{86, false}, flashjit::Arch{89, false}};
+  const flashjit::Arch archs[] = {kSm90a, flashjit::Arch{80, false}, flashjit::Arch{86, false},
+                                  flashjit::Arch{89, false}, flashjit::Arch{120, false}};
   for (const flashjit::Arch arch : archs)
     for (int d : {64, 96, 128, 256})
       for (int page : {0, 1, 16, 256})
@@ -421,7 +422,7 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on sm_86 /
                           {0, 0, 0, 0, page, plan.split.block_n, 1}) == 0);
                 ++checked;
               }
-  CHECK(checked == 4 * 4 * 4 * 4 * 16 * 3 * 2);
+  CHECK(checked == 5 * 4 * 4 * 4 * 16 * 3 * 2);
 }
 
 TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and every max_seqlen_k",

@@ -233,8 +233,8 @@ void check_heuristic_valid(int d_min, int d_max, std::initializer_list<Arch> arc
 
 }  // namespace
 
-TEST_CASE("fa2_heuristic: every config for sm_90 and newer is valid", "[dispatch]") {
-  check_heuristic_valid(16, 256, {kSm90, kSm90a, Arch{100, true}, Arch{120, false}});
+TEST_CASE("fa2_heuristic: every config for sm_90 and newer is valid (sm_120: 99 KB of shared memory)", "[dispatch]") {
+  check_heuristic_valid(16, 256, {kSm90, kSm90a, Arch{100, true}, Arch{120, false}, Arch{121, false}});
 }
 
 TEST_CASE("fa2_heuristic: every config up to head_dim 128 is valid on sm_80 sm_86 sm_87 sm_89", "[dispatch]") {
