@@ -65,7 +65,8 @@ pybench=(env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" 
 if [ $quick = 1 ]; then
   step python_bench "${pybench[@]}" --sweep llama3 --seqlens 2048,4096,16384 --flex-min-seqlen 0 --sweep decode
 else
-  step python_bench "${pybench[@]}" --sweep llama3 --sweep fa3 --sweep decode --sweep decode-batches --flex-min-seqlen 16384
+  step python_bench "${pybench[@]}" --sweep llama3 --sweep fa3 --sweep decode --sweep decode-batches --sweep decode-short \
+    --flex-min-seqlen 16384
 fi
 for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
 grep -h overheads "$bench" 2>/dev/null

@@ -113,6 +113,27 @@ def test_decode_batch_sweep():
     assert [(s["batch"], s["page_size"]) for s in shapes if s["page_size"]] == [(10, 16), (20, 16), (24, 16), (40, 16)]
 
 
+def test_decode_short_sweep():
+    shapes = report.SWEEPS["decode-short"]()
+    assert len(shapes) == 3 * 5 * 5
+    assert {(s["head_dim"], s["page_size"]) for s in shapes} == {(128, 16), (128, 1), (64, 0)}
+    assert {s["seqlen_k"] for s in shapes} == {32, 64, 128, 256, 512}
+    assert {s["batch"] for s in shapes} == {4, 16, 32, 64, 128}
+    assert all(s["kind"] == "decode" and s["heads_q"] == 32 and s["heads_kv"] == 8 for s in shapes)
+
+
+def test_decode_short_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [{"shape": s, "method": "graph", "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},
+             "results": {"flashjit": {"ms": 0.004, "gb_s": 100.0 + s["batch"]}, "cudnn": {"ms": 0.004, "gb_s": 100.0}}}
+            for s in report.SWEEPS["decode-short"]()]
+    path = tmp_path / "decode-short.png"
+    report.plot_decode(rows, {"matmul_tflops": 800.0, "copy_tb_s": 4.2}, str(path), "decode-short")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = report.decode_markdown_table(rows, {"copy_tb_s": 4.2}, {"date": "d", "gpu": "g"}, "decode-short")
+    assert "| B4 Sk32 H32/8 D64 |" in table and "| B128 Sk512 H32/8 D128 paged 1 |" in table
+
+
 def test_decode_bytes_and_timing():
     s = report.decode_shape(64, 16384)
     assert report.kv_bytes(s) == 2 * 64 * 16384 * 8 * 128 * 2  # 4.3 GB: one set, one call per replay

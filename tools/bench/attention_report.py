@@ -46,6 +46,10 @@ DECODE_PAGE_SIZES = [16, 64]
 # Batch sizes between the grid's, at one length: where B·Hkv CTAs fill the SMs unevenly (8 KV heads, 132 SMs).
 DECODE_BATCH_SWEEP = [8, 9, 10, 12, 16, 20, 24, 32, 40, 48, 56, 64]
 DECODE_BATCH_SWEEP_PAGED = [10, 20, 24, 40]
+# Short caches on the other layouts the planner treats apart (16- and 1-token pages at d128, contiguous d64).
+DECODE_SHORT_LAYOUTS = [(128, 16), (128, 1), (64, 0)]  # (head_dim, page_size)
+DECODE_SHORT_BATCHES = [4, 16, 32, 64, 128]
+DECODE_SHORT_SEQLENS = [32, 64, 128, 256, 512]
 
 
 def decode_sweep():
@@ -64,7 +68,15 @@ def decode_batch_sweep(seqlen_k=8192):
             [decode_shape(b, seqlen_k, page_size=16) for b in DECODE_BATCH_SWEEP_PAGED])
 
 
-SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep, "decode-batches": decode_batch_sweep}
+def decode_short_sweep():
+    """H32 KV8 bf16, one new token, 32-512 keys: every batch x length of DECODE_SHORT_BATCHES x
+    DECODE_SHORT_SEQLENS for each (head dim, page size) of DECODE_SHORT_LAYOUTS."""
+    return [decode_shape(b, sk, head_dim=d, page_size=ps) for d, ps in DECODE_SHORT_LAYOUTS
+            for b in DECODE_SHORT_BATCHES for sk in DECODE_SHORT_SEQLENS]
+
+
+SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
+          "decode-short": decode_short_sweep}
 
 
 def visible_pairs(seqlen_q, seqlen_k, causal, window=(-1, -1)):
@@ -283,13 +295,44 @@ def _plot_length_grid(ax, rows, colors):
                         label=f"B{batch} {LABELS[impl]}")
 
 
+def _plot_short_ratios(rows, path, sweep):
+    """One panel per (head dim, page size): flashjit's GB/s over cuDNN's against Sk, a line per batch."""
+    import matplotlib.pyplot as plt
+
+    layouts = sorted({(row["shape"]["head_dim"], row["shape"].get("page_size", 0)) for row in rows})
+    fig, axes = plt.subplots(1, len(layouts), figsize=(5 * len(layouts), 4.5), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (d, ps) in zip(axes[0], layouts):
+        subset = [row for row in rows if (row["shape"]["head_dim"], row["shape"].get("page_size", 0)) == (d, ps)]
+        for n, batch in enumerate(sorted({row["shape"]["batch"] for row in subset})):
+            points = sorted((row["shape"]["seqlen_k"], gbs_of(row["results"].get("flashjit")),
+                             gbs_of(row["results"].get("cudnn"))) for row in subset if row["shape"]["batch"] == batch)
+            points = [(x, a / b) for x, a, b in points if a and b]
+            if points:
+                ax.plot(*zip(*points), marker="o", markersize=3, color=colors[n % len(colors)], label=f"B{batch}")
+        ax.axhline(1.0, linestyle=":", color="gray")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("keys per sequence (Sk)")
+        ax.set_ylabel("x cuDNN (contiguous cache)")
+        ax.set_title(f"{sweep}: D{d} " + (f"paged {ps}" if ps else "contiguous"))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def plot_decode(rows, ceilings, path, sweep="decode"):
     """Left: GB/s against Sk for each batch of the contiguous grid, or against B for a batch sweep (one Sk;
     flashjit solid, cuDNN dashed); right: the headline shapes, each kernel and layout as a bar. The copy ceiling
-    dashed in both. PNG at `path`."""
+    dashed in both. The short-cache sweep: flashjit over cuDNN against Sk, a panel per layout. PNG at `path`."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    if sweep == "decode-short":
+        _plot_short_ratios(rows, path, sweep)
+        return
 
     fig, (grid_ax, bar_ax) = plt.subplots(1, 2, figsize=(14, 5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
