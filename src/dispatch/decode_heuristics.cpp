@@ -165,10 +165,9 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
   return c;
 }
 
-DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
-  DecodePlan plan;
+DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch, int sms) {
   const int group = p.heads_q / std::max(p.heads_kv, 1);
-  plan.split =
+  DecodeKernelConfig split =
       decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
   // Short caches (no split then) are bound by each CTA's latency chain (sequence length, Q and K/V loads, merge,
   // store), not by HBM. At most 64 keys, up to two CTAs per SM: four warps that each compute the whole tile's scores
@@ -194,27 +193,27 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   // 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4; B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5
   // / 48.4, Sk 512 130.2 / 130.3 / 129.0.
   const long long ctas = 1LL * std::max(p.batch, 1) * std::max(p.heads_kv, 1);
-  const int short_keys = visible_keys(p, plan.split.block_n);
-  const bool short_cache = arch.sm >= 90 && plan.split.rows == 16 && p.head_dim <= 128 && short_keys <= 512;
+  const int short_keys = visible_keys(p, split.block_n);
+  const bool short_cache = arch.sm >= 90 && split.rows == 16 && p.head_dim <= 128 && short_keys <= 512;
   if (short_cache && p.head_dim % 64 == 0 && short_keys <= 64 && ctas <= 2LL * sms) {
-    plan.split.block_n = short_keys <= 32 ? 32 : 64;
-    plan.split.warps = 4;
-    plan.split.column_groups = 4;
-    plan.split.stages = 2;
+    split.block_n = short_keys <= 32 ? 32 : 64;
+    split.warps = 4;
+    split.column_groups = 4;
+    split.stages = 2;
   } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms) {
-    plan.split.block_n = 32;
-    plan.split.warps = 1;
-    plan.split.stages = ctas > 8LL * sms || (ctas > 4LL * sms && short_keys <= 128) ? 2 : 3;
+    split.block_n = 32;
+    split.warps = 1;
+    split.stages = ctas > 8LL * sms || (ctas > 4LL * sms && short_keys <= 128) ? 2 : 3;
   } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::paged && ctas > sms && ctas <= 2LL * sms) {
     // Paged d128 between one and two CTAs per SM (the 200 KB paged kernel ran these in two rounds): two column
     // groups, 32-key tiles, three stages (52 KB). H200, µs, this / the 200 KB kernel / two warps on key slices /
     // cuDNN (contiguous): 16-token pages B24 Sk 128 6.68 / 11.00 / 7.83 / 7.81, Sk 512 16.32 / 19.66 / 19.58 /
     // 16.97; B32 Sk 256 11.56 / 15.78 / 13.05 / 12.11; 64-token pages B32 Sk 128 7.45 / 11.22 / 8.50 / 8.26, Sk
     // 512 18.90 / 21.72 / 21.38 / 20.04.
-    plan.split.block_n = 32;
-    plan.split.warps = 2;
-    plan.split.column_groups = 2;
-    plan.split.stages = 3;
+    split.block_n = 32;
+    split.warps = 2;
+    split.column_groups = 2;
+    split.stages = 3;
   } else if (short_cache && ctas > 2LL * sms) {
     // Two column groups where the head dim splits into two slices of whole 16-column groups (else key slices).
     // H200, µs, this / two warps on key slices / cuDNN (contiguous): 16-token pages B48 Sk 32 5.06 / 5.94 /
@@ -222,11 +221,17 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
     // 6.44 / 7.96. From 512 keys a third stage would pay (not yet checked on the GPU against float64): 1-token
     // pages B48 Sk 512 28.06 with three / 29.41 with two / 28.67 on key slices, contiguous d64 15.25 / 18.00 /
     // 17.97 (cuDNN 15.76).
-    plan.split.block_n = 32;
-    plan.split.warps = 2;
-    plan.split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
-    plan.split.stages = 2;
+    split.block_n = 32;
+    split.warps = 2;
+    split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
+    split.stages = 2;
   }
+  return split;
+}
+
+DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
+  DecodePlan plan;
+  plan.split = decode_split_kernel(p, arch, sms);
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
@@ -277,7 +282,7 @@ std::vector<DecodeKernelConfig> decode_prepare_kernels(const DecodeProblem& p, c
   for (int b : batches)
     for (int keys : lengths) {
       q.batch = b, q.max_seqlen_k = keys;
-      const DecodeKernelConfig c = plan_decode(q, arch, sms).split;
+      const DecodeKernelConfig c = decode_split_kernel(q, arch, sms);
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
     }
   return out;

@@ -69,6 +69,9 @@ struct DecodePlan {
   std::size_t workspace_bytes = 0;
 };
 
+// The split kernel plan_decode launches for the problem (decode_kernel_config, then the short-cache rules).
+DecodeKernelConfig decode_split_kernel(const DecodeProblem& problem, const Arch& arch, int sms);
+
 // The plan of a checked problem on a device with `sms` multiprocessors: problem.num_splits forces the
 // count, else plan_decode_splits decides over the keys the longest sequence's rows can see (max_seqlen_k,
 // or the window plus the new tokens and one tile of alignment when that is fewer).
