@@ -218,13 +218,16 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     // Two column groups where the head dim splits into two slices of whole 16-column groups (else key slices).
     // H200, µs, this / two warps on key slices / cuDNN (contiguous): 16-token pages B48 Sk 32 5.06 / 5.94 /
     // 7.18, Sk 128 9.63 / 10.36 / 13.22, B128 Sk 128 21.20 / 22.98 / 26.58; contiguous d64 B128 Sk 32 5.74 /
-    // 6.44 / 7.96. From 512 keys a third stage would pay (not yet checked on the GPU against float64): 1-token
-    // pages B48 Sk 512 28.06 with three / 29.41 with two / 28.67 on key slices, contiguous d64 15.25 / 18.00 /
-    // 17.97 (cuDNN 15.76).
+    // 6.44 / 7.96. Over more than 128 keys a third stage pays (52 KB at d128, four CTAs per SM instead of six),
+    // as for the one-warp kernel up to eight CTAs per SM (beyond, the CTAs waiting for a slot outweigh the
+    // depth). H200, µs, three / two stages / cuDNN: contiguous d64 B48 Sk 512 15.25 / 18.00 / 15.76, B64 Sk 256
+    // 11.39 / 12.16 / 11.86, Sk 512 18.97 / 20.68 / 19.80; 1-token pages B48 Sk 512 28.06 / 29.41 / 29.81,
+    // B128 Sk 512 68.66 / 71.94 / 68.46; 16-token pages B128 Sk 512 66.65 / 69.40 / 68.60. At 128 keys it is
+    // mixed (contiguous d64 B48 6.40 / 7.04, B128 11.63 / 11.21; 16-token pages B48 9.79 / 9.63).
     split.block_n = 32;
     split.warps = 2;
     split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
-    split.stages = 2;
+    split.stages = short_keys > 128 && ctas <= 8LL * sms ? 3 : 2;
   }
   return split;
 }

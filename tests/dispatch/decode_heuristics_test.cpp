@@ -301,21 +301,31 @@ TEST_CASE("decode plan: short caches over more CTAs than SMs take one-warp CTAs 
   CHECK(shape(plan_decode(decode_problem(64, 32, 8), kSm90a, 132)) == Shape{64, 4, 3});  // 32 rows
   // A window bounds the visible keys: a long cache with a short window counts as short.
   CHECK(shape(plan_decode(decode_problem(64, 32768, 1, 100), kSm90a, 132)) == Shape{32, 1, 3});
-  // d64 and paged caches: two warps (two column groups), 32-key tiles, two stages, from more than two CTAs
-  // per SM.
+  // d64 and paged caches: two warps (two column groups), 32-key tiles, from more than two CTAs per SM; two
+  // stages up to 128 keys, three beyond up to eight CTAs per SM.
   auto d64 = decode_problem(64, 32);
   d64.head_dim = 64;
+  CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{32, 2, 2});
+  d64.max_seqlen_k = 128;
+  CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{32, 2, 2});
+  d64.max_seqlen_k = 129;
+  CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{32, 2, 3});
+  d64.batch = 132, d64.max_seqlen_k = 512;  // 1056 CTAs: eight per SM
+  CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{32, 2, 3});
+  d64.batch = 133;
   CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{32, 2, 2});
   d64.batch = 33, d64.max_seqlen_k = 128;  // 264 CTAs: two per SM
   CHECK(shape(plan_decode(d64, kSm90a, 132)) == Shape{128, 4, 3});
   auto paged = decode_problem(64, 256);
   paged.layout = flashjit::KvLayout::paged, paged.page_size = 16, paged.num_pages = 1024, paged.max_pages_per_seq = 16;
   const auto plan = plan_decode(paged, kSm90a, 132);
-  CHECK(shape(plan) == Shape{32, 2, 2});
+  CHECK(shape(plan) == Shape{32, 2, 3});
   CHECK(plan.split.column_groups == 2);
   CHECK(plan.split.page_size == 16);
   CHECK(plan.splits.num_splits == 1);
-  CHECK(flashjit::shared_memory_bytes(plan.split) == 36864);
+  CHECK(flashjit::shared_memory_bytes(plan.split) == 53248);
+  paged.max_seqlen_k = 128;
+  CHECK(flashjit::shared_memory_bytes(plan_decode(paged, kSm90a, 132).split) == 36864);
   // sm_80: neither.
   CHECK(std::get<1>(shape(plan_decode(decode_problem(64, 32), flashjit::Arch{80, false}, 108))) == 4);
 }
@@ -380,12 +390,13 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
         CHECK(validate(plan.split).empty());
       }
   CHECK(std::get<2>(shape(plan_decode(paged(16, 128, 16), kSm90a, 132))) == 1);  // 128 CTAs: the 200 KB kernel
-  // Beyond two CTAs per SM: two column groups in two stages; d80: key slices.
+  // Beyond two CTAs per SM: two column groups, in three stages over more than 128 keys; d80: key slices.
   CHECK(shape(plan_decode(paged(34, 128, 16), kSm90a, 132)) == Shape{32, 2, 2, 2});
-  CHECK(shape(plan_decode(paged(34, 512, 1), kSm90a, 132)) == Shape{32, 2, 2, 2});
+  CHECK(shape(plan_decode(paged(34, 512, 1), kSm90a, 132)) == Shape{32, 2, 2, 3});
+  CHECK(shape(plan_decode(paged(256, 512, 1), kSm90a, 132)) == Shape{32, 2, 2, 2});  // 2048 CTAs
   auto d80 = paged(34, 300, 16);
   d80.head_dim = 80;
-  CHECK(shape(plan_decode(d80, kSm90a, 132)) == Shape{32, 2, 1, 2});
+  CHECK(shape(plan_decode(d80, kSm90a, 132)) == Shape{32, 2, 1, 3});
   CHECK(std::get<2>(shape(plan_decode(paged(24, 513, 16), kSm90a, 132))) == 1);  // a longer cache
   auto d64 = paged(24, 128, 16);
   d64.head_dim = 64;

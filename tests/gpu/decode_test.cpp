@@ -217,11 +217,22 @@ TEST_CASE("decode: many short sequences (one warp for contiguous d128, two colum
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
   const int head_dim = GENERATE(64, 128);
   const int splits = GENERATE(0, 2);
-  // 140 sequences of 0 to 300 keys over 2 KV heads: 280 CTAs, more than two per SM of an H200.
+  // 140 sequences of 0 to 300 keys over 2 KV heads: 280 CTAs, more than two per SM of an H200 (column groups:
+  // three stages, more than 128 keys).
   std::vector<int> lens(140);
   for (int b = 0; b < 140; ++b) lens[b] = (b * 37) % 301;
   DecodeShape s = make_shape(head_dim == 64 ? DType::fp16 : DType::bf16, head_dim, 4, 1, lens, layout);
   s.num_splits = splits;
+  flashjit::DecodeProblem p;
+  p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = head_dim;
+  p.max_seqlen_k = 300, p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
+  const auto split = flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split;
+  if (layout.kind == KvLayout::contiguous && head_dim == 128) {
+    CHECK(split.warps == 1);
+  } else {
+    CHECK(split.column_groups == 2);
+    CHECK(split.stages == 3);
+  }
   check_decode(s);
 }
 
