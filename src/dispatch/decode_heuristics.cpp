@@ -228,6 +228,17 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.warps = 2;
     split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
     split.stages = short_keys > 128 && ctas <= 8LL * sms ? 3 : 2;
+  } else if (split.rows == 16 && split.block_n == 128 && ctas > sms && ctas <= 2LL * sms &&
+             ctas_per_sm(split) == 1) {
+    // Between one and two CTAs per SM the 128-key tiles' CTAs (200 KB at d128, one per SM) run in two rounds or
+    // take splits and a combine pass; 64-key tiles (100 KB, two per SM) run every CTA at once, unsplit, as on a
+    // contiguous cache. H200, Sk 8k, µs, 64-key tiles / 128-key tiles (the time model's splits) / cuDNN on the
+    // contiguous cache: 16-token pages B17 145.4 / 156.2 / 138.6, B20 163.9 / 169.8 / 162.6, B24 191.4 / 197.0 /
+    // 197.5, B33 257.4 / 260.7 / 252.3; 1-token pages B20 170.5 / 173.7 / 163.9; 64-token pages B20 162.8 /
+    // 164.7 / 162.9, B24 195.2 / 190.3 / 197.9 (the one loss).
+    DecodeKernelConfig half = split;
+    half.block_n = 64;
+    if (ctas_per_sm(half) >= 2) split = half;
   }
   return split;
 }

@@ -403,6 +403,40 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
   CHECK(std::get<2>(shape(plan_decode(d64, kSm90a, 132))) == 1);
 }
 
+TEST_CASE("decode plan: paged caches between one and two CTAs per SM take 64-key tiles, two CTAs per SM, unsplit",
+          "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  auto paged = [](int batch, int keys, int page) {
+    auto p = decode_problem(batch, keys);
+    p.layout = flashjit::KvLayout::paged, p.page_size = page;
+    p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
+    return p;
+  };
+  for (int page : {1, 16, 64, 256})
+    for (int batch : {17, 20, 24, 33})  // 136 to 264 CTAs
+      for (int keys : {513, 8192, 32768}) {
+        INFO("page " << page << " B" << batch << " Sk " << keys);
+        const auto plan = plan_decode(paged(batch, keys, page), kSm90a, 132);
+        CHECK(plan.split.block_n == 64);
+        CHECK(plan.split.warps == 4);
+        CHECK(plan.split.stages == 3);
+        CHECK(flashjit::ctas_per_sm(plan.split) == 2);
+        CHECK(plan.splits.num_splits == 1);
+        CHECK(validate(plan.split).empty());
+      }
+  // Up to one CTA per SM and beyond two: 128-key tiles (one 200 KB CTA per SM).
+  CHECK(plan_decode(paged(16, 8192, 16), kSm90a, 132).split.block_n == 128);
+  CHECK(plan_decode(paged(34, 8192, 16), kSm90a, 132).split.block_n == 128);
+  // d64: the 128-key tiles' CTAs already fit two per SM; two m-tiles (q_len 8): not measured, unchanged.
+  auto d64 = paged(20, 8192, 16);
+  d64.head_dim = 64;
+  CHECK(plan_decode(d64, kSm90a, 132).split.block_n == 128);
+  auto rows32 = paged(20, 8192, 16);
+  rows32.q_len = 8;  // group 4 x 8 tokens
+  CHECK(plan_decode(rows32, kSm90a, 132).split.rows == 32);
+  CHECK(plan_decode(rows32, kSm90a, 132).split.block_n == 128);
+}
+
 TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 KB archs too",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;

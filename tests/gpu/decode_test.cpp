@@ -212,6 +212,26 @@ TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two colu
   check_decode(s);
 }
 
+TEST_CASE("decode: paged caches over one to two CTAs per SM (64-key tiles, two CTAs per SM) match float64",
+          "[decode][gpu]") {
+  // 70 sequences of 0 to 1500 keys over 2 KV heads: 140 CTAs, where the planner halves the 128-key tiles of
+  // paged caches so that two CTAs fit an SM; with forced splits the same kernel writes partials.
+  const Layout layout = GENERATE(kPaged1, kPaged16, kPaged64, kPaged256);
+  const int splits = GENERATE(0, 3);
+  std::vector<int> lens(70);
+  for (int b = 0; b < 70; ++b) lens[b] = (b * 431) % 1501;
+  lens[9] = 1500;
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
+  s.num_splits = splits;
+  flashjit::DecodeProblem p;
+  p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = 128;
+  p.max_seqlen_k = 1500, p.layout = KvLayout::paged, p.page_size = s.page_size;
+  const auto split = flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split;
+  CHECK(split.block_n == 64);
+  CHECK(split.warps == 4);
+  check_decode(s);
+}
+
 TEST_CASE("decode: many short sequences (one warp for contiguous d128, two column groups else) match float64",
           "[decode][gpu]") {
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
