@@ -95,7 +95,8 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // The fill rule leaves two cases slow, which the time model (modeled_decode_us) finds: fewer CTAs than
   // saturate HBM, and a last partial round on few SMs. H200, Sk 8k, GB/s unsplit / with the model's count:
   // B9 (72 CTAs) 3850 / 4131 (2 splits); B40 (320 CTAs, two per SM) 4026 / 4193 (3), B48 3881 / 4492 (2);
-  // paged B20 (160 CTAs of 200 KB, one per SM) 3414 / 4099 (4), B24 3675 / 4242 (2), B40 3941 / 4313 (2).
+  // paged B20 (160 CTAs of 200 KB, one per SM) 3414 / 4099 (4), B24 3675 / 4242 (2), B40 3941 / 4313 (2) --
+  // since then decode_split_kernel gives paged d128 between one and two CTAs per SM 64-key tiles (two per SM).
   // Another count is taken only where the model makes it kModelMargin faster, and with at most
   // kMaxModelSplitCtasPerSm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
   double best = modeled_decode_us(in, splits);
@@ -188,13 +189,15 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   // 18.85 / 21.60; B128 Sk 32 10.92 / 8.84 / 13.72, Sk 512 67.67 / 65.08 / 66.83; B256 Sk 32 16.68 / 14.33 / 25.18, Sk
   // 512 124.1 / 123.0 / 126.8. With one CTA per SM or fewer (B16) four warps are faster from 64 keys (Sk 64 4.91 /
   // 4.95, Sk 256 7.54 / 9.15).
-  // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles, two stages (36 KB at d128)
-  // over more CTAs than two per SM. H200, contiguous d128, µs against the default config and cuDNN: B64 Sk 32 8.8 /
-  // 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4; B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5
-  // / 48.4, Sk 512 130.2 / 130.3 / 129.0.
+  // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles (column groups, stages:
+  // below) over more CTAs than two per SM. H200, contiguous d128, two warps on key slices in two stages, µs against
+  // the default config and cuDNN: B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4;
+  // B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512 130.2 / 130.3 / 129.0.
   const long long ctas = 1LL * std::max(p.batch, 1) * std::max(p.heads_kv, 1);
   const int short_keys = visible_keys(p, split.block_n);
-  const bool short_cache = arch.sm >= 90 && split.rows == 16 && p.head_dim <= 128 && short_keys <= 512;
+  // Measured on the H200 only: the archs with its 228 KB of shared memory per SM (sm_120's 100 KB fit fewer CTAs).
+  const bool short_cache =
+      config::large_shared_memory(arch) && split.rows == 16 && p.head_dim <= 128 && short_keys <= 512;
   if (short_cache && p.head_dim % 64 == 0 && short_keys <= 64 && ctas <= 2LL * sms) {
     split.block_n = short_keys <= 32 ? 32 : 64;
     split.warps = 4;
@@ -228,14 +231,15 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.warps = 2;
     split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
     split.stages = short_keys > 128 && ctas <= 8LL * sms ? 3 : 2;
-  } else if (split.rows == 16 && split.block_n == 128 && ctas > sms && ctas <= 2LL * sms &&
-             ctas_per_sm(split) == 1) {
+  } else if (p.layout == KvLayout::paged && p.head_dim == 128 && split.rows == 16 && split.block_n == 128 &&
+             ctas > sms && ctas <= 2LL * sms && ctas_per_sm(split) == 1) {
     // Between one and two CTAs per SM the 128-key tiles' CTAs (200 KB at d128, one per SM) run in two rounds or
     // take splits and a combine pass; 64-key tiles (100 KB, two per SM) run every CTA at once, unsplit, as on a
     // contiguous cache. H200, Sk 8k, µs, 64-key tiles / 128-key tiles (the time model's splits) / cuDNN on the
     // contiguous cache: 16-token pages B17 145.4 / 156.2 / 138.6, B20 163.9 / 169.8 / 162.6, B24 191.4 / 197.0 /
     // 197.5, B33 257.4 / 260.7 / 252.3; 1-token pages B20 170.5 / 173.7 / 163.9; 64-token pages B20 162.8 /
-    // 164.7 / 162.9, B24 195.2 / 190.3 / 197.9 (the one loss).
+    // 164.7 / 162.9, B24 195.2 / 190.3 / 197.9 (the one loss). Other head dims (d80-d112 also pad to 200 KB
+    // CTAs): not measured.
     DecodeKernelConfig half = split;
     half.block_n = 64;
     if (ctas_per_sm(half) >= 2) split = half;
@@ -249,8 +253,8 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   DecodeSplitInputs in;
   in.sms = sms, in.batch = p.batch, in.heads_kv = p.heads_kv, in.block_n = plan.split.block_n;
   in.page_size = p.layout == KvLayout::paged ? p.page_size : 0;
-  // The split kernels an SM holds at once (two of the 100 KB contiguous d128 kernel on sm_90, one of the
-  // 200 KB paged one) and the bytes a key costs: the time model's inputs.
+  // The split kernels an SM holds at once (two of the 100 KB d128 kernel of 64-key tiles on sm_90, one of the
+  // 200 KB paged one of 128-key tiles) and the bytes a key costs: the time model's inputs.
   in.ctas_per_sm = ctas_per_sm(plan.split);
   in.bytes_per_key = 2 * p.head_dim * 2;  // K and V, bf16 or fp16
   in.time_model = time_model_applies(plan.split);

@@ -238,7 +238,8 @@ TEST_CASE("decode splits: the time model splits where the grid leaves a slow tai
   CHECK(contiguous(3, 8192) == 5);
   CHECK(contiguous(5, 8192) == 3);
   CHECK(contiguous(1, 32768) == 16);
-  // Paged, 128-key tiles of 200 KB (one CTA per SM): B20 (160 CTAs) would leave a round of 28, B24 of 60.
+  // Paged, 128-key tiles of 200 KB (one CTA per SM): B20 (160 CTAs) would leave a round of 28, B24 of 60. (The
+  // model's inputs only: plan_decode gives paged d128 between one and two CTAs per SM 64-key tiles.)
   auto in = h200(20, 8, 8192, 16, 128);
   CHECK(plan_decode_splits(in).num_splits == 4);
   CHECK(modeled_decode_us(in, 4) * 1.05 < modeled_decode_us(in, 1));
@@ -326,8 +327,10 @@ TEST_CASE("decode plan: short caches over more CTAs than SMs take one-warp CTAs 
   CHECK(flashjit::shared_memory_bytes(plan.split) == 53248);
   paged.max_seqlen_k = 128;
   CHECK(flashjit::shared_memory_bytes(plan_decode(paged, kSm90a, 132).split) == 36864);
-  // sm_80: neither.
+  // sm_80 and sm_120 (100 KB of shared memory per SM, not measured): neither.
   CHECK(std::get<1>(shape(plan_decode(decode_problem(64, 32), flashjit::Arch{80, false}, 108))) == 4);
+  CHECK(std::get<1>(shape(plan_decode(decode_problem(64, 32), flashjit::Arch{120, false}, 84))) == 4);
+  CHECK(std::get<1>(shape(plan_decode(d64, flashjit::Arch{120, false}, 84))) == 4);
 }
 
 TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take four column groups", "[dispatch][decode]") {
@@ -427,10 +430,15 @@ TEST_CASE("decode plan: paged caches between one and two CTAs per SM take 64-key
   // Up to one CTA per SM and beyond two: 128-key tiles (one 200 KB CTA per SM).
   CHECK(plan_decode(paged(16, 8192, 16), kSm90a, 132).split.block_n == 128);
   CHECK(plan_decode(paged(34, 8192, 16), kSm90a, 132).split.block_n == 128);
-  // d64: the 128-key tiles' CTAs already fit two per SM; two m-tiles (q_len 8): not measured, unchanged.
+  // d64: the 128-key tiles' CTAs already fit two per SM; d96 (also 200 KB CTAs) and two m-tiles (q_len 8): not
+  // measured, unchanged.
   auto d64 = paged(20, 8192, 16);
   d64.head_dim = 64;
   CHECK(plan_decode(d64, kSm90a, 132).split.block_n == 128);
+  auto d96 = paged(20, 8192, 16);
+  d96.head_dim = 96;
+  CHECK(plan_decode(d96, kSm90a, 132).split.block_n == 128);
+  CHECK(flashjit::ctas_per_sm(plan_decode(d96, kSm90a, 132).split) == 1);
   auto rows32 = paged(20, 8192, 16);
   rows32.q_len = 8;  // group 4 x 8 tokens
   CHECK(plan_decode(rows32, kSm90a, 132).split.rows == 32);
@@ -441,14 +449,18 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   int checked = 0;
-  const flashjit::Arch archs[] = {kSm90a, flashjit::Arch{80, false}, flashjit::Arch{86, false},
-                                  flashjit::Arch{89, false}, flashjit::Arch{120, false}};
+  const flashjit::Arch archs[] = {kSm90a,
+                                  flashjit::Arch{80, false},
+                                  flashjit::Arch{86, false},
+                                  flashjit::Arch{89, false},
+                                  flashjit::Arch{100, true},
+                                  flashjit::Arch{120, false}};
   for (const flashjit::Arch arch : archs)
     for (int d : {64, 96, 128, 256})
       for (int page : {0, 1, 16, 256})
         for (int group : {1, 3, 4, 8})
           for (int q_len = 1; q_len <= 16; ++q_len)
-            for (auto [batch, keys] : {std::pair{1, 32768}, {64, 300}, {300, 5000}})
+            for (auto [batch, keys] : {std::pair{1, 32768}, {64, 300}, {100, 5000}, {300, 5000}})
               for (int window : {-1, 100}) {
                 auto p = decode_problem(batch, keys, q_len, window);
                 p.heads_kv = 2, p.heads_q = 2 * group, p.head_dim = d;
@@ -467,7 +479,7 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 
                           {0, 0, 0, 0, page, plan.split.block_n, 1}) == 0);
                 ++checked;
               }
-  CHECK(checked == 5 * 4 * 4 * 4 * 16 * 3 * 2);
+  CHECK(checked == 6 * 4 * 4 * 4 * 16 * 4 * 2);
 }
 
 TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and every max_seqlen_k",

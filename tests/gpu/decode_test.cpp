@@ -34,6 +34,19 @@ std::uint64_t fresh_seed() {
   return n += 0x9e3779b97f4a7c15ull;
 }
 
+// The split kernel the runtime plans for a problem on device 0, and whether that device is the one the
+// planner's short- and paged-cache rules were measured on (sm_90 with 132 SMs: H100 SXM, H200). Elsewhere the
+// tests still check the results, not which kernel produced them.
+DecodeKernelConfig planned_split(const DecodeProblem& p) {
+  auto device = cuda::device_info(0);
+  REQUIRE(device.ok());
+  return dispatch::plan_decode(p, device->arch, device->sms).split;
+}
+bool planner_rules_apply() {
+  auto device = cuda::device_info(0);
+  return device.ok() && device->arch.sm == 90 && device->sms == 132;
+}
+
 enum class Workspace { runtime_owned, caller };
 const char* to_string(Workspace w) { return w == Workspace::caller ? "caller workspace" : "runtime workspace"; }
 
@@ -190,7 +203,7 @@ TEST_CASE("decode: at most 64 keys (four column groups) match float64", "[decode
   p.batch = s.batch(), p.q_len = s.q_len, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
   p.max_seqlen_k = run.max_keys, p.window_left = s.window_left, p.num_splits = s.num_splits;
   p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
-  CHECK(flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split.column_groups == 4);
+  if (planner_rules_apply()) CHECK(planned_split(p).column_groups == 4);
   check_decode(s);
 }
 
@@ -208,7 +221,7 @@ TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two colu
   flashjit::DecodeProblem p;
   p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = 128;
   p.max_seqlen_k = 300, p.layout = KvLayout::paged, p.page_size = s.page_size;
-  CHECK(flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split.column_groups == 2);
+  if (planner_rules_apply()) CHECK(planned_split(p).column_groups == 2);
   check_decode(s);
 }
 
@@ -226,9 +239,11 @@ TEST_CASE("decode: paged caches over one to two CTAs per SM (64-key tiles, two C
   flashjit::DecodeProblem p;
   p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = 128;
   p.max_seqlen_k = 1500, p.layout = KvLayout::paged, p.page_size = s.page_size;
-  const auto split = flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split;
-  CHECK(split.block_n == 64);
-  CHECK(split.warps == 4);
+  if (planner_rules_apply()) {
+    const DecodeKernelConfig split = planned_split(p);
+    CHECK(split.block_n == 64);
+    CHECK(split.warps == 4);
+  }
   check_decode(s);
 }
 
@@ -246,12 +261,14 @@ TEST_CASE("decode: many short sequences (one warp for contiguous d128, two colum
   flashjit::DecodeProblem p;
   p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = head_dim;
   p.max_seqlen_k = 300, p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
-  const auto split = flashjit::dispatch::plan_decode(p, flashjit::Arch{90, true}, 132).split;
-  if (layout.kind == KvLayout::contiguous && head_dim == 128) {
-    CHECK(split.warps == 1);
-  } else {
-    CHECK(split.column_groups == 2);
-    CHECK(split.stages == 3);
+  if (planner_rules_apply()) {
+    const DecodeKernelConfig split = planned_split(p);
+    if (layout.kind == KvLayout::contiguous && head_dim == 128) {
+      CHECK(split.warps == 1);
+    } else {
+      CHECK(split.column_groups == 2);
+      CHECK(split.stages == 3);
+    }
   }
   check_decode(s);
 }
