@@ -145,6 +145,14 @@ flashjit::DecodeProblem decode_problem(int batch, int max_keys, int q_len = 1, i
 
 constexpr flashjit::Arch kSm90a{90, true};
 
+// The same problem over a paged cache of `page`-token pages: every sequence's max_seqlen_k keys on pages of
+// its own.
+flashjit::DecodeProblem with_pages(flashjit::DecodeProblem p, int page) {
+  p.layout = flashjit::KvLayout::paged, p.page_size = page;
+  p.max_pages_per_seq = (p.max_seqlen_k + page - 1) / page, p.num_pages = p.batch * p.max_pages_per_seq;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shapes", "[dispatch][decode]") {
@@ -343,12 +351,8 @@ TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take four col
     for (int page : {0, 1, 16, 64})
       for (int batch : {1, 4, 16, 17, 33})  // 8 to 264 CTAs
         for (int keys : {1, 32, 33, 64}) {
-          auto p = decode_problem(batch, keys);
+          auto p = page > 0 ? with_pages(decode_problem(batch, keys), page) : decode_problem(batch, keys);
           p.head_dim = d;
-          if (page > 0) {
-            p.layout = flashjit::KvLayout::paged, p.page_size = page;
-            p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
-          }
           INFO("d" << d << " page " << page << " B" << batch << " Sk " << keys);
           const auto plan = plan_decode(p, kSm90a, 132);
           // One tile of every key: 32 keys or 64, two stages.
@@ -377,12 +381,7 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
     return std::tuple{plan.split.block_n, plan.split.warps, plan.split.column_groups, plan.split.stages};
   };
   using Shape = std::tuple<int, int, int, int>;
-  auto paged = [](int batch, int keys, int page) {
-    auto p = decode_problem(batch, keys);
-    p.layout = flashjit::KvLayout::paged, p.page_size = page;
-    p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
-    return p;
-  };
+  auto paged = [](int batch, int keys, int page) { return with_pages(decode_problem(batch, keys), page); };
   for (int page : {1, 16, 64, 256})
     for (int batch : {17, 24, 33})  // 136 to 264 CTAs
       for (int keys : {65, 128, 512}) {
@@ -409,12 +408,7 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
 TEST_CASE("decode plan: paged caches between one and two CTAs per SM take 64-key tiles, two CTAs per SM, unsplit",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
-  auto paged = [](int batch, int keys, int page) {
-    auto p = decode_problem(batch, keys);
-    p.layout = flashjit::KvLayout::paged, p.page_size = page;
-    p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
-    return p;
-  };
+  auto paged = [](int batch, int keys, int page) { return with_pages(decode_problem(batch, keys), page); };
   for (int page : {1, 16, 64, 256})
     for (int batch : {17, 20, 24, 33})  // 136 to 264 CTAs
       for (int keys : {513, 8192, 32768}) {
@@ -463,11 +457,8 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 
             for (auto [batch, keys] : {std::pair{1, 32768}, {64, 300}, {100, 5000}, {300, 5000}})
               for (int window : {-1, 100}) {
                 auto p = decode_problem(batch, keys, q_len, window);
+                if (page > 0) p = with_pages(p, page);
                 p.heads_kv = 2, p.heads_q = 2 * group, p.head_dim = d;
-                if (page > 0) {
-                  p.layout = flashjit::KvLayout::paged, p.page_size = page;
-                  p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
-                }
                 const auto plan = plan_decode(p, arch, arch.sm >= 90 ? 132 : 108);
                 INFO(flashjit::readable_name(plan.split));
                 const auto issues = validate(plan.split);

@@ -136,6 +136,11 @@ std::size_t strided_extent(const Strides& s, int batch, int seqlen, int heads, i
 }
 
 // DecodeShape ---------------------------------------------------------------------------------------------
+int DecodeShape::max_seqlen_k() const {
+  const int max_len = seqlens.empty() ? 0 : *std::max_element(seqlens.begin(), seqlens.end());
+  return std::max(1, max_len + bound_slack);
+}
+
 std::string DecodeShape::to_string() const {
   std::string lens;
   for (int l : seqlens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
@@ -206,7 +211,7 @@ DecodeCase DecodeCase::host_only(const DecodeShape& s, std::uint64_t seed, const
   const Garbage garbage(s.dtype);
   const int B = s.batch(), T = s.q_len, Hq = s.heads_q, Hkv = s.heads_kv, D = s.head_dim;
   const int max_len = s.seqlens.empty() ? 0 : *std::max_element(s.seqlens.begin(), s.seqlens.end());
-  c.max_seqlen_k_ = std::max(1, max_len + s.bound_slack);
+  c.max_seqlen_k_ = s.max_seqlen_k();
 
   // q: [B, q_len, Hq, D], padding (strided) full of garbage.
   c.q_strides_ = s.strided ? Strides{0, Hq * (D + 8) + 16, D + 8} : Strides{0, Hq * D, D};

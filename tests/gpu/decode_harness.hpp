@@ -54,6 +54,7 @@ struct DecodeShape {
 
   int batch() const { return static_cast<int>(seqlens.size()); }
   int group() const { return heads_q / heads_kv; }
+  int max_seqlen_k() const;  // the problem's host bound: the longest sequence + bound_slack, at least 1
   std::string to_string() const;
   // The prefill harness's Shape with the same [B, q_len, Hq, D] / [B, Hq, q_len] output layout, for compare().
   Shape output_shape() const;

@@ -34,12 +34,17 @@ std::uint64_t fresh_seed() {
   return n += 0x9e3779b97f4a7c15ull;
 }
 
-// The split kernel the runtime plans for a problem on device 0, and whether that device is the one the
+// The split kernel the runtime plans for a shape's problem on device 0, and whether that device is the one the
 // planner's short- and paged-cache rules were measured on (sm_90 with 132 SMs: H100 SXM, H200). Elsewhere the
 // tests still check the results, not which kernel produced them.
-DecodeKernelConfig planned_split(const DecodeProblem& p) {
+DecodeKernelConfig planned_split(const DecodeShape& s) {
   auto device = cuda::device_info(0);
   REQUIRE(device.ok());
+  DecodeProblem p;
+  p.batch = s.batch(), p.q_len = s.q_len, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
+  p.max_seqlen_k = s.max_seqlen_k();
+  p.window_left = s.window_left, p.num_splits = s.num_splits;
+  p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
   return dispatch::plan_decode(p, device->arch, device->sms).split;
 }
 bool planner_rules_apply() {
@@ -198,12 +203,7 @@ TEST_CASE("decode: at most 64 keys (four column groups) match float64", "[decode
   DecodeShape s = make_shape(run.group == 16 ? DType::fp16 : DType::bf16, run.head_dim, run.group, run.q_len, lens,
                              run.layout);
   s.num_splits = run.splits, s.window_left = run.window;
-  // The planner's kernel for this problem on an H200 (132 SMs).
-  flashjit::DecodeProblem p;
-  p.batch = s.batch(), p.q_len = s.q_len, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
-  p.max_seqlen_k = run.max_keys, p.window_left = s.window_left, p.num_splits = s.num_splits;
-  p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
-  if (planner_rules_apply()) CHECK(planned_split(p).column_groups == 4);
+  if (planner_rules_apply()) CHECK(planned_split(s).column_groups == 4);
   check_decode(s);
 }
 
@@ -218,10 +218,7 @@ TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two colu
   lens[5] = 300;
   DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
   s.num_splits = splits;
-  flashjit::DecodeProblem p;
-  p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = 128;
-  p.max_seqlen_k = 300, p.layout = KvLayout::paged, p.page_size = s.page_size;
-  if (planner_rules_apply()) CHECK(planned_split(p).column_groups == 2);
+  if (planner_rules_apply()) CHECK(planned_split(s).column_groups == 2);
   check_decode(s);
 }
 
@@ -236,11 +233,8 @@ TEST_CASE("decode: paged caches over one to two CTAs per SM (64-key tiles, two C
   lens[9] = 1500;
   DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
   s.num_splits = splits;
-  flashjit::DecodeProblem p;
-  p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = 128;
-  p.max_seqlen_k = 1500, p.layout = KvLayout::paged, p.page_size = s.page_size;
   if (planner_rules_apply()) {
-    const DecodeKernelConfig split = planned_split(p);
+    const DecodeKernelConfig split = planned_split(s);
     CHECK(split.block_n == 64);
     CHECK(split.warps == 4);
   }
@@ -258,11 +252,8 @@ TEST_CASE("decode: many short sequences (one warp for contiguous d128, two colum
   for (int b = 0; b < 140; ++b) lens[b] = (b * 37) % 301;
   DecodeShape s = make_shape(head_dim == 64 ? DType::fp16 : DType::bf16, head_dim, 4, 1, lens, layout);
   s.num_splits = splits;
-  flashjit::DecodeProblem p;
-  p.batch = s.batch(), p.q_len = 1, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = head_dim;
-  p.max_seqlen_k = 300, p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
   if (planner_rules_apply()) {
-    const DecodeKernelConfig split = planned_split(p);
+    const DecodeKernelConfig split = planned_split(s);
     if (layout.kind == KvLayout::contiguous && head_dim == 128) {
       CHECK(split.warps == 1);
     } else {
