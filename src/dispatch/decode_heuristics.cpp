@@ -39,11 +39,14 @@ int keys_per_split(int keys, int splits, int granule) {
 // and paged with one): an SM streams K/V at about 50 GB/s, with one CTA or two (72 CTAs on 72 SMs read
 // 3598-3850 GB/s, 80 read 3883-4148), and about 86 SMs together saturate HBM (4300 GB/s: 96 to 264 CTAs
 // read 4150-4440). A CTA costs ≈ 2 µs besides its streaming (launch, Q load, pipeline fill, epilogue), the
-// combine pass ≈ 3 µs.
+// combine pass ≈ 3 µs and ≈ 0.1 µs per split (more partials to write and read back; fitted to B1 with 512 to
+// 8k keys, where 8 to 16 splits differ by that much beyond the streaming rates: e.g. Sk 1k 6.69 µs in 8
+// splits, 6.83 in 16, 8.64 in 32).
 constexpr double kSmGBs = 50.0;
 constexpr double kSaturatingSmsPerSm = 86.0 / 132.0;
 constexpr double kCtaFixedUs = 2.0;
 constexpr double kCombineUs = 3.0;
+constexpr double kSplitUs = 0.1;
 // A split count replaces the fill rule's only where the model makes it this much faster.
 constexpr double kModelMargin = 1.05;
 
@@ -75,7 +78,7 @@ double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
     return ctas * bytes / (std::min(busy_sms * kSmGBs, hbm_gbs) * 1e3) + kCtaFixedUs;
   };
   const long long full = n / slots, last = n % slots;
-  double us = (splits > 1 ? kCombineUs : 0.0) + full * round_us(slots, sms);
+  double us = (splits > 1 ? kCombineUs + kSplitUs * splits : 0.0) + full * round_us(slots, sms);
   if (last > 0) us += round_us(last, full == 0 ? std::min<long long>(last, sms) : (last + per_sm - 1) / per_sm);
   return us;
 }
@@ -89,9 +92,17 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   int splits = static_cast<int>(std::clamp<long long>(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits));
   // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
   // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
-  // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
-  const int most = std::min(kMaxDecodeSplits, std::max(1, keys / kMinKeysPerSplit));
-  splits = std::min(splits, most);
+  // partials for 16 rows) that overhead stops being small, so short caches get fewer splits. Where the time
+  // model applies (below), the fill rule's floor is 256 keys and the model's counts may go down to one
+  // tile's worth (64 keys), the model weighing the overhead: small batches of short caches are latency, not
+  // bandwidth, and the 512-key floor left most SMs idle there. H200, µs, the 512-key floor's count → the
+  // planner's now (the fastest forced count where it differs): B1 Sk 512 7.49 → 6.10 in 4 splits (5.84 in
+  // 8), Sk 1k 9.30 → 6.69 (8), Sk 2k 9.58 → 7.81 (8), Sk 4k 10.22 → 9.59 (16); B2 Sk 1k 9.55 → 7.82 (4); B4
+  // Sk 1k 10.23 → 9.33 (4); cuDNN 8.46, 7.47, 8.61, 11.59, 8.39, 11.44. A 64-key fill floor gave B4 Sk 512
+  // on 16-token pages four splits of one 128-key tile (8.6 µs against 8.0 unsplit: the model does not find
+  // one split 5% faster).
+  const int fill_floor = in.time_model ? kModelFillMinKeysPerSplit : kMinKeysPerSplit;
+  splits = std::min(splits, std::min(kMaxDecodeSplits, std::max(1, keys / fill_floor)));
   // The fill rule leaves two cases slow, which the time model (modeled_decode_us) finds: fewer CTAs than
   // saturate HBM, and a last partial round on few SMs. H200, Sk 8k, GB/s unsplit / with the model's count:
   // B9 (72 CTAs) 3850 / 4131 (2 splits); B40 (320 CTAs, two per SM) 4026 / 4193 (3), B48 3881 / 4492 (2);
@@ -99,6 +110,7 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // since then decode_split_kernel gives paged d128 between one and two CTAs per SM 64-key tiles (two per SM).
   // Another count is taken only where the model makes it kModelMargin faster, and with at most
   // kMaxModelSplitCtasPerSm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
+  const int most = std::min(kMaxDecodeSplits, std::max(1, keys / kModelMinKeysPerSplit));
   double best = modeled_decode_us(in, splits);
   for (int s = 1; in.time_model && s <= most; ++s) {
     if (s > 1 && ctas * s > 1LL * kMaxModelSplitCtasPerSm * at_least_1(in.sms)) break;

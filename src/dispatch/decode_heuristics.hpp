@@ -13,8 +13,11 @@ namespace flashjit::dispatch {
 inline constexpr int kMaxDecodeSplits = 32;
 // The time model's split counts keep B·Hkv·splits within this many CTAs per SM (the workspace bound).
 inline constexpr int kMaxModelSplitCtasPerSm = 8;
-// Fewest keys worth a split of their own (see plan_decode_splits).
+// Fewest keys worth a split of their own (see plan_decode_splits): for the fill rule alone, for the fill rule
+// where the time model applies, and for the counts the model may take instead.
 inline constexpr int kMinKeysPerSplit = 512;
+inline constexpr int kModelFillMinKeysPerSplit = 256;
+inline constexpr int kModelMinKeysPerSplit = 64;
 
 struct DecodeSplitInputs {
   int sms = 132;       // multiprocessors of the device

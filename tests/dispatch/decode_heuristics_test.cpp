@@ -38,18 +38,51 @@ TEST_CASE("decode splits: the issue's benchmark shapes (H32 KV8 on 132 SMs)", "[
   CHECK(p.num_splits == 1);
 }
 
-TEST_CASE("decode splits: at most kMaxDecodeSplits, at least 512 keys per split", "[dispatch][decode]") {
+TEST_CASE("decode splits: at most kMaxDecodeSplits, at least 512 keys per split without the time model",
+          "[dispatch][decode]") {
   // One CTA on 132 SMs would take 132 splits: the combine kernel's limit caps it.
   CHECK(plan_decode_splits(h200(1, 1, 1 << 20)).num_splits == kMaxDecodeSplits);
-  // Short caches: 1000 keys are one split, 1024 two of 512, 4097 eight (the ninth would be empty).
-  CHECK(plan_decode_splits(h200(1, 8, 1000)).num_splits == 1);
-  DecodeSplitPlan p = plan_decode_splits(h200(1, 8, 1024));
+  // The fill rule alone (sm_80, or several m-tiles): 1000 keys are one split, 1024 two of 512, 4097 eight
+  // (the ninth would be empty).
+  DecodeSplitInputs in = h200(1, 8, 1000);
+  in.time_model = false;
+  CHECK(plan_decode_splits(in).num_splits == 1);
+  in.max_keys = 1024;
+  DecodeSplitPlan p = plan_decode_splits(in);
   CHECK(p.num_splits == 2);
   CHECK(p.keys_per_split == 512);
-  p = plan_decode_splits(h200(1, 8, 4097));
+  in.max_keys = 4097;
+  p = plan_decode_splits(in);
   CHECK(p.num_splits == 8);
   CHECK(p.keys_per_split == 576);  // ceil(4097 / 8) = 513, rounded up to 9 tiles of 64
   CHECK(plan_decode_splits(h200(1, 8, 1)).num_splits == 1);
+}
+
+TEST_CASE("decode splits: small batches of short caches split down to 64 keys with the time model",
+          "[dispatch][decode]") {
+  // H200, H32 KV8 D128, µs per call with forced counts (bench/results/2026-11-29-session9): B1 Sk 512 6.10 in
+  // 4 splits (5.84 in 8, 7.49 in 1), Sk 1k 6.69 in 8 (9.30 in 2), Sk 2k 7.81 in 8 (9.58 in 4), Sk 4k 9.59 in
+  // 16 (10.22 in 8); B2 Sk 1k 7.82 in 4 (9.55 in 2); B4 Sk 1k 9.33 in 4 (10.23 in 2); B4 Sk 512 7.78 in 1 or 4.
+  DecodeSplitPlan p = plan_decode_splits(h200(1, 8, 512));
+  CHECK(p.num_splits == 4);
+  CHECK(p.keys_per_split == 128);
+  p = plan_decode_splits(h200(1, 8, 1024));
+  CHECK(p.num_splits == 8);
+  CHECK(p.keys_per_split == 128);
+  CHECK(plan_decode_splits(h200(1, 8, 2048)).num_splits == 8);
+  CHECK(plan_decode_splits(h200(1, 8, 4096)).num_splits == 16);
+  CHECK(plan_decode_splits(h200(2, 8, 1024)).num_splits == 4);
+  CHECK(plan_decode_splits(h200(4, 8, 1024)).num_splits == 4);
+  // Unsplit where splits would not pay: B4 Sk 512 (level in the probe), 256 keys at B1 and B4, and the
+  // 128-key tiles of 16-token pages at B4 Sk 512 (8.0 µs unsplit, 8.6 in four splits of one tile).
+  CHECK(plan_decode_splits(h200(4, 8, 512)).num_splits == 1);
+  CHECK(plan_decode_splits(h200(1, 8, 256)).num_splits == 1);
+  CHECK(plan_decode_splits(h200(4, 8, 256)).num_splits == 1);
+  CHECK(plan_decode_splits(h200(4, 8, 512, 16, 128)).num_splits == 1);
+  // Without the time model the 512-key floor stays.
+  DecodeSplitInputs in = h200(1, 8, 1024);
+  in.time_model = false;
+  CHECK(plan_decode_splits(in).num_splits == 2);
 }
 
 TEST_CASE("decode splits: keys per split are whole pages and whole tiles", "[dispatch][decode]") {
@@ -59,11 +92,18 @@ TEST_CASE("decode splits: keys per split are whole pages and whole tiles", "[dis
   CHECK(decode_split_granule(h200(1, 8, 1000, 1)) == 64);
   CHECK(decode_split_granule(h200(1, 8, 1000, 16, 48)) == 48);
   CHECK(decode_split_granule(h200(1, 8, 1000, 32, 48)) == 96);
-  // 1536 keys: three splits of 512 contiguous; with 1024-token pages the rounding leaves two.
-  CHECK(plan_decode_splits(h200(1, 8, 1536)).num_splits == 3);
-  DecodeSplitPlan p = plan_decode_splits(h200(1, 8, 1536, 1024));
+  // 1536 keys (the fill rule alone): three splits of 512 contiguous; with 1024-token pages the rounding
+  // leaves two. With the time model, 8 splits of 192 keys (three tiles).
+  DecodeSplitInputs in = h200(1, 8, 1536);
+  in.time_model = false;
+  CHECK(plan_decode_splits(in).num_splits == 3);
+  in.page_size = 1024;
+  DecodeSplitPlan p = plan_decode_splits(in);
   CHECK(p.num_splits == 2);
   CHECK(p.keys_per_split == 1024);
+  p = plan_decode_splits(h200(1, 8, 1536));
+  CHECK(p.num_splits == 8);
+  CHECK(p.keys_per_split == 192);
 }
 
 TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]") {
@@ -85,10 +125,11 @@ TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]
               REQUIRE(p.keys_per_split % decode_split_granule(in) == 0);
               REQUIRE(static_cast<long long>(p.num_splits) * p.keys_per_split >= keys);  // every key covered
               REQUIRE(static_cast<long long>(p.num_splits - 1) * p.keys_per_split < keys);  // none empty
-              if (p.num_splits > 1) REQUIRE(p.keys_per_split >= 512);
-              // The fill rule's count, or one the time model makes 5% faster.
+              if (p.num_splits > 1) REQUIRE(p.keys_per_split >= 64);
+              // The fill rule's count (splits of 256 keys or more with the time model), or one the time
+              // model makes 5% faster.
               int fill = static_cast<int>(std::clamp<long long>(sms / (1LL * batch * heads_kv), 1,
-                                                                  std::max(1, std::min(32, keys / 512))));
+                                                                  std::max(1, std::min(32, keys / 256))));
               const int fill_keys = forced_decode_splits(in, fill).keys_per_split;
               fill = (keys + fill_keys - 1) / fill_keys;  // the splits its rounding left empty dropped
               if (p.num_splits != fill) {
@@ -174,10 +215,13 @@ TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shap
 
 TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kept", "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
-  // 1000-key window over a 32k cache: at most 1000 + 1 + 63 keys are visible, so at most 2 splits of 512.
+  // 1000-key window over a 32k cache: at most 1000 + 1 + 63 keys are visible, split as a 1064-key cache.
   auto plan = plan_decode(decode_problem(1, 32768, 1, 1000), kSm90a, 132);
   CHECK(plan.split.window);
-  CHECK(plan.splits.num_splits == 2);
+  const DecodeSplitPlan unwindowed = plan_decode(decode_problem(1, 1064, 1), kSm90a, 132).splits;
+  CHECK(plan.splits.num_splits == unwindowed.num_splits);
+  CHECK(plan.splits.keys_per_split == unwindowed.keys_per_split);
+  CHECK(plan.splits.num_splits < 16);  // not the 32k cache's 16 splits
   CHECK(plan.splits.num_splits * plan.splits.keys_per_split >= 1000 + 1 + 63);
   auto p = decode_problem(2, 300, 4);
   p.num_splits = 7;

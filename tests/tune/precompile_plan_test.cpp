@@ -135,13 +135,13 @@ TEST_CASE("precompile plan: decode problems give their split, combine and merge 
   for (const auto& k : kernels) CHECK(validate(k).empty());
 
   // B256 alone splits nothing, but prepare_decode at B256 loads the combine kernel for the smaller batches
-  // (which split): so it is compiled. So does prepare_decode of a short cache (1000 keys split at no batch
+  // (which split): so it is compiled. So does prepare_decode of a short cache (200 keys split at no batch
   // size): its workspace and combine kernel cover any max_seqlen_k.
   const Sweep big = decode_sweep(R"({"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128,
                                      "batch": 256, "seqlen_k": 32768})");
   CHECK(precompile_plan(big, {kSm90a}, {}, false).combine == plan.combine);
   const Sweep short_cache = decode_sweep(R"({"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128,
-                                             "batch": [1, 64], "seqlen_k": 1000})");
+                                             "batch": [1, 64], "seqlen_k": 200})");
   REQUIRE(dispatch::plan_decode(to_problem(short_cache.decode[0]), kSm90a, 132).splits.num_splits == 1);
   const auto short_plan = precompile_plan(short_cache, {kSm90a}, {}, false);
   CHECK(contains_each_once(short_plan.decode, prepare_kernels(short_cache, kSm90a, kDefaultPrecompileSms)));
