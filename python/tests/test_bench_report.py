@@ -122,6 +122,22 @@ def test_decode_short_sweep():
     assert all(s["kind"] == "decode" and s["heads_q"] == 32 and s["heads_kv"] == 8 for s in shapes)
 
 
+def test_decode_small_sweep(tmp_path):
+    shapes = report.SWEEPS["decode-small"]()
+    assert [(s["batch"], s["seqlen_k"]) for s in shapes if not s["page_size"]] == [
+        (b, sk) for b in (1, 2) for sk in (512, 1024, 2048, 4096, 8192, 16384)]
+    assert {s["page_size"] for s in shapes} == {0, 16} and len(shapes) == 24
+    pytest.importorskip("matplotlib")
+    rows = [{"shape": s, "method": "graph", "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},
+             "results": {"flashjit": {"ms": 0.01, "gb_s": 900.0}, "cudnn": {"ms": 0.01, "gb_s": 800.0}}}
+            for s in shapes]
+    path = tmp_path / "decode-small.png"
+    report.plot_decode(rows, {"matmul_tflops": 800.0, "copy_tb_s": 4.2}, str(path), "decode-small")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = report.decode_markdown_table(rows, {"copy_tb_s": 4.2}, {"date": "d", "gpu": "g"}, "decode-small")
+    assert "| B1 Sk512 H32/8 D128 |" in table and "| B2 Sk16384 H32/8 D128 paged 16 |" in table
+
+
 def test_decode_short_plot(tmp_path):
     pytest.importorskip("matplotlib")
     rows = [{"shape": s, "method": "graph", "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},

@@ -398,7 +398,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outdir", required=True)
     parser.add_argument("--sweep", action="append", choices=sorted(report.SWEEPS),
-                        help="llama3, fa3, decode, decode-batches and/or decode-short (repeatable; default: all)")
+                        help="llama3, fa3, decode, decode-batches, decode-short and/or decode-small (repeatable; default: all)")
     parser.add_argument("--seqlens", type=lambda t: [int(x) for x in t.split(",")],
                         help="llama3 sequence lengths (comma-separated; default: the full sweep)")
     parser.add_argument("--iters", type=int, default=30)

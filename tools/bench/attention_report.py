@@ -50,6 +50,9 @@ DECODE_BATCH_SWEEP_PAGED = [10, 20, 24, 40]
 DECODE_SHORT_LAYOUTS = [(128, 16), (128, 1), (64, 0)]  # (head_dim, page_size)
 DECODE_SHORT_BATCHES = [4, 16, 32, 64, 128]
 DECODE_SHORT_SEQLENS = [32, 64, 128, 256, 512]
+# Small batches (8 or 16 CTAs for 8 KV heads) over medium caches: latency-bound, how many splits pays.
+DECODE_SMALL_BATCHES = [1, 2]
+DECODE_SMALL_SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 
 
 def decode_sweep():
@@ -75,8 +78,15 @@ def decode_short_sweep():
             for b in DECODE_SHORT_BATCHES for sk in DECODE_SHORT_SEQLENS]
 
 
+def decode_small_sweep():
+    """H32 KV8 D128 bf16, one new token: every batch x length of DECODE_SMALL_BATCHES x DECODE_SMALL_SEQLENS,
+    contiguous, then on 16-token pages."""
+    return [decode_shape(b, sk, page_size=ps) for ps in (0, 16) for b in DECODE_SMALL_BATCHES
+            for sk in DECODE_SMALL_SEQLENS]
+
+
 SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
-          "decode-short": decode_short_sweep}
+          "decode-short": decode_short_sweep, "decode-small": decode_small_sweep}
 
 
 def visible_pairs(seqlen_q, seqlen_k, causal, window=(-1, -1)):
