@@ -12,8 +12,11 @@ int at_least_1(int x) { return std::max(x, 1); }
 int keys_of(const DecodeSplitInputs& in) { return std::clamp(in.max_keys, 1, kMaxDecodeSeqlen); }
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
-// Where the time model was measured (the H200, one m-tile: group 4, q_len 1); elsewhere the fill rule alone.
-bool time_model_applies(const DecodeKernelConfig& split) { return split.arch.sm >= 90 && split.rows == 16; }
+// Where the time model was measured (the H200, one m-tile: group 4, q_len 1; sm_100 shares its 228 KB of shared
+// memory per SM, so its CTAs per SM); elsewhere the fill rule alone.
+bool time_model_applies(const DecodeKernelConfig& split) {
+  return config::large_shared_memory(split.arch) && split.rows == 16;
+}
 
 // The workspace of `rows` partial rows (DecodePlan's layout): fp32 O, then fp32 LSE at a 256-byte boundary.
 std::size_t workspace_bytes(std::size_t rows, int head_dim, std::size_t* lse_offset = nullptr) {
@@ -39,14 +42,18 @@ int keys_per_split(int keys, int splits, int granule) {
 // and paged with one): an SM streams K/V at about 50 GB/s, with one CTA or two (72 CTAs on 72 SMs read
 // 3598-3850 GB/s, 80 read 3883-4148), and about 86 SMs together saturate HBM (4300 GB/s: 96 to 264 CTAs
 // read 4150-4440). A CTA costs ≈ 2 µs besides its streaming (launch, Q load, pipeline fill, epilogue), the
-// combine pass ≈ 3 µs and ≈ 0.1 µs per split (more partials to write and read back; fitted to B1 with 512 to
-// 8k keys, where 8 to 16 splits differ by that much beyond the streaming rates: e.g. Sk 1k 6.69 µs in 8
-// splits, 6.83 in 16, 8.64 in 32).
+// combine pass ≈ 3 µs; for small batches (below) ≈ 0.1 µs more per split (more partials to write and read
+// back: B1 in 8 and in 16 splits differ by 0.06-0.15 µs per split beyond the streaming rates, e.g. Sk 2k 7.81 /
+// 8.03 µs, Sk 4k 10.19 / 9.59; not measured elsewhere).
 constexpr double kSmGBs = 50.0;
 constexpr double kSaturatingSmsPerSm = 86.0 / 132.0;
 constexpr double kCtaFixedUs = 2.0;
 constexpr double kCombineUs = 3.0;
 constexpr double kSplitUs = 0.1;
+
+// Small batches: B·Hkv CTAs fill at most a quarter of the SMs (B1-B4 with 8 KV heads on the H200), where
+// the split counts are latency, not bandwidth (see plan_decode_splits).
+bool small_batch(const DecodeSplitInputs& in, long long ctas) { return ctas * 4 <= at_least_1(in.sms); }
 // A split count replaces the fill rule's only where the model makes it this much faster.
 constexpr double kModelMargin = 1.05;
 
@@ -69,7 +76,7 @@ double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
   const int sms = at_least_1(in.sms), keys = keys_of(in);
   const int per_split = keys_per_split(keys, at_least_1(splits), decode_split_granule(in));
   splits = ceil_div(keys, per_split);  // the splits the rounding left empty are dropped
-  const long long n = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv) * splits;
+  const long long ctas = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv), n = ctas * splits;
   const int per_sm = at_least_1(in.ctas_per_sm);
   const long long slots = 1LL * sms * per_sm;
   const double bytes = 1.0 * per_split * at_least_1(in.bytes_per_key);
@@ -78,7 +85,8 @@ double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
     return ctas * bytes / (std::min(busy_sms * kSmGBs, hbm_gbs) * 1e3) + kCtaFixedUs;
   };
   const long long full = n / slots, last = n % slots;
-  double us = (splits > 1 ? kCombineUs + kSplitUs * splits : 0.0) + full * round_us(slots, sms);
+  double us = (splits > 1 ? kCombineUs + (small_batch(in, ctas) ? kSplitUs * splits : 0.0) : 0.0) +
+              full * round_us(slots, sms);
   if (last > 0) us += round_us(last, full == 0 ? std::min<long long>(last, sms) : (last + per_sm - 1) / per_sm);
   return us;
 }
@@ -92,17 +100,21 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   int splits = static_cast<int>(std::clamp<long long>(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits));
   // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
   // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
-  // partials for 16 rows) that overhead stops being small, so short caches get fewer splits. Where the time
-  // model applies (below), the fill rule's floor is 256 keys and the model's counts may go down to one
-  // tile's worth (64 keys), the model weighing the overhead: small batches of short caches are latency, not
-  // bandwidth, and the 512-key floor left most SMs idle there. H200, µs, the 512-key floor's count → the
-  // planner's now (the fastest forced count where it differs): B1 Sk 512 7.49 → 6.10 in 4 splits (5.84 in
-  // 8), Sk 1k 9.30 → 6.69 (8), Sk 2k 9.58 → 7.81 (8), Sk 4k 10.22 → 9.59 (16); B2 Sk 1k 9.55 → 7.82 (4); B4
-  // Sk 1k 10.23 → 9.33 (4); cuDNN 8.46, 7.47, 8.61, 11.59, 8.39, 11.44. A 64-key fill floor gave B4 Sk 512
-  // on 16-token pages four splits of one 128-key tile (8.6 µs against 8.0 unsplit: the model does not find
-  // one split 5% faster).
-  const int fill_floor = in.time_model ? kModelFillMinKeysPerSplit : kMinKeysPerSplit;
-  splits = std::min(splits, std::min(kMaxDecodeSplits, std::max(1, keys / fill_floor)));
+  // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
+  splits = std::min(splits, std::min(kMaxDecodeSplits, std::max(1, keys / kMinKeysPerSplit)));
+  // Small batches of short caches are latency, not bandwidth, and that floor leaves most SMs idle there. For
+  // small batches where the time model applies, the fill count with a 256-key floor replaces it when the model
+  // rates it faster, and the model's own counts (below) go down to one 64-key tile. H200, µs, the 512-key
+  // floor's count → the planner's now (the fastest forced count where it differs): B1 Sk 512 7.49 → 6.10 in 4
+  // splits (5.84 in 8), Sk 1k 9.30 → 6.69 (8), Sk 2k 9.58 → 7.81 (8), Sk 4k 10.22 → 9.59 (16); B2 Sk 1k 9.55 →
+  // 7.82 (4); B4 Sk 1k 10.23 → 9.33 (4); cuDNN 8.46, 7.47, 8.61, 11.59, 8.39, 11.44. (Taking the 256-key fill
+  // count always split B4 Sk 512 on 16-token pages into four one-tile splits, 8.6 µs against 8.0 unsplit.)
+  const bool short_splits = in.time_model && small_batch(in, ctas);
+  if (short_splits) {
+    const int wider = static_cast<int>(std::clamp<long long>(
+        at_least_1(in.sms) / ctas, 1, std::min(kMaxDecodeSplits, std::max(1, keys / kModelFillMinKeysPerSplit))));
+    if (modeled_decode_us(in, wider) < modeled_decode_us(in, splits)) splits = wider;
+  }
   // The fill rule leaves two cases slow, which the time model (modeled_decode_us) finds: fewer CTAs than
   // saturate HBM, and a last partial round on few SMs. H200, Sk 8k, GB/s unsplit / with the model's count:
   // B9 (72 CTAs) 3850 / 4131 (2 splits); B40 (320 CTAs, two per SM) 4026 / 4193 (3), B48 3881 / 4492 (2);
@@ -110,7 +122,8 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // since then decode_split_kernel gives paged d128 between one and two CTAs per SM 64-key tiles (two per SM).
   // Another count is taken only where the model makes it kModelMargin faster, and with at most
   // kMaxModelSplitCtasPerSm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
-  const int most = std::min(kMaxDecodeSplits, std::max(1, keys / kModelMinKeysPerSplit));
+  const int most =
+      std::min(kMaxDecodeSplits, std::max(1, keys / (short_splits ? kModelMinKeysPerSplit : kMinKeysPerSplit)));
   double best = modeled_decode_us(in, splits);
   for (int s = 1; in.time_model && s <= most; ++s) {
     if (s > 1 && ctas * s > 1LL * kMaxModelSplitCtasPerSm * at_least_1(in.sms)) break;
@@ -182,16 +195,16 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   const int group = p.heads_q / std::max(p.heads_kv, 1);
   DecodeKernelConfig split =
       decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
-  // Short caches (no split then) are bound by each CTA's latency chain (sequence length, Q and K/V loads, merge,
-  // store), not by HBM. At most 64 keys, up to two CTAs per SM: four warps that each compute the whole tile's scores
-  // and P·V for a quarter of O's columns (column groups), so no warp waits for another's keys and none merges (the
-  // key-group merge and its two barriers were ≈ 1600 of a B4 Sk 32 call's ≈ 6800 cycles). One tile holds every key (32
-  // or 64), two stages (one is loaded). H200, µs, column groups / the kernel before / cuDNN: contiguous d128 B4 Sk 32
-  // 3.25 / 3.82 / 3.26, Sk 64 3.67 / 3.82 / 3.92; B16 Sk 32 3.69 / 4.35 / 3.91, Sk 64 4.54 / 4.78 / 4.57; B32 Sk 32
-  // 4.55 / 4.77 (one warp) / 4.80; d64 B16 Sk 32 3.24 / 3.76 / 3.51, Sk 64 3.67 / 4.01 / 3.75; 16-token pages B4 Sk 32
-  // 3.45 / 4.59 / 3.55, B32 Sk 32 4.68 / 9.20 / 4.79 (the 200 KB paged kernel in two rounds). From 128 keys deeper
-  // pipelines win (contiguous d128 B4 Sk 128: 4.85 with 32-key tiles in three stages, 4.39 with the key groups' 64-key
-  // tiles).
+  // Short caches (the kernels below take at most 64 keys or more CTAs than SMs: never split) are bound by each CTA's
+  // latency chain (sequence length, Q and K/V loads, merge, store), not by HBM. At most 64 keys, up to two CTAs per
+  // SM: four warps that each compute the whole tile's scores and P·V for a quarter of O's columns (column groups), so
+  // no warp waits for another's keys and none merges (the key-group merge and its two barriers were ≈ 1600 of a B4 Sk
+  // 32 call's ≈ 6800 cycles). One tile holds every key (32 or 64), two stages (one is loaded). H200, µs, column
+  // groups / the kernel before / cuDNN: contiguous d128 B4 Sk 32 3.25 / 3.82 / 3.26, Sk 64 3.67 / 3.82 / 3.92; B16 Sk
+  // 32 3.69 / 4.35 / 3.91, Sk 64 4.54 / 4.78 / 4.57; B32 Sk 32 4.55 / 4.77 (one warp) / 4.80; d64 B16 Sk 32 3.24 /
+  // 3.76 / 3.51, Sk 64 3.67 / 4.01 / 3.75; 16-token pages B4 Sk 32 3.45 / 4.59 / 3.55, B32 Sk 32 4.68 / 9.20 / 4.79
+  // (the 200 KB paged kernel in two rounds). From 128 keys deeper pipelines win (contiguous d128 B4 Sk 128: 4.85 with
+  // 32-key tiles in three stages, 4.39 with the key groups' 64-key tiles).
   // Longer short caches over more CTAs than SMs: small CTAs that several fit per SM overlap the latency chains.
   // Contiguous d128: one warp per CTA (32-key tiles; its rows' whole state in its registers, so no merge of key groups
   // through shared memory), three stages (52 KB, four per SM) unless more CTAs than four per SM wait with at most 128
