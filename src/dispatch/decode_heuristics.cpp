@@ -126,7 +126,8 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
       std::min(kMaxDecodeSplits, std::max(1, keys / (short_splits ? kModelMinKeysPerSplit : kMinKeysPerSplit)));
   double best = modeled_decode_us(in, splits);
   for (int s = 1; in.time_model && s <= most; ++s) {
-    if (s > 1 && ctas * s > 1LL * kMaxModelSplitCtasPerSm * at_least_1(in.sms)) break;
+    if (s > 1 && ctas * s > 1LL * std::clamp(in.model_ctas_per_sm, 1, kMaxModelSplitCtasPerSm) * at_least_1(in.sms))
+      break;
     const double us = modeled_decode_us(in, s);
     if (us * kModelMargin < best) splits = s, best = us;
   }
@@ -283,6 +284,15 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   in.ctas_per_sm = ctas_per_sm(plan.split);
   in.bytes_per_key = 2 * p.head_dim * 2;  // K and V, bf16 or fp16
   in.time_model = time_model_applies(plan.split);
+  // Several m-tiles (speculative decoding's q_len > 1 with a large group): the time model was measured with one,
+  // but small batches split as they do (H200, group 8, µs, the 512-key floor's count / the fastest: q_len 4 B1
+  // Sk 1k 11.97 / 8.51 in 8 splits, Sk 2k 12.21 / 9.94 in 8, B2 Sk 1k 12.48 / 10.04 in 4; q_len 8 B1 Sk 1k
+  // 15.54 / 9.49 in 8, Sk 2k 15.72 / 11.73 in 8, B2 Sk 1k 20.58 / 12.75 in 8), within one CTA per SM so that
+  // the workspace bound of the fill rule holds (decode_workspace_reserve).
+  if (!in.time_model && config::large_shared_memory(arch) && 4LL * p.batch * p.heads_kv <= sms) {
+    in.time_model = true;
+    in.model_ctas_per_sm = 1;
+  }
   in.max_keys = visible_keys(p, plan.split.block_n);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;

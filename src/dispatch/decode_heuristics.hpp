@@ -29,6 +29,8 @@ struct DecodeSplitInputs {
   int ctas_per_sm = 1; // CTAs of the split kernel one SM holds at once (config's ctas_per_sm)
   int bytes_per_key = 512;  // K and V bytes of one key of one KV head (2 x head_dim x element size)
   bool time_model = true;   // the time model may replace the fill rule's count (sm_90, one m-tile: measured)
+  // The time model's counts keep B·Hkv·splits within this many CTAs per SM (the workspace bound).
+  int model_ctas_per_sm = kMaxModelSplitCtasPerSm;
 };
 
 struct DecodeSplitPlan {

@@ -225,7 +225,7 @@ TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shap
   CHECK(plan.workspace_bytes == 0);
 }
 
-TEST_CASE("decode plan: small batches of short caches split down to 64 keys on the 228 KB archs only",
+TEST_CASE("decode plan: small batches of short caches split down to 64 keys on the 228 KB archs only, any rows",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   // The planner's real inputs (the contiguous d128 kernel two per SM, paged caches the 128-key kernel): the
@@ -241,6 +241,25 @@ TEST_CASE("decode plan: small batches of short caches split down to 64 keys on t
     INFO("B" << c.batch << " Sk " << c.keys << " page " << c.page);
     CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == c.splits);
   }
+  // Several m-tiles (group 8, q_len 4 and 8: 32 and 64 rows) split alike, within one CTA per SM: µs measured,
+  // q_len 4 B1 Sk 1k 12.04 in 2 splits / 8.49 in 8, Sk 2k 12.26 in 4 / 10.01 in 8, B2 Sk 1k 12.53 in 2 / 10.06
+  // in 4; q_len 8 B1 Sk 1k 15.53 / 9.53, B2 Sk 1k 20.53 / 15.10.
+  struct Rows {
+    int batch, keys, q_len, splits;
+  };
+  for (const Rows c : {Rows{1, 1024, 4, 8}, Rows{1, 2048, 4, 8}, Rows{1, 4096, 4, 16}, Rows{2, 1024, 4, 4},
+                       Rows{1, 1024, 8, 8}, Rows{2, 1024, 8, 4}, Rows{1, 1024, 16, 8}}) {
+    auto p = decode_problem(c.batch, c.keys, c.q_len);
+    p.heads_q = 64;  // group 8
+    INFO("B" << c.batch << " Sk " << c.keys << " q_len " << c.q_len);
+    const auto plan = plan_decode(p, kSm90a, 132);
+    CHECK(plan.split.rows == 8 * c.q_len);
+    CHECK(plan.splits.num_splits == c.splits);
+    CHECK(1LL * c.batch * 8 * plan.splits.num_splits <= 132);  // one CTA per SM at most
+  }
+  auto several = decode_problem(5, 1024, 4);  // B5 (40 CTAs): the fill rule alone, as before
+  several.heads_q = 64;
+  CHECK(plan_decode(several, kSm90a, 132).splits.num_splits == 2);
   // Not on sm_120 (about 100 KB of shared memory per SM; the time model was not measured there): the fill rule
   // with its 512-key floor, as on sm_80.
   const flashjit::Arch sm120{120, false};
