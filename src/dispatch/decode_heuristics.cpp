@@ -12,11 +12,8 @@ int at_least_1(int x) { return std::max(x, 1); }
 int keys_of(const DecodeSplitInputs& in) { return std::clamp(in.max_keys, 1, kMaxDecodeSeqlen); }
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
-// Where the time model was measured (the H200, one m-tile: group 4, q_len 1; sm_100 shares its 228 KB of shared
-// memory per SM, so its CTAs per SM); elsewhere the fill rule alone.
-bool time_model_applies(const DecodeKernelConfig& split) {
-  return config::large_shared_memory(split.arch) && split.rows == 16;
-}
+// Where the time model was measured (the H200, one m-tile: group 4, q_len 1); elsewhere the fill rule alone.
+bool time_model_applies(const DecodeKernelConfig& split) { return split.arch.sm >= 90 && split.rows == 16; }
 
 // The workspace of `rows` partial rows (DecodePlan's layout): fp32 O, then fp32 LSE at a 256-byte boundary.
 std::size_t workspace_bytes(std::size_t rows, int head_dim, std::size_t* lse_offset = nullptr) {
@@ -53,7 +50,12 @@ constexpr double kSplitUs = 0.1;
 
 // Small batches: B·Hkv CTAs fill at most a quarter of the SMs (B1-B4 with 8 KV heads on the H200), where
 // the split counts are latency, not bandwidth (see plan_decode_splits).
-bool small_batch(const DecodeSplitInputs& in, long long ctas) { return ctas * 4 <= at_least_1(in.sms); }
+bool small_batch(const DecodeSplitInputs& in) {
+  return 4LL * at_least_1(in.batch) * at_least_1(in.heads_kv) <= at_least_1(in.sms);
+}
+// Small batches split down to kModelMinKeysPerSplit keys (plan_decode_splits).
+bool short_splits(const DecodeSplitInputs& in) { return in.time_model && in.short_splits && small_batch(in); }
+
 // A split count replaces the fill rule's only where the model makes it this much faster.
 constexpr double kModelMargin = 1.05;
 
@@ -76,16 +78,16 @@ double modeled_decode_us(const DecodeSplitInputs& in, int splits) {
   const int sms = at_least_1(in.sms), keys = keys_of(in);
   const int per_split = keys_per_split(keys, at_least_1(splits), decode_split_granule(in));
   splits = ceil_div(keys, per_split);  // the splits the rounding left empty are dropped
-  const long long ctas = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv), n = ctas * splits;
+  const long long n = 1LL * at_least_1(in.batch) * at_least_1(in.heads_kv) * splits;
   const int per_sm = at_least_1(in.ctas_per_sm);
   const long long slots = 1LL * sms * per_sm;
   const double bytes = 1.0 * per_split * at_least_1(in.bytes_per_key);
   const double hbm_gbs = kSmGBs * kSaturatingSmsPerSm * sms;
-  auto round_us = [&](long long ctas, long long busy_sms) {  // GB/s = 1e3 bytes per µs
-    return ctas * bytes / (std::min(busy_sms * kSmGBs, hbm_gbs) * 1e3) + kCtaFixedUs;
+  auto round_us = [&](long long round_ctas, long long busy_sms) {  // GB/s = 1e3 bytes per µs
+    return round_ctas * bytes / (std::min(busy_sms * kSmGBs, hbm_gbs) * 1e3) + kCtaFixedUs;
   };
   const long long full = n / slots, last = n % slots;
-  double us = (splits > 1 ? kCombineUs + (small_batch(in, ctas) ? kSplitUs * splits : 0.0) : 0.0) +
+  double us = (splits > 1 ? kCombineUs + (short_splits(in) ? kSplitUs * splits : 0.0) : 0.0) +
               full * round_us(slots, sms);
   if (last > 0) us += round_us(last, full == 0 ? std::min<long long>(last, sms) : (last + per_sm - 1) / per_sm);
   return us;
@@ -109,8 +111,8 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // splits (5.84 in 8), Sk 1k 9.30 → 6.69 (8), Sk 2k 9.58 → 7.81 (8), Sk 4k 10.22 → 9.59 (16); B2 Sk 1k 9.55 →
   // 7.82 (4); B4 Sk 1k 10.23 → 9.33 (4); cuDNN 8.46, 7.47, 8.61, 11.59, 8.39, 11.44. (Taking the 256-key fill
   // count always split B4 Sk 512 on 16-token pages into four one-tile splits, 8.6 µs against 8.0 unsplit.)
-  const bool short_splits = in.time_model && small_batch(in, ctas);
-  if (short_splits) {
+  const bool short_ok = short_splits(in);
+  if (short_ok) {
     const int wider = static_cast<int>(std::clamp<long long>(
         at_least_1(in.sms) / ctas, 1, std::min(kMaxDecodeSplits, std::max(1, keys / kModelFillMinKeysPerSplit))));
     if (modeled_decode_us(in, wider) < modeled_decode_us(in, splits)) splits = wider;
@@ -121,9 +123,9 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // paged B20 (160 CTAs of 200 KB, one per SM) 3414 / 4099 (4), B24 3675 / 4242 (2), B40 3941 / 4313 (2) --
   // since then decode_split_kernel gives paged d128 between one and two CTAs per SM 64-key tiles (two per SM).
   // Another count is taken only where the model makes it kModelMargin faster, and with at most
-  // kMaxModelSplitCtasPerSm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
+  // model_ctas_per_sm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
   const int most =
-      std::min(kMaxDecodeSplits, std::max(1, keys / (short_splits ? kModelMinKeysPerSplit : kMinKeysPerSplit)));
+      std::min(kMaxDecodeSplits, std::max(1, keys / (short_ok ? kModelMinKeysPerSplit : kMinKeysPerSplit)));
   double best = modeled_decode_us(in, splits);
   for (int s = 1; in.time_model && s <= most; ++s) {
     if (s > 1 && ctas * s > 1LL * std::clamp(in.model_ctas_per_sm, 1, kMaxModelSplitCtasPerSm) * at_least_1(in.sms))
@@ -284,12 +286,15 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   in.ctas_per_sm = ctas_per_sm(plan.split);
   in.bytes_per_key = 2 * p.head_dim * 2;  // K and V, bf16 or fp16
   in.time_model = time_model_applies(plan.split);
-  // Several m-tiles (speculative decoding's q_len > 1 with a large group): the time model was measured with one,
-  // but small batches split as they do (H200, group 8, µs, the 512-key floor's count / the fastest: q_len 4 B1
-  // Sk 1k 11.97 / 8.51 in 8 splits, Sk 2k 12.21 / 9.94 in 8, B2 Sk 1k 12.48 / 10.04 in 4; q_len 8 B1 Sk 1k
-  // 15.54 / 9.49 in 8, Sk 2k 15.72 / 11.73 in 8, B2 Sk 1k 20.58 / 12.75 in 8), within one CTA per SM so that
-  // the workspace bound of the fill rule holds (decode_workspace_reserve).
-  if (!in.time_model && config::large_shared_memory(arch) && 4LL * p.batch * p.heads_kv <= sms) {
+  in.short_splits = config::large_shared_memory(arch);
+  // Several m-tiles (speculative decoding's q_len > 1 with a large group; the time model was measured with one):
+  // small batches of d128 with up to four m-tiles on a contiguous cache split as one m-tile does (H200, group 8,
+  // µs, the 512-key floor's count / the fastest: q_len 4 B1 Sk 1k 11.97 / 8.51 in 8 splits, Sk 2k 12.21 / 9.94
+  // in 8, B2 Sk 1k 12.48 / 10.04 in 4; q_len 8 B1 Sk 1k 15.54 / 9.49 in 8, Sk 2k 15.72 / 11.73 in 8, B2 Sk 1k
+  // 20.58 / 12.75 in 8), within one CTA per SM so that the fill rule's workspace bound holds there
+  // (decode_workspace_reserve). Paged caches, other head dims and more rows were not measured.
+  if (plan.split.rows > 16 && plan.split.rows <= 64 && p.head_dim == 128 && p.layout == KvLayout::contiguous &&
+      in.short_splits && small_batch(in)) {
     in.time_model = true;
     in.model_ctas_per_sm = 1;
   }
@@ -307,8 +312,9 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
 std::size_t decode_workspace_reserve(const DecodeProblem& p, const Arch& arch, int sms) {
   const DecodePlan plan = plan_decode(p, arch, sms);
   if (p.num_splits > 0) return plan.workspace_bytes;  // the forced count: the largest batch needs the most
-  // A split plan has B·Hkv·splits <= SMs (the fill rule) or <= kMaxModelSplitCtasPerSm x SMs (the model, where
-  // it applies), each CTA writing group x q_len rows. Some batch splits only if a batch of one may: two
+  // A split plan has B·Hkv·splits <= SMs (the fill rule, and the model for several m-tiles: plan_decode caps it
+  // at one CTA per SM) or <= kMaxModelSplitCtasPerSm x SMs (the model for one m-tile), each CTA writing group x
+  // q_len rows. Some batch splits only if a batch of one may: two
   // splits of its Hkv CTAs within that many CTAs.
   const long long two_splits = 2LL * std::max(p.heads_kv, 1);
   const bool model = time_model_applies(plan.split) && two_splits <= 1LL * kMaxModelSplitCtasPerSm * at_least_1(sms);

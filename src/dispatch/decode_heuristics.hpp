@@ -28,8 +28,12 @@ struct DecodeSplitInputs {
   int block_n = 64;    // keys per tile of the split kernel
   int ctas_per_sm = 1; // CTAs of the split kernel one SM holds at once (config's ctas_per_sm)
   int bytes_per_key = 512;  // K and V bytes of one key of one KV head (2 x head_dim x element size)
-  bool time_model = true;   // the time model may replace the fill rule's count (sm_90, one m-tile: measured)
-  // The time model's counts keep B·Hkv·splits within this many CTAs per SM (the workspace bound).
+  bool time_model = true;   // the time model may replace the fill rule's count (sm_90+, one m-tile: measured)
+  // Small batches (B·Hkv at most a quarter of the SMs) may split down to kModelMinKeysPerSplit keys where the
+  // time model applies (measured on the H200: the 228 KB-per-SM archs).
+  bool short_splits = true;
+  // The time model's counts above one keep B·Hkv·splits within this many CTAs per SM, clamped to
+  // [1, kMaxModelSplitCtasPerSm] (the workspace bound).
   int model_ctas_per_sm = kMaxModelSplitCtasPerSm;
 };
 

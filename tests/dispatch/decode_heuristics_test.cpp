@@ -225,7 +225,7 @@ TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shap
   CHECK(plan.workspace_bytes == 0);
 }
 
-TEST_CASE("decode plan: small batches of short caches split down to 64 keys on the 228 KB archs only, any rows",
+TEST_CASE("decode plan: small batches of short caches split down to 64 keys on the 228 KB archs only",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   // The planner's real inputs (the contiguous d128 kernel two per SM, paged caches the 128-key kernel): the
@@ -241,14 +241,15 @@ TEST_CASE("decode plan: small batches of short caches split down to 64 keys on t
     INFO("B" << c.batch << " Sk " << c.keys << " page " << c.page);
     CHECK(plan_decode(p, kSm90a, 132).splits.num_splits == c.splits);
   }
-  // Several m-tiles (group 8, q_len 4 and 8: 32 and 64 rows) split alike, within one CTA per SM: µs measured,
-  // q_len 4 B1 Sk 1k 12.04 in 2 splits / 8.49 in 8, Sk 2k 12.26 in 4 / 10.01 in 8, B2 Sk 1k 12.53 in 2 / 10.06
-  // in 4; q_len 8 B1 Sk 1k 15.53 / 9.53, B2 Sk 1k 20.53 / 15.10.
+  // Several m-tiles of d128 on a contiguous cache (group 8, q_len 4 and 8: 32 and 64 rows) split alike, within one
+  // CTA per SM: µs measured, q_len 4 B1 Sk 1k 12.04 in 2 splits / 8.49 in 8, Sk 2k 12.26 in 4 / 10.01 in 8, B2 Sk
+  // 1k 12.53 in 2 / 10.06 in 4; q_len 8 B1 Sk 1k 15.53 / 9.53, B2 Sk 1k 20.53 / 15.10. B4 Sk 600 and B3 Sk 1344
+  // (q_len 4) are where an uncapped model would go past one CTA per SM (5 and 7 splits).
   struct Rows {
     int batch, keys, q_len, splits;
   };
   for (const Rows c : {Rows{1, 1024, 4, 8}, Rows{1, 2048, 4, 8}, Rows{1, 4096, 4, 16}, Rows{2, 1024, 4, 4},
-                       Rows{1, 1024, 8, 8}, Rows{2, 1024, 8, 4}, Rows{1, 1024, 16, 8}}) {
+                       Rows{1, 1024, 8, 8}, Rows{2, 1024, 8, 4}, Rows{4, 600, 4, 2}, Rows{3, 1344, 4, 5}}) {
     auto p = decode_problem(c.batch, c.keys, c.q_len);
     p.heads_q = 64;  // group 8
     INFO("B" << c.batch << " Sk " << c.keys << " q_len " << c.q_len);
@@ -257,16 +258,43 @@ TEST_CASE("decode plan: small batches of short caches split down to 64 keys on t
     CHECK(plan.splits.num_splits == c.splits);
     CHECK(1LL * c.batch * 8 * plan.splits.num_splits <= 132);  // one CTA per SM at most
   }
-  auto several = decode_problem(5, 1024, 4);  // B5 (40 CTAs): the fill rule alone, as before
+  // Not measured, the 512-key floor stays: 128 rows (q_len 16), paged caches with several m-tiles, B5 (40 CTAs).
+  auto rows128 = decode_problem(1, 1024, 16);
+  rows128.heads_q = 64;
+  CHECK(plan_decode(rows128, kSm90a, 132).splits.num_splits == 2);
+  auto paged = decode_problem(1, 2048, 8);
+  paged.heads_q = 64, paged.layout = flashjit::KvLayout::paged, paged.page_size = 16;
+  CHECK(plan_decode(paged, kSm90a, 132).splits.num_splits == 4);
+  auto several = decode_problem(5, 1024, 4);
   several.heads_q = 64;
   CHECK(plan_decode(several, kSm90a, 132).splits.num_splits == 2);
-  // Not on sm_120 (about 100 KB of shared memory per SM; the time model was not measured there): the fill rule
-  // with its 512-key floor, as on sm_80.
+  // Small means B·Hkv at most a quarter of the SMs: B4 with 8 KV heads at 128 SMs, not at 127.
+  CHECK(plan_decode(decode_problem(4, 1024), kSm90a, 128).splits.num_splits == 4);
+  CHECK(plan_decode(decode_problem(4, 1024), kSm90a, 127).splits.num_splits == 2);
+  CHECK(plan_decode(decode_problem(5, 1024), kSm90a, 132).splits.num_splits == 2);
+  // The 0.1 µs per split is charged to small batches only: B10 Sk 14080 keeps two splits.
+  CHECK(plan_decode(decode_problem(10, 14080), kSm90a, 132).splits.num_splits == 2);
+  // No short splits on sm_120 (about 100 KB of shared memory per SM; not measured there) nor on sm_80.
   const flashjit::Arch sm120{120, false};
   CHECK(plan_decode(decode_problem(1, 1024), sm120, 170).splits.num_splits == 2);
   CHECK(plan_decode(decode_problem(1, 1024), flashjit::Arch{80, false}, 108).splits.num_splits == 2);
-  // Batches beyond a quarter of the SMs keep the 512-key floor: B5 (40 CTAs) at 1k keys in two splits.
-  CHECK(plan_decode(decode_problem(5, 1024), kSm90a, 132).splits.num_splits == 2);
+  // sm_120 keeps the time model's tail splits (as before the short splits): B22 Sk 10752 in 6, B11 Sk 8k in 3.
+  CHECK(plan_decode(decode_problem(22, 10752), sm120, 170).splits.num_splits == 6);
+  CHECK(plan_decode(decode_problem(11, 8192), sm120, 170).splits.num_splits == 3);
+}
+
+TEST_CASE("decode splits: the time model's counts stay within model_ctas_per_sm CTAs per SM", "[dispatch][decode]") {
+  // B4 (32 CTAs) over 600 keys: the model would take 5 splits (160 CTAs); capped at one CTA per SM, 2.
+  DecodeSplitInputs in = h200(4, 8, 600);
+  in.ctas_per_sm = 2;
+  for (int cap : {-3, 0, 1}) {
+    in.model_ctas_per_sm = cap;  // read as 1
+    CHECK(plan_decode_splits(in).num_splits == 2);
+  }
+  for (int cap : {2, 8, 100}) {
+    in.model_ctas_per_sm = cap;  // at most 8
+    CHECK(plan_decode_splits(in).num_splits == 5);
+  }
 }
 
 TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kept", "[dispatch][decode]") {
@@ -579,7 +607,8 @@ TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and ev
   using flashjit::dispatch::plan_decode;
   for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
     for (int sms : {16, 78, 108, 132})
-      for (auto [heads_q, q_len, layout] : {std::tuple{32, 1, 0}, {32, 1, 16}, {64, 2, 0}, {64, 16, 0}}) {
+      for (auto [heads_q, q_len, layout] :
+           {std::tuple{32, 1, 0}, {32, 1, 16}, {64, 2, 0}, {64, 4, 0}, {64, 8, 0}, {64, 16, 0}}) {
         auto prepared = decode_problem(64, 131072, q_len);
         prepared.heads_q = heads_q;
         auto paged = [&](flashjit::DecodeProblem& p) {
