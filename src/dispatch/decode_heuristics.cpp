@@ -314,8 +314,7 @@ std::size_t decode_workspace_reserve(const DecodeProblem& p, const Arch& arch, i
   if (p.num_splits > 0) return plan.workspace_bytes;  // the forced count: the largest batch needs the most
   // A split plan has B·Hkv·splits <= SMs (the fill rule, and the model for several m-tiles: plan_decode caps it
   // at one CTA per SM) or <= kMaxModelSplitCtasPerSm x SMs (the model for one m-tile), each CTA writing group x
-  // q_len rows. Some batch splits only if a batch of one may: two
-  // splits of its Hkv CTAs within that many CTAs.
+  // q_len rows. Some batch splits only if a batch of one may: two splits of its Hkv CTAs within that many CTAs.
   const long long two_splits = 2LL * std::max(p.heads_kv, 1);
   const bool model = time_model_applies(plan.split) && two_splits <= 1LL * kMaxModelSplitCtasPerSm * at_least_1(sms);
   if (!model && two_splits > at_least_1(sms)) return plan.workspace_bytes;
