@@ -99,11 +99,15 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // The seed's fill rule. Decode streams K/V from HBM once; a CTA per (sequence, KV head) reads at the rate
   // of one SM, so when B·Hkv CTAs leave SMs idle, the keys are shared by SMs / (B·Hkv) CTAs (integer part).
   // Measured on the H200 (contiguous, 132 SMs): B1 Sk 32k 16 splits 3.35-3.39 TB/s against 3.19-3.22 with 32.
-  int splits = static_cast<int>(std::clamp<long long>(at_least_1(in.sms) / ctas, 1, kMaxDecodeSplits));
   // Each split costs a fixed prologue (Q tile, pipeline fill) and writes rows x D fp32 partials that the
   // combine pass reads back; below ~512 keys per split (256 KB of K/V at D128 bf16 against 8 KB of
   // partials for 16 rows) that overhead stops being small, so short caches get fewer splits.
-  splits = std::min(splits, std::min(kMaxDecodeSplits, std::max(1, keys / kMinKeysPerSplit)));
+  auto fill = [&](int min_keys_per_split) {
+    const int most = std::min(kMaxDecodeSplits, std::max(1, keys / min_keys_per_split));
+    return static_cast<int>(std::clamp<long long>(at_least_1(in.sms) / ctas, 1, most));
+  };
+  int splits = fill(kMinKeysPerSplit);
+  double best = modeled_decode_us(in, splits);
   // Small batches of short caches are latency, not bandwidth, and that floor leaves most SMs idle there. For
   // small batches where the time model applies, the fill count with a 256-key floor replaces it when the model
   // rates it faster, and the model's own counts (below) go down to one 64-key tile. H200, µs, the 512-key
@@ -113,9 +117,9 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // count always split B4 Sk 512 on 16-token pages into four one-tile splits, 8.6 µs against 8.0 unsplit.)
   const bool short_ok = short_splits(in);
   if (short_ok) {
-    const int wider = static_cast<int>(std::clamp<long long>(
-        at_least_1(in.sms) / ctas, 1, std::min(kMaxDecodeSplits, std::max(1, keys / kModelFillMinKeysPerSplit))));
-    if (modeled_decode_us(in, wider) < modeled_decode_us(in, splits)) splits = wider;
+    const int wider = fill(kModelFillMinKeysPerSplit);
+    const double us = modeled_decode_us(in, wider);
+    if (us < best) splits = wider, best = us;
   }
   // The fill rule leaves two cases slow, which the time model (modeled_decode_us) finds: fewer CTAs than
   // saturate HBM, and a last partial round on few SMs. H200, Sk 8k, GB/s unsplit / with the model's count:
@@ -126,7 +130,6 @@ DecodeSplitPlan plan_decode_splits(const DecodeSplitInputs& in) {
   // model_ctas_per_sm CTAs per SM (so that the workspace stays bounded: decode_workspace_reserve).
   const int most =
       std::min(kMaxDecodeSplits, std::max(1, keys / (short_ok ? kModelMinKeysPerSplit : kMinKeysPerSplit)));
-  double best = modeled_decode_us(in, splits);
   for (int s = 1; in.time_model && s <= most; ++s) {
     if (s > 1 && ctas * s > 1LL * std::clamp(in.model_ctas_per_sm, 1, kMaxModelSplitCtasPerSm) * at_least_1(in.sms))
       break;
