@@ -24,6 +24,13 @@ namespace flashjit {
 enum class KvLayout { contiguous, paged };
 const char* to_string(KvLayout layout);
 
+// How the partial states of a split decode merge into O and LSE: as the planner decides; in a combine
+// kernel behind the split kernel (partials in the workspace); or inside the split kernel, the splits of one
+// (sequence, KV head) forming one thread-block cluster (sm_90+, at most kMaxDecodeClusterSplits splits).
+enum class SplitMerge { automatic, combine_kernel, cluster };
+const char* to_string(SplitMerge merge);
+inline constexpr int kMaxDecodeClusterSplits = 16;
+
 inline constexpr int kMaxDecodeQueryLen = 16;
 inline constexpr int kMaxDecodePageSize = 256;
 // group * q_len query rows of one KV head share one CTA (rows of its mma tiles).
@@ -65,6 +72,9 @@ struct DecodeProblem {
   int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
+  // automatic: the planner decides; else forces the merge of the splits (tests, tuning). Forcing the cluster
+  // where it cannot run (below sm_90, more than kMaxDecodeClusterSplits splits) is an error at decode time.
+  SplitMerge split_merge = SplitMerge::automatic;
   // Scratch for the split partials (Runtime::decode_workspace_bytes tells the size). Null: the runtime's
   // own workspace for this (device, stream), allocated by the first decode or prepare_decode on that
   // stream (never during CUDA graph capture) and grown only outside capture.

@@ -152,6 +152,13 @@ typedef enum flashjit_kv_layout {
   FLASHJIT_KV_PAGED = 1       /* k_cache, v_cache [num_pages, page_size, Hkv, D] and a page table */
 } flashjit_kv_layout;
 
+/* How a split decode merges its splits' partial states (flashjit_decode_args.split_merge; tests, tuning). */
+typedef enum flashjit_split_merge {
+  FLASHJIT_SPLIT_MERGE_AUTO = 0,           /* the planner decides */
+  FLASHJIT_SPLIT_MERGE_COMBINE_KERNEL = 1, /* partials in the workspace, merged by a second kernel */
+  FLASHJIT_SPLIT_MERGE_CLUSTER = 2         /* one thread-block cluster per (sequence, KV head): sm_90+, <= 16 splits */
+} flashjit_split_merge;
+
 /* One decode step (token generation over a KV cache). Each of `batch` sequences brings q_len (1..16) new
  * query tokens, already appended to its cache: sequence b has seqlens_k[b] keys and its query token i sees
  * key j when j <= seqlens_k[b] - q_len + i (causal among the new tokens), and with window_left >= 0 also
@@ -203,6 +210,7 @@ typedef struct flashjit_decode_args {
    * against num_pages before launching; also on with FLASHJIT_CHECK_PAGES=1. Not graph-capturable. */
   int check_pages;
   void* stream; /* CUstream; NULL: the legacy default stream */
+  int split_merge; /* flashjit_split_merge; default AUTO */
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))

@@ -24,6 +24,9 @@ MASK_CHUNKED_CAUSAL = 4
 
 KV_CONTIGUOUS = 0
 KV_PAGED = 1
+SPLIT_MERGE_AUTO = 0  # flashjit_split_merge
+SPLIT_MERGE_COMBINE_KERNEL = 1
+SPLIT_MERGE_CLUSTER = 2
 
 MAX_MERGE_STATES = 32
 
@@ -102,6 +105,7 @@ class DecodeArgs(ctypes.Structure):
         ("workspace_bytes", ctypes.c_size_t),
         ("check_pages", ctypes.c_int),
         ("stream", ctypes.c_void_p),
+        ("split_merge", ctypes.c_int),
     ]
 
     def __init__(self, **fields):

@@ -278,9 +278,17 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     return DecodeProblem(b, q_len, hq, hkv, d, DTYPES[str(q.dtype)], _abi.KV_CONTIGUOUS, max_seqlen_k, n1, 0, 0, 0)
 
 
-def check_decode_options(window_left, num_splits):
-    """(window_left, num_splits) as ints: window_left >= -1 (-1: no window), num_splits >= 0 (0: planned)."""
-    return _int_arg("window_left", window_left, -1, INT32_MAX), _int_arg("num_splits", num_splits, 0, INT32_MAX)
+SPLIT_MERGES = {"auto": _abi.SPLIT_MERGE_AUTO, "combine": _abi.SPLIT_MERGE_COMBINE_KERNEL,
+                "cluster": _abi.SPLIT_MERGE_CLUSTER}
+
+
+def check_decode_options(window_left, num_splits, split_merge="auto"):
+    """(window_left, num_splits, split_merge) as ints: window_left >= -1 (-1: no window), num_splits >= 0 (0:
+    planned), split_merge one of SPLIT_MERGES' names."""
+    if split_merge not in SPLIT_MERGES:
+        raise ValueError(f"split_merge must be one of {', '.join(SPLIT_MERGES)}, got {split_merge!r}")
+    return (_int_arg("window_left", window_left, -1, INT32_MAX), _int_arg("num_splits", num_splits, 0, INT32_MAX),
+            SPLIT_MERGES[split_merge])
 
 
 @dataclass(frozen=True)

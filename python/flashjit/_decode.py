@@ -26,10 +26,10 @@ def _torch_stream(stream, device):
 
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 max_seqlen_k, stream):
+                 split_merge, max_seqlen_k, stream):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated."""
     problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
-    window_left, num_splits = check_decode_options(window_left, num_splits)
+    window_left, num_splits, split_merge = check_decode_options(window_left, num_splits, split_merge)
     scale = scale_of(softmax_scale)
     if out is not None:
         check_out(out, q)
@@ -51,9 +51,9 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
         num_pages=problem.num_pages, page_size=problem.page_size, max_pages_per_seq=problem.max_pages_per_seq,
         q_strides=Strides(*q_strides), o_strides=Strides(*o_strides), k_strides=Strides(*k_strides),
         v_strides=Strides(*v_strides), window_left=window_left, softmax_scale=scale, num_splits=num_splits,
-        stream=_stream_handle(stream, q.device))
+        stream=_stream_handle(stream, q.device), split_merge=split_merge)
     lib = _library.load()
-    key = (str(q.device), problem, q_strides, o_strides, k_strides, v_strides, window_left, num_splits)
+    key = (str(q.device), problem, q_strides, o_strides, k_strides, v_strides, window_left, num_splits, split_merge)
     needed = _workspace_bytes.get(key)
     if needed is None:
         needed = lib.flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
@@ -75,7 +75,7 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
 
 
 def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, softmax_scale=None, return_lse=False,
-           out=None, num_splits=0, max_seqlen_k=None, stream=None):
+           out=None, num_splits=0, split_merge="auto", max_seqlen_k=None, stream=None):
     """Attention of new query tokens over a KV cache (token generation), with GQA and an optional paged cache.
 
     q: [batch, q_len, heads_q, head_dim], the q_len (1..16) newest tokens of each sequence, already appended to
@@ -89,7 +89,9 @@ def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, s
     max_seqlen_k: a host-side bound on every seqlens_k entry (the keys are split for parallelism by this bound;
     larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size).
     seqlens_k is never read on the host, so decode never synchronizes. softmax_scale: default 1/sqrt(head_dim).
-    num_splits: 0 plans the key splits, 1..32 forces a count. out: a tensor like q to write into.
+    num_splits: 0 plans the key splits, 1..32 forces a count. split_merge: how split partial states merge, "auto"
+    (the planner), "combine" (a second kernel) or "cluster" (a thread-block cluster per sequence and KV head,
+    sm_90+, at most 16 splits); for tests and tuning. out: a tensor like q to write into.
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, q_len] (what merge takes).
     stream: default torch.cuda.current_stream(q.device).
 
@@ -98,21 +100,21 @@ def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, s
     arguments raise ValueError before anything runs; the library's checks and failures raise FlashjitError.
     """
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
-                                             return_lse, out, num_splits, max_seqlen_k, stream)
+                                             return_lse, out, num_splits, split_merge, max_seqlen_k, stream)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return (out, lse) if return_lse else out
 
 
 def prepare_decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, softmax_scale=None,
-                   return_lse=False, out=None, num_splits=0, max_seqlen_k=None, stream=None):
+                   return_lse=False, out=None, num_splits=0, split_merge="auto", max_seqlen_k=None, stream=None):
     """Gets decode(...)'s kernels, for the same arguments, compiled (or read from the disk cache) and loaded on
     the device without running them (the tensors are not read), so that decode on tensors of this kind (dtype,
-    head dim, heads, q_len, layout and page size, split count) may then be captured into a CUDA graph, on any
+    head dim, heads, q_len, layout and page size, split count and merge) may then be captured into a CUDA graph, on any
     stream. Returns None."""
     del return_lse  # the kernels are the same with or without LSE
     args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, False,
-                                         out, num_splits, max_seqlen_k, stream)
+                                         out, num_splits, split_merge, max_seqlen_k, stream)
     import torch
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("flashjit.prepare_decode must run before CUDA-graph capture, not during it")

@@ -337,6 +337,7 @@ class DecodeCase:
     capacity: int = 0  # contiguous: the cache's max_seq (0: max(seqlens)); paged: pages per sequence * page_size
     window_left: int = -1
     num_splits: int = 0
+    split_merge: str = "auto"
     max_seqlen_k: int = None  # None: decode's default (the capacity)
 
     def __str__(self):
@@ -344,6 +345,7 @@ class DecodeCase:
         layout = f"paged{self.page_size}" if self.page_size else "contiguous"
         extra = (f"-w{self.window_left}" if self.window_left >= 0 else "") + (
             f"-splits{self.num_splits}" if self.num_splits else "") + (
+            f"-{self.split_merge}" if self.split_merge != "auto" else "") + (
             f"-max{self.max_seqlen_k}" if self.max_seqlen_k else "")
         return (f"decode-{layout}-lens{lens}-q{self.q_len}-H{self.heads_q}/{self.heads_kv}-D{self.head_dim}-"
                 f"{str(self.dtype).replace('torch.', '')}{extra}")
@@ -360,6 +362,8 @@ DECODE_CASES = [
     DecodeCase((600, 2000), 1, 8, 8, 64, FP16, page_size=32, window_left=512),
     DecodeCase((1000, 999), 1, 32, 8, 128, BF16, num_splits=1),
     DecodeCase((1000, 999), 2, 32, 8, 128, BF16, num_splits=7),
+    DecodeCase((1000, 999), 2, 32, 8, 128, BF16, num_splits=7, split_merge="cluster"),
+    DecodeCase((3000, 5, 700), 1, 32, 8, 128, BF16, page_size=16, num_splits=2, split_merge="combine"),
     DecodeCase((100, 1500), 1, 32, 8, 128, BF16, capacity=4096, max_seqlen_k=1500),
     DecodeCase((16, 8000), 16, 8, 1, 128, BF16, page_size=256),
 ]
@@ -411,7 +415,7 @@ def decode_reference(q, per_seq, window_left=-1):
 def check_decode_case(case):
     q, k, v, lens, table, per_seq = decode_inputs(case)
     o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_left=case.window_left, return_lse=True,
-                             num_splits=case.num_splits, max_seqlen_k=case.max_seqlen_k)
+                             num_splits=case.num_splits, split_merge=case.split_merge, max_seqlen_k=case.max_seqlen_k)
     assert o.shape == q.shape and o.dtype == q.dtype
     assert lse.shape == (q.shape[0], case.heads_q, case.q_len) and lse.dtype == torch.float32
     ref_o, ref_lse = decode_reference(q, per_seq, case.window_left)

@@ -136,6 +136,8 @@ def test_decode_tensor_checks(case):
     ({"window_left": 2**31}, "window_left must be in [-1"),
     ({"num_splits": -1}, "num_splits must be in [0"),
     ({"num_splits": 2.0}, "num_splits must be an integer"),
+    ({"split_merge": "fused"}, "split_merge must be one of auto, combine, cluster, got 'fused'"),
+    ({"split_merge": 2}, "split_merge must be one of auto, combine, cluster, got 2"),
     ({"softmax_scale": 0}, "softmax_scale"),
     ({"softmax_scale": math.nan}, "softmax_scale"),
 ])

@@ -175,6 +175,7 @@ def test_merge_on_fake_pointers_raises_the_library_error():
     ("window_left", -3, "window_left must be >= 0 or -1"),
     ("softmax_scale", -2.0, "softmax_scale must be positive"),
     ("num_splits", 99, "num_splits must be 0 (planned) or in [1, "),
+    ("split_merge", 5, "split_merge must be automatic (0), combine_kernel (1) or cluster (2), got 5"),
     ("workspace_bytes", 64, "workspace is NULL but workspace_bytes is 64"),
 ])
 def test_decode_args_struct_matches_the_header(field, value, message):

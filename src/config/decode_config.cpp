@@ -81,6 +81,7 @@ Status set_field(DecodeKernelConfig& c, const std::string& key, const std::strin
   if (key == "warps") return set_int(key, value, c.warps);
   if (key == "column_groups") return set_int(key, value, c.column_groups);
   if (key == "window") return set_bool(key, value, c.window);
+  if (key == "cluster_merge") return set_bool(key, value, c.cluster_merge);
   if (key == "page_size") return set_int(key, value, c.page_size);
   if (key == "layout") {
     auto l = parse_kv_layout(value);
@@ -89,7 +90,7 @@ Status set_field(DecodeKernelConfig& c, const std::string& key, const std::strin
     return {};
   }
   return bad_field(key, "unknown field of a decode config (known: kernel, arch, dtype, head_dim, rows, block_n, "
-                        "stages, warps, column_groups, layout, page_size, window)");
+                        "stages, warps, column_groups, layout, page_size, window, cluster_merge)");
 }
 
 Status set_field(CombineKernelConfig& c, const std::string& key, const std::string& value) {
@@ -153,7 +154,9 @@ int shared_memory_bytes(const DecodeKernelConfig& c) {
   // The key groups' fp32 O, max and sum reuse the K/V stages for the merge (split_kv.cuh); one key group
   // writes its rows from registers.
   const int merge = key_groups > 1 ? key_groups * c.rows * (c.head_dim + 2) * 4 : 0;
-  return q + std::max(kv, merge);
+  // A cluster-merge kernel's final state (fp32 O and LSE) for the cluster to read, behind that buffer.
+  const int cluster = c.cluster_merge ? c.rows * (c.head_dim + 1) * 4 : 0;
+  return q + std::max(kv, merge + cluster);
 }
 
 std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
@@ -162,6 +165,8 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
   if (c.arch.sm < 80) add("arch", fmt::format("decode needs sm_80 or newer (mma.sync, cp.async), got {}", c.arch.to_string()));
   if (c.arch.accelerated && c.arch.sm < 90)
     add("arch", fmt::format("the 'a' targets start at sm_90a, got {}", c.arch.to_string()));
+  if (c.cluster_merge && c.arch.sm < 90)
+    add("cluster_merge", fmt::format("thread-block clusters start at sm_90, got {}", c.arch.to_string()));
   if (c.head_dim < 16 || c.head_dim > 256 || c.head_dim % 16 != 0)
     add("head_dim", fmt::format("decode needs a multiple of 16 in [16, 256], got {}", c.head_dim));
   if (c.rows < 16 || c.rows > kMaxDecodeRows || c.rows % 16 != 0)
@@ -223,8 +228,9 @@ std::string readable_name(const DecodeKernelConfig& c) {
   const std::string layout =
       c.layout == KvLayout::paged ? fmt::format("paged{}", c.page_size) : std::string(to_string(c.layout));
   const std::string columns = c.column_groups > 1 ? fmt::format("c{}", c.column_groups) : std::string();
-  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
-                     c.stages, c.warps, columns, layout, c.window ? "_window" : "", arch_tag(c.arch));
+  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
+                     c.stages, c.warps, columns, layout, c.window ? "_window" : "",
+                     c.cluster_merge ? "_cluster" : "", arch_tag(c.arch));
 }
 
 std::string readable_name(const CombineKernelConfig& c) {
@@ -234,9 +240,10 @@ std::string readable_name(const CombineKernelConfig& c) {
 
 std::string to_json(const DecodeKernelConfig& c) {
   return fmt::format(R"({{"kernel":"decode","arch":"{}","dtype":"{}","head_dim":{},"rows":{},"block_n":{},)"
-                     R"("stages":{},"warps":{},"column_groups":{},"layout":"{}","page_size":{},"window":{}}})",
+                     R"("stages":{},"warps":{},"column_groups":{},"layout":"{}","page_size":{},"window":{},)"
+                     R"("cluster_merge":{}}})",
                      c.arch.to_string(), to_string(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps,
-                     c.column_groups, to_string(c.layout), c.page_size, c.window);
+                     c.column_groups, to_string(c.layout), c.page_size, c.window, c.cluster_merge);
 }
 
 std::string to_json(const CombineKernelConfig& c) {

@@ -26,6 +26,10 @@ struct DecodeKernelConfig {
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;  // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
   bool window = false;
+  // sm_90+: the splits of one (sequence, KV head) run as one thread-block cluster and merge their states
+  // through distributed shared memory (no workspace, no combine kernel); launched with cluster dims
+  // (num_splits, 1, 1), at most DecodeParams::kMaxClusterSplits splits.
+  bool cluster_merge = false;
 
   bool operator==(const DecodeKernelConfig&) const = default;
 };

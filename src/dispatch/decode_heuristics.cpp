@@ -56,6 +56,29 @@ bool small_batch(const DecodeSplitInputs& in) {
 // Small batches split down to kModelMinKeysPerSplit keys (plan_decode_splits).
 bool short_splits(const DecodeSplitInputs& in) { return in.time_model && in.short_splits && small_batch(in); }
 
+// Whether the splits merge in a thread-block cluster (split_kv.cuh) rather than in the combine kernel. Forced:
+// wherever a cluster can run (sm_90+, at most kMaxDecodeClusterSplits splits). Planned: on sm_90 (measured on
+// the H200) for two splits, and for three where two CTAs of the kernel fit an SM, with B·Hkv·splits within the
+// SMs. There the merge in shared memory saves 2-5% (H200, d128, µs, combine kernel / cluster: B8 Sk 1k 13.11 /
+// 12.70, B6 Sk 4k 29.0 / 28.3, B8 Sk 16k 125.1 / 124.3, B5 Sk 4k in 3 splits 25.0 / 24.6, B8 Sk 2k on 16-token
+// pages 22.3 / 21.1). Larger clusters lose: clusters of 4 to 16 CTAs find room on only 112-120 of the H200's
+// 132 SMs at one CTA per SM (cuOccupancyMaxActiveClusters: 30 of 4, 15 of 8, 7 of 16), and where a kernel
+// fits twice the scheduler doubles CTAs up on SMs, each of which streams at its own rate of ≈ 50 GB/s with
+// one CTA or two: B1 Sk 32k in 16 splits 35.5 / 41.0, B4 Sk 1k in 4 splits 9.3 / 10.0, B3 Sk 4k in 5 splits
+// 17.4 / 18.3, B1 Sk 32k on 16-token pages (one CTA per SM, a second wave) 37.0 / 55.0.
+constexpr int kMaxPlannedClusterSplits = 3;
+bool cluster_kernel_allowed(const DecodeProblem& p, const DecodeKernelConfig& split) {
+  if (split.arch.sm < 90 || p.split_merge == SplitMerge::combine_kernel) return false;
+  return p.split_merge == SplitMerge::cluster || split.arch.sm == 90;
+}
+bool cluster_merge(const DecodeProblem& p, DecodeKernelConfig split, int splits, int sms) {
+  if (splits < 2 || splits > kMaxDecodeClusterSplits || !cluster_kernel_allowed(p, split)) return false;
+  if (p.split_merge == SplitMerge::cluster) return true;
+  split.cluster_merge = true;
+  return splits <= kMaxPlannedClusterSplits && (splits == 2 || ctas_per_sm(split) >= 2) &&
+         1LL * at_least_1(p.batch) * at_least_1(p.heads_kv) * splits <= at_least_1(sms);
+}
+
 // A split count replaces the fill rule's only where the model makes it this much faster.
 constexpr double kModelMargin = 1.05;
 
@@ -303,9 +326,12 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   }
   in.max_keys = visible_keys(p, plan.split.block_n);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
+  if (p.split_merge == SplitMerge::cluster && plan.splits.num_splits > kMaxDecodeClusterSplits)
+    plan.splits = forced_decode_splits(in, kMaxDecodeClusterSplits);  // a planned count, to fit one cluster
+  plan.split.cluster_merge = cluster_merge(p, plan.split, plan.splits.num_splits, sms);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;
   plan.combine.head_dim = p.head_dim, plan.combine.warps = 4;
-  if (plan.splits.num_splits > 1) {
+  if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
     const std::size_t rows = static_cast<std::size_t>(plan.splits.num_splits) * p.batch * p.q_len * p.heads_q;
     plan.workspace_bytes = workspace_bytes(rows, p.head_dim, &plan.lse_offset);
   }
@@ -343,8 +369,14 @@ std::vector<DecodeKernelConfig> decode_prepare_kernels(const DecodeProblem& p, c
   for (int b : batches)
     for (int keys : lengths) {
       q.batch = b, q.max_seqlen_k = keys;
-      const DecodeKernelConfig c = decode_split_kernel(q, arch, sms);
-      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      DecodeKernelConfig c = decode_split_kernel(q, arch, sms);
+      // With and without the cluster merge: which one runs depends on the split count as well.
+      for (bool cluster : {false, true}) {
+        c.cluster_merge = false;
+        if (cluster && !cluster_kernel_allowed(p, c)) continue;
+        c.cluster_merge = cluster;
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      }
     }
   return out;
 }

@@ -18,6 +18,14 @@ bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std:
 }  // namespace
 
 const char* to_string(KvLayout layout) { return layout == KvLayout::paged ? "paged" : "contiguous"; }
+const char* to_string(SplitMerge merge) {
+  switch (merge) {
+    case SplitMerge::automatic: return "automatic";
+    case SplitMerge::combine_kernel: return "combine_kernel";
+    case SplitMerge::cluster: return "cluster";
+  }
+  return "unknown";
+}
 
 Strides resolved_q_strides(const DecodeProblem& p) { return contiguous_bshd(p.q_strides, p.q_len, p.heads_q, p.head_dim); }
 Strides resolved_o_strides(const DecodeProblem& p) { return contiguous_bshd(p.o_strides, p.q_len, p.heads_q, p.head_dim); }
@@ -99,6 +107,12 @@ Status check(const DecodeProblem& p) {
     add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
   if (p.num_splits < 0 || p.num_splits > dispatch::kMaxDecodeSplits)
     add(fmt::format("num_splits must be 0 (planned) or in [1, {}], got {}", dispatch::kMaxDecodeSplits, p.num_splits));
+  const int merge = static_cast<int>(p.split_merge);
+  if (merge < static_cast<int>(SplitMerge::automatic) || merge > static_cast<int>(SplitMerge::cluster))
+    add(fmt::format("split_merge must be automatic (0), combine_kernel (1) or cluster (2), got {}", merge));
+  else if (p.split_merge == SplitMerge::cluster && p.num_splits > kMaxDecodeClusterSplits)
+    add(fmt::format("split_merge cluster takes at most {} splits (one thread-block cluster), but num_splits is {}",
+                    kMaxDecodeClusterSplits, p.num_splits));
   if (issues.empty()) return {};
   std::string msg = fmt::format("invalid decode problem ({} cache):", to_string(p.layout));
   for (const auto& i : issues) msg += "\n  " + i;

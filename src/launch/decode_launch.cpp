@@ -12,19 +12,29 @@
 namespace flashjit::launch {
 namespace {
 
+static_assert(DecodeParams::kMaxClusterSplits == kMaxDecodeClusterSplits, "the kernel's cluster bound is the API's");
+
 // `after_previous`: programmatic dependent launch (sm_90+): the kernel may start while the previous one on
 // the stream runs and waits for it in-kernel (ptx/griddep.cuh), which hides the launch latency.
+// `cluster_x` > 0: thread-block clusters of (cluster_x, 1, 1) CTAs.
 Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                   int threads, int smem, CUstream stream, void* params, const char* what,
-                  bool after_previous) {
+                  bool after_previous, unsigned cluster_x = 0) {
   CUlaunchConfig lc{};
-  CUlaunchAttribute attr{};
-  if (after_previous) {
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    lc.attrs = &attr;
-    lc.numAttrs = 1;
+  CUlaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (cluster_x > 0) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = cluster_x, attrs[n].value.clusterDim.y = 1, attrs[n].value.clusterDim.z = 1;
+    ++n;
   }
+  if (after_previous) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  lc.attrs = n > 0 ? attrs : nullptr;
+  lc.numAttrs = n;
   lc.gridDimX = grid_x, lc.gridDimY = grid_y, lc.gridDimZ = grid_z;
   lc.blockDimX = static_cast<unsigned>(threads), lc.blockDimY = 1, lc.blockDimZ = 1;
   lc.sharedMemBytes = static_cast<unsigned>(smem);
@@ -34,7 +44,8 @@ Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned 
   if (after_previous && (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)) {
     // A driver or stream that refuses programmatic dependent launch gets a plain launch (the kernel's
     // wait then passes straight through); any other failure is the plain launch's to report.
-    lc.attrs = nullptr, lc.numAttrs = 0;
+    lc.numAttrs = cluster_x > 0 ? 1 : 0;
+    if (lc.numAttrs == 0) lc.attrs = nullptr;
     r = api.cuLaunchKernelEx(&lc, f, args, nullptr);
   }
   return cuda::check(r, what);
@@ -67,7 +78,7 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   d.q = p.q, d.o = p.o, d.lse = p.lse, d.k = p.k_cache, d.v = p.v_cache;
   d.seqlens_k = p.seqlens_k;
   d.page_table = p.layout == KvLayout::paged ? p.page_table : nullptr;
-  if (plan.splits.num_splits > 1) {
+  if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
     d.ws_o = static_cast<float*>(workspace);
     d.ws_lse = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + plan.lse_offset);
   }
@@ -137,20 +148,25 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
   granule_in.block_n = plan.split.block_n, granule_in.page_size = page_size;
   const int granule = dispatch::decode_split_granule(granule_in);
   if (plan.split.window != (p.window_left >= 0) || plan.splits.keys_per_split < 1 ||
-      plan.splits.keys_per_split % granule != 0)
+      plan.splits.keys_per_split % granule != 0 ||
+      (plan.split.cluster_merge && plan.splits.num_splits > DecodeParams::kMaxClusterSplits))
     return Error(ErrorCode::invalid_argument,
-                 fmt::format("decode plan for kernel {} is inconsistent: {} keys per split (a multiple of {} needed), "
-                             "window_left {}", readable_name(plan.split), plan.splits.keys_per_split, granule,
-                             p.window_left));
+                 fmt::format("decode plan for kernel {} is inconsistent: {} splits, {} keys per split (a multiple of {} "
+                             "needed; at most {} splits in one cluster), window_left {}", readable_name(plan.split),
+                             plan.splits.num_splits, plan.splits.keys_per_split, granule,
+                             DecodeParams::kMaxClusterSplits, p.window_left));
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   const auto stream = static_cast<CUstream>(p.stream);
   DecodeParams params = make_decode_params(p, plan, workspace);
+  // A cluster-merge kernel's splits of one (sequence, KV head) form one cluster; it writes O and LSE itself.
+  const bool cluster = plan.split.cluster_merge && plan.splits.num_splits > 1;
   FLASHJIT_TRY(launch_one(**api, split, static_cast<unsigned>(plan.splits.num_splits),
                           static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch),
                           threads_per_cta(plan.split), shared_memory_bytes(plan.split), stream, &params,
-                          "cuLaunchKernelEx(split-KV decode)", pdl_for(plan.split.arch)));
-  if (plan.splits.num_splits == 1) return {};
+                          cluster ? "cuLaunchKernelEx(split-KV decode, clusters)" : "cuLaunchKernelEx(split-KV decode)",
+                          pdl_for(plan.split.arch), cluster ? static_cast<unsigned>(plan.splits.num_splits) : 0));
+  if (plan.splits.num_splits == 1 || cluster) return {};
   CombineParams cp = make_split_combine_params(p, plan, workspace);
   const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
   return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,

@@ -30,7 +30,8 @@ inline std::size_t hash_of(int device, const KernelConfig& c) {
 }
 inline std::size_t hash_of(int device, const DecodeKernelConfig& c) {
   return fnv1a({device, c.arch.sm, c.arch.accelerated, static_cast<int>(c.dtype), c.head_dim, c.rows, c.block_n,
-                c.stages, c.warps, c.column_groups, static_cast<int>(c.layout), c.page_size, c.window});
+                c.stages, c.warps, c.column_groups, static_cast<int>(c.layout), c.page_size, c.window,
+                c.cluster_merge});
 }
 inline std::size_t hash_of(int device, const CombineKernelConfig& c) {
   return fnv1a({device, c.arch.sm, c.arch.accelerated, static_cast<int>(c.dtype), c.fp32_inputs, c.head_dim, c.warps});

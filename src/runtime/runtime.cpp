@@ -199,6 +199,13 @@ struct Runtime::Impl {
       FLASHJIT_TRY(cuda::check((*cuda::api())->cuFuncSetAttribute(k->function,
                                                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
                                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
+    if constexpr (requires { config.cluster_merge; }) {
+      // Clusters of up to 16 CTAs (a cluster-merge decode kernel's splits): 16 is beyond the portable 8.
+      if (config.cluster_merge)
+        FLASHJIT_TRY(cuda::check((*cuda::api())->cuFuncSetAttribute(
+                                     k->function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                                 "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)"));
+    }
     CUfunction f = k->function;
     loaded.emplace(key, std::move(k));
     return f;
@@ -319,13 +326,17 @@ struct Runtime::Impl {
     auto dev = device(*ordinal);
     if (!dev.ok()) return std::move(dev).error();
     const dispatch::DecodePlan plan = dispatch::plan_decode(p, (*dev)->info.arch, (*dev)->info.sms);
+    if (p.split_merge == SplitMerge::cluster && plan.splits.num_splits > 1 && !plan.split.cluster_merge)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("split_merge cluster needs thread-block clusters (sm_90 or newer), but device {} is {}",
+                               *ordinal, (*dev)->info.arch.to_string()));
     const auto stream = static_cast<CUstream>(p.stream);
     Status st = in_context(**dev, [&]() -> Status {
       auto split = function(plan.split, **dev, stream);
       if (!split.ok()) return std::move(split).error();
       CUfunction combine = nullptr;
       void* ws = nullptr;
-      if (plan.splits.num_splits > 1) {
+      if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
         auto fn = function(plan.combine, **dev, stream);
         if (!fn.ok()) return std::move(fn).error();
         combine = *fn;

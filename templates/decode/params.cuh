@@ -8,8 +8,11 @@ namespace flashjit {
 // [base + s * keys_per_split, base + (s + 1) * keys_per_split) of the keys its rows can see, base being the
 // first visible key rounded down to a tile. With num_splits == 1 it writes o and lse; else its partial
 // state (O normalized, fp32, and LSE) into the workspace, one [B, q_len, Hq, D] / [B, Hq, q_len] slice per
-// split, merged by the combine kernel.
+// split, merged by the combine kernel; a cluster-merge kernel (one cluster of num_splits CTAs per sequence
+// and KV head) merges them itself and writes o and lse.
 struct DecodeParams {
+  // Most splits a cluster-merge kernel takes (its cluster: the non-portable size on sm_90).
+  static constexpr int kMaxClusterSplits = 16;
   const void* q;          // [B, q_len, Hq, D]
   void* o;                // [B, q_len, Hq, D]
   float* lse;             // [B, Hq, q_len] or null

@@ -8,6 +8,11 @@
 // each warp writes its rows (its columns) from its registers: no merge, no barrier after the main loop.
 // Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a
 // (and j >= a - window_left).
+// Split partials: with several splits each CTA's state (O normalized, fp32, and LSE) goes to the workspace
+// for the combine kernel; with kClusterMerge the splits of one (sequence, KV head) are the CTAs of one
+// thread-block cluster (launched with cluster dims (num_splits, 1, 1)), which leave their states in shared
+// memory and merge them through distributed shared memory into the final O and LSE: no workspace, no second
+// kernel.
 //
 #pragma once
 
@@ -17,6 +22,7 @@
 #include "decode/kv_loads.cuh"
 #include "decode/params.cuh"
 #include "fa2/smem_tile.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/griddep.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -25,7 +31,7 @@
 namespace flashjit::decode {
 
 template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, int kColGroups, int kPageSize,
-          bool kWindow>
+          bool kWindow, bool kClusterMerge>
 struct SplitKernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMT = kRows / 16;                     // m-tiles
@@ -43,13 +49,18 @@ struct SplitKernel {
   // After the main loop the K/V stages hold each key group's O (fp32), row max and row sum; one key group
   // writes its rows from registers and needs no merge buffer.
   static constexpr int kMergeBytes = kKeyGroups > 1 ? kKeyGroups * kRows * (kHeadDim + 2) * 4 : 0;
-  static constexpr int kSmemBytes = QTile::kBytes + (kKVBytes > kMergeBytes ? kKVBytes : kMergeBytes);
+  // Cluster merge: this CTA's final state for the cluster to read, fp32 O [kRows][kHeadDim] then LSE [kRows],
+  // behind the key groups' merge buffer (also in the K/V stages' space where it fits).
+  static constexpr int kClusterBytes = kClusterMerge ? kRows * (kHeadDim + 1) * 4 : 0;
+  static constexpr int kAfterLoopBytes = kMergeBytes + kClusterBytes;
+  static constexpr int kSmemBytes = QTile::kBytes + (kKVBytes > kAfterLoopBytes ? kKVBytes : kAfterLoopBytes);
 
   static_assert(kRows % 16 == 0 && kWarps % kMT == 0, "whole m-tiles per key group");
   static_assert(kColGroups == 1 || (kKeyGroups == 1 && kWarps == kMT * kColGroups && kCols % 16 == 0),
                 "column groups: every warp of an m-tile on every key, 16-column slices");
   static_assert(kBN % kKeyGroups == 0 && kSliceN % 16 == 0, "key slices of whole 16-key k-steps");
   static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
+  static constexpr int kMaxClusterSplits = DecodeParams::kMaxClusterSplits;
 
   using Loads = KvLoads<KVTile, kThreads, kBN, kPageSize>;
   static constexpr bool kPaged = kPageSize > 0;
@@ -88,7 +99,7 @@ struct SplitKernel {
     // some of them up for the whole of that kernel. H200, the next decode step behind B16 Sk 8k (128 CTAs,
     // one per SM): 124.2 µs with the trigger here, 133.2 with it after the main loop, 124.7 with it at the
     // end, 125.1 without programmatic launch.
-    if (p.num_splits > 1) ptx::launch_dependents();
+    if (p.num_splits > 1 && !kClusterMerge) ptx::launch_dependents();
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int split = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int rows_valid = p.group * p.q_len;
@@ -254,21 +265,33 @@ struct SplitKernel {
       }
     }
     const bool final_output = p.num_splits == 1;
+    const bool to_cluster = kClusterMerge && !final_output;  // else partials to the workspace
     const long long slice = static_cast<long long>(split) * p.batch;  // of the workspace (splits)
+    float* c_o = reinterpret_cast<float*>(smem + QTile::kBytes + kMergeBytes);  // cluster merge: [kRows][kHeadDim]
+    float* c_lse = c_o + kRows * kHeadDim;                                       // and [kRows]
     if constexpr (kKeyGroups == 1) {
       // Each warp saw every key of its rows: it normalizes and stores them (its columns of them) from its
       // registers, with no merge through shared memory (and no barrier). No copy may still be landing in
       // shared memory when the CTA exits (without a key, Q's zero fill was never waited for).
       ptx::cp_async_wait<0>();
+      if (to_cluster) __syncthreads();  // the cluster buffer takes the K/V stages, which other warps may read
       float inv[2], lse[2];
       softmax.finalize(p.softmax_scale, inv, lse);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = mt * 16 + lane / 4 + h * 8;
         if (row >= rows_valid) continue;
+        const int col = col_group * kCols + 2 * (lane % 4);
+        if (to_cluster) {
+          if (lane % 4 == 0 && col_group == 0) c_lse[row] = lse[h];
+#pragma unroll
+          for (int d = 0; d < kDT; ++d)
+            *reinterpret_cast<float2*>(c_o + row * kHeadDim + col + d * 8) =
+                make_float2(o[d][2 * h] * inv[h], o[d][2 * h + 1] * inv[h]);
+          continue;
+        }
         const RowTarget target(p, batch, kv_head, row);
         if (lane % 4 == 0 && col_group == 0) target.store_lse(p, slice, lse[h]);
-        const int col = col_group * kCols + 2 * (lane % 4);
         if (final_output) {
           T* dst = target.out(p, batch) + col;
 #pragma unroll
@@ -281,7 +304,9 @@ struct SplitKernel {
             *reinterpret_cast<float2*>(dst + d * 8) = make_float2(o[d][2 * h] * inv[h], o[d][2 * h + 1] * inv[h]);
         }
       }
-      if (final_output) ptx::launch_dependents();  // every SM this grid used is about to be free
+      if constexpr (kClusterMerge)
+        if (to_cluster) cluster_merge(p, ptx::smem_addr(c_o), batch, kv_head, rows_valid);
+      if (final_output || to_cluster) ptx::launch_dependents();  // every SM this grid used is about to be free
       return;
     }
     ptx::cp_async_wait<0>();
@@ -331,7 +356,8 @@ struct SplitKernel {
       for (int g = 0; g < kKeyGroups; ++g) m_max[g * kRows + row] = w[g] * inv;  // only this thread reads row
       m_sum[row] = inv;
       const float lse = empty ? neg_infinity() : m * p.softmax_scale + log_approx(l);
-      RowTarget(p, batch, kv_head, row).store_lse(p, slice, lse);
+      if (to_cluster) c_lse[row] = lse;
+      else RowTarget(p, batch, kv_head, row).store_lse(p, slice, lse);
     }
     __syncthreads();
     constexpr int kChunks = kHeadDim / 8;
@@ -352,7 +378,11 @@ struct SplitKernel {
         }
       }
       const RowTarget target(p, batch, kv_head, row);
-      if (final_output) {
+      if (to_cluster) {
+        float4* dst = reinterpret_cast<float4*>(c_o + row * kHeadDim + d0);
+        dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+        dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+      } else if (final_output) {
         T* dst = target.out(p, batch) + d0;
         *reinterpret_cast<uint4*>(dst) = make_uint4(pack2<T>(acc[0], acc[1]), pack2<T>(acc[2], acc[3]),
                                                     pack2<T>(acc[4], acc[5]), pack2<T>(acc[6], acc[7]));
@@ -363,7 +393,57 @@ struct SplitKernel {
         dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
       }
     }
-    if (p.num_splits == 1) ptx::launch_dependents();  // every SM this grid used is about to be free
+    if constexpr (kClusterMerge)
+      if (to_cluster) cluster_merge(p, ptx::smem_addr(c_o), batch, kv_head, rows_valid);
+    if (final_output || to_cluster) ptx::launch_dependents();  // every SM this grid used is about to be free
+  }
+
+  // The cluster's merge of its splits' states (every CTA of the cluster, every thread: two cluster barriers).
+  // CTA `rank` takes every num_splits-th (row, 4-column) piece: the LSEs of the row in every split (a split
+  // without keys has -inf and is left out, its O never multiplied in), then the weighted sum of their O
+  // pieces; it writes the final O piece and, with the row's first piece, its LSE. Precise expf / logf, as the
+  // combine kernel.
+  static __device__ void cluster_merge(const DecodeParams& p, unsigned s_o, int batch, int kv_head, int rows_valid) {
+    ptx::cluster_sync();  // every split's state is in its shared memory
+    const int n = p.num_splits, rank = static_cast<int>(ptx::cluster_ctarank());
+    const unsigned s_lse = s_o + kRows * kHeadDim * 4;
+    constexpr int kQuads = kHeadDim / 4;
+    for (int i = rank + n * static_cast<int>(threadIdx.x); i < rows_valid * kQuads; i += n * kThreads) {
+      const int row = i / kQuads, col = (i % kQuads) * 4;
+      // Every load first (one round trip), then the arithmetic.
+      float lse[kMaxClusterSplits];
+      float4 x[kMaxClusterSplits];
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s) {
+        lse[s] = neg_infinity(), x[s] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (s < n) {
+          lse[s] = ptx::cluster_load_f32(ptx::cluster_map(s_lse + row * 4, s));
+          x[s] = ptx::cluster_load_f32x4(ptx::cluster_map(s_o + (row * kHeadDim + col) * 4, s));
+        }
+      }
+      float m = neg_infinity();
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s) m = fmaxf(m, lse[s]);
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+      float sum = 0.f;
+      if (m != neg_infinity()) {  // else no key in any split: O = 0, LSE = -inf
+#pragma unroll
+        for (int s = 0; s < kMaxClusterSplits; ++s) {
+          if (lse[s] == neg_infinity()) continue;
+          const float w = expf(lse[s] - m);
+          sum += w;
+          acc.x = fmaf(w, x[s].x, acc.x), acc.y = fmaf(w, x[s].y, acc.y), acc.z = fmaf(w, x[s].z, acc.z);
+          acc.w = fmaf(w, x[s].w, acc.w);
+        }
+      }
+      const bool empty = !(sum > 0.f);
+      const float inv = empty ? 0.f : 1.f / sum;
+      const RowTarget target(p, batch, kv_head, row);
+      *reinterpret_cast<uint2*>(target.out(p, batch) + col) =
+          make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
+      if (col == 0 && p.lse != nullptr) p.lse[target.lse_index] = empty ? neg_infinity() : m + logf(sum);
+    }
+    ptx::cluster_sync();  // no CTA leaves while another still reads its shared memory
   }
 };
 

@@ -128,6 +128,23 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
     CHECK(configs.back().column_groups == 2);
   }
+  // The cluster-merge variants: key groups merged in shared memory first (16 rows, four warps), one key group
+  // (d256 x 128 rows), column groups (at most 64 keys), paged.
+  for (std::size_t i : {std::size_t{2}, std::size_t{3}, configs.size() - 1}) {
+    DecodeKernelConfig c = configs[i];
+    c.cluster_merge = true;
+    configs.push_back(c);
+  }
+  DecodeKernelConfig d256 =
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm90a);
+  d256.cluster_merge = true;
+  configs.push_back(d256);
+  auto short_cache = flashjit::DecodeProblem{};
+  short_cache.batch = 16, short_cache.heads_q = 32, short_cache.heads_kv = 8, short_cache.head_dim = 128;
+  short_cache.max_seqlen_k = 64, short_cache.num_splits = 2, short_cache.split_merge = flashjit::SplitMerge::cluster;
+  configs.push_back(flashjit::dispatch::plan_decode(short_cache, kSm90a, 132).split);
+  CHECK(configs.back().column_groups == 4);
+  CHECK(configs.back().cluster_merge);
   for (const auto& c : configs) {
     INFO(readable_name(c));
     REQUIRE(validate(c).empty());
@@ -198,6 +215,13 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   CHECK(first_field(bad) == "arch");
   bad = c, bad.page_size = 24;
   CHECK(first_field(bad) == "page_size");
+  bad = c, bad.arch = Arch{89, false}, bad.cluster_merge = true;  // clusters start at sm_90
+  CHECK(first_field(bad) == "cluster_merge");
+  // The cluster's fp32 state takes shared memory beyond the K/V stages where they are smaller.
+  bad = flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm90a);
+  const int without = shared_memory_bytes(bad);
+  bad.cluster_merge = true;
+  CHECK(shared_memory_bytes(bad) == 128 * 256 * 2 + std::max(without - 128 * 256 * 2, 128 * 257 * 4));
   bad = c, bad.page_size = 0;
   CHECK(first_field(bad) == "page_size");
   bad = c, bad.layout = KvLayout::contiguous;  // page_size 16 on a contiguous cache

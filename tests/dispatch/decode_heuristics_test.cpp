@@ -225,6 +225,56 @@ TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shap
   CHECK(plan.workspace_bytes == 0);
 }
 
+TEST_CASE("decode plan: two or three splits within the SMs merge in a thread-block cluster on sm_90",
+          "[dispatch][decode]") {
+  using flashjit::SplitMerge;
+  using flashjit::dispatch::plan_decode;
+  struct Case {
+    int batch, keys, page;
+    int splits;
+    bool cluster;
+  };
+  // B·Hkv·splits within the 132 SMs: two splits (any kernel), three where two CTAs fit an SM (contiguous d128,
+  // not the paged 128-key tile kernel); more splits, or more CTAs than SMs, keep the combine kernel.
+  const Case c = GENERATE(Case{8, 4096, 0, 2, true}, Case{8, 16384, 0, 2, true}, Case{6, 1024, 0, 2, true},
+                          Case{5, 4096, 0, 3, true}, Case{8, 2048, 16, 2, true}, Case{5, 4096, 16, 3, false},
+                          Case{9, 4096, 0, 2, false}, Case{3, 4096, 0, 5, false}, Case{4, 1024, 0, 4, false},
+                          Case{1, 32768, 0, 16, false}, Case{16, 2048, 0, 1, false});
+  INFO("B" << c.batch << " Sk " << c.keys << " page " << c.page);
+  auto p = decode_problem(c.batch, c.keys);
+  if (c.page > 0) p = with_pages(p, c.page);
+  auto plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.splits.num_splits == c.splits);
+  CHECK(plan.split.cluster_merge == c.cluster);
+  CHECK((plan.workspace_bytes == 0) == (c.cluster || c.splits == 1));  // a cluster needs no workspace
+  // Not measured elsewhere: the combine kernel on sm_100 and below sm_90.
+  for (flashjit::Arch arch : {flashjit::Arch{100, true}, flashjit::Arch{80, false}})
+    CHECK_FALSE(plan_decode(p, arch, 132).split.cluster_merge);
+  // Forced: the combine kernel anywhere; the cluster wherever one can run.
+  p.split_merge = SplitMerge::combine_kernel;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK_FALSE(plan.split.cluster_merge);
+  CHECK((plan.workspace_bytes > 0) == (c.splits > 1));
+  p.split_merge = SplitMerge::cluster;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.cluster_merge == (c.splits > 1));
+  CHECK(plan.workspace_bytes == 0);
+  CHECK(plan_decode(p, flashjit::Arch{100, true}, 132).split.cluster_merge == (c.splits > 1));
+  CHECK_FALSE(plan_decode(p, flashjit::Arch{80, false}, 132).split.cluster_merge);  // decode() refuses it
+}
+
+TEST_CASE("decode plan: a forced cluster merge caps the planner's count at one cluster", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  auto p = decode_problem(1, 1 << 20);
+  p.heads_q = 4, p.heads_kv = 1;  // one CTA row: the planner's count is the most splits
+  REQUIRE(plan_decode(p, kSm90a, 132).splits.num_splits == kMaxDecodeSplits);
+  p.split_merge = flashjit::SplitMerge::cluster;
+  const auto plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.splits.num_splits == flashjit::kMaxDecodeClusterSplits);
+  CHECK(plan.splits.num_splits * plan.splits.keys_per_split >= (1 << 20));
+  CHECK(plan.split.cluster_merge);
+}
+
 TEST_CASE("decode plan: small batches of short caches split down to 64 keys on the 228 KB archs only",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
@@ -665,6 +715,15 @@ TEST_CASE("decode prepare: the kernels loaded cover every smaller batch and ever
               }
           }
   CHECK(checked == 2 * 2 * 3 * 2 * 2 * 70 * 17);
-  // A batch of one on sm_90: the column-group kernels of 32 and 64 keys and the long-cache kernel.
-  CHECK(decode_prepare_kernels(decode_problem(1, 32768), kSm90a, 132).size() == 3);
+  // A batch of one on sm_90: the column-group kernels of 32 and 64 keys and the long-cache kernel, each with
+  // and without the cluster merge (which one runs depends on the split count as well); without clusters
+  // below sm_90 and where the combine kernel is forced.
+  const auto kernels = decode_prepare_kernels(decode_problem(1, 32768), kSm90a, 132);
+  CHECK(kernels.size() == 6);
+  CHECK(std::count_if(kernels.begin(), kernels.end(), [](const auto& c) { return c.cluster_merge; }) == 3);
+  for (const auto& c : decode_prepare_kernels(decode_problem(1, 32768), flashjit::Arch{80, false}, 132))
+    CHECK_FALSE(c.cluster_merge);
+  auto combine = decode_problem(1, 32768);
+  combine.split_merge = flashjit::SplitMerge::combine_kernel;
+  CHECK(decode_prepare_kernels(combine, kSm90a, 132).size() == 3);
 }

@@ -124,6 +124,12 @@ TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {
   require_invalid(p, "softmax_scale must be positive and finite");
   p = contiguous(), p.num_splits = 33;
   require_invalid(p, "num_splits must be 0 (planned) or in [1, 32]");
+  p = contiguous(), p.split_merge = static_cast<flashjit::SplitMerge>(3);  // e.g. from the C ABI
+  require_invalid(p, "split_merge must be automatic (0), combine_kernel (1) or cluster (2), got 3");
+  p = contiguous(), p.split_merge = flashjit::SplitMerge::cluster, p.num_splits = 17;
+  require_invalid(p, "split_merge cluster takes at most 16 splits (one thread-block cluster), but num_splits is 17");
+  p = contiguous(), p.split_merge = flashjit::SplitMerge::cluster, p.num_splits = 16;
+  CHECK(check(p).ok());
 }
 
 TEST_CASE("decode problem: paged cache errors", "[dispatch][decode]") {

@@ -145,9 +145,9 @@ std::string DecodeShape::to_string() const {
   std::string lens;
   for (int l : seqlens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
   std::string layout_text = layout == KvLayout::paged ? fmt::format("paged{}", page_size) : "contiguous";
-  return fmt::format("{} D{} Hq{} Hkv{} q_len{} seqlens[{}] {} window {} lse {} splits {}{}{}{}",
+  return fmt::format("{} D{} Hq{} Hkv{} q_len{} seqlens[{}] {} window {} lse {} splits {} merge {}{}{}{}",
                      flashjit::to_string(dtype), head_dim, heads_q, heads_kv, q_len, lens, layout_text, window_left,
-                     with_lse ? "on" : "off", num_splits, strided ? " strided" : "",
+                     with_lse ? "on" : "off", num_splits, flashjit::to_string(split_merge), strided ? " strided" : "",
                      bound_slack ? fmt::format(" bound+{}", bound_slack) : "",
                      softmax_scale > 0 ? fmt::format(" scale {}", softmax_scale) : "");
 }
@@ -338,6 +338,7 @@ DecodeProblem DecodeCase::problem() const {
   p.window_left = s.window_left;
   if (s.softmax_scale > 0) p.softmax_scale = s.softmax_scale;
   p.num_splits = s.num_splits;
+  p.split_merge = s.split_merge;
   return p;
 }
 

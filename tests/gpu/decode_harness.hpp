@@ -48,6 +48,7 @@ struct DecodeShape {
   int window_left = -1;
   bool with_lse = true;
   int num_splits = 0;              // 0: the planner
+  SplitMerge split_merge = SplitMerge::automatic;
   bool strided = false;            // padded q / o / cache strides (o in [B, H, q_len, D] order)
   int bound_slack = 0;             // max_seqlen_k = max(seqlens) + bound_slack (a looser host bound)
   float softmax_scale = 0;         // 0: the default 1/sqrt(D)

@@ -3,9 +3,9 @@
 // behind them, unused cache slots and pages full of garbage (huge, inf, NaN), shuffled page tables, ragged
 // lengths (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1,
 // 8, 16, 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and
-// fp16, sliding windows, LSE on and off, forced and planned split counts (empty trailing splits), caller
-// and runtime-owned workspaces, strided q / o / cache, many short sequences, chains of calls each reading
-// the one before's output; merges of 1, 2, 3, 5 and 32 states.
+// fp16, sliding windows, LSE on and off, forced and planned split counts (empty trailing splits) merged by the
+// combine kernel or in thread-block clusters, caller and runtime-owned workspaces, strided q / o / cache, many
+// short sequences, chains of calls each reading the one before's output; merges of 1, 2, 3, 5 and 32 states.
 //
 // Only these: flashjit_gpu_tests "[decode],[merge]"
 #include <fmt/format.h>
@@ -43,7 +43,7 @@ DecodeKernelConfig planned_split(const DecodeShape& s) {
   DecodeProblem p;
   p.batch = s.batch(), p.q_len = s.q_len, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
   p.max_seqlen_k = s.max_seqlen_k();
-  p.window_left = s.window_left, p.num_splits = s.num_splits;
+  p.window_left = s.window_left, p.num_splits = s.num_splits, p.split_merge = s.split_merge;
   p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
   return dispatch::plan_decode(p, device->arch, device->sms).split;
 }
@@ -113,8 +113,9 @@ void check_decode(const DecodeShape& shape, Workspace workspace = Workspace::run
   }
   INFO("caller workspace bytes " << ws_bytes);
   if (workspace == Workspace::caller) {
-    if (shape.num_splits == 1) CHECK(ws_bytes == 0);
-    if (shape.num_splits > 1) {
+    const bool cluster = planned_split(shape).cluster_merge;
+    if (shape.num_splits == 1 || cluster) CHECK(ws_bytes == 0);  // a cluster merges in shared memory
+    if (shape.num_splits > 1 && !cluster) {
       // At least the fp32 partial O and LSE of every split (params.cuh).
       const std::size_t partials = static_cast<std::size_t>(shape.num_splits) * shape.batch() * shape.q_len *
                                    shape.heads_q * (shape.head_dim + 1) * 4;
@@ -330,6 +331,60 @@ TEST_CASE("decode: forced split counts (1, 2, 7, 32) and the planner's, with cal
   s.num_splits = splits;
   s.with_lse = !(splits == 7 && workspace == Workspace::caller);  // the combine pass without LSE, once per layout
   check_decode(s, workspace);
+}
+
+TEST_CASE("decode: splits merged in thread-block clusters and by the combine kernel match float64",
+          "[decode][gpu]") {
+  // Each merge for 2, 7 and 16 forced splits (the largest cluster) and the planner's count: ragged lengths
+  // (the short sequences' trailing splits empty, one sequence without keys), every kernel shape the cluster
+  // buffer meets (key groups merged in shared memory first; one key group or column groups writing from
+  // registers; several m-tiles; d256), contiguous and paged caches, windows, LSE on and off.
+  ensure_context();
+  auto device = cuda::device_info(0);
+  REQUIRE(device.ok());
+  const SplitMerge merge = GENERATE(SplitMerge::combine_kernel, SplitMerge::cluster);
+  const int splits = GENERATE(2, 7, 16, 0);
+  struct Run {
+    int head_dim, group, q_len;
+    Layout layout;
+    int window;
+    std::vector<int> lens;
+  };
+  const Run run = GENERATE(Run{128, 4, 1, kContiguous, -1, {4097, 1, 0, 300}}, Run{64, 8, 4, kPaged16, -1, {7, 1000}},
+                           Run{128, 8, 8, kContiguous, 200, {2000, 5}}, Run{256, 4, 1, kPaged64, -1, {3000}},
+                           Run{128, 1, 1, kPaged1, -1, {40, 17}}, Run{128, 4, 1, kContiguous, -1, {50, 64}});
+  DecodeShape s = make_shape(run.group == 8 ? DType::fp16 : DType::bf16, run.head_dim, run.group, run.q_len, run.lens,
+                             run.layout);
+  s.num_splits = splits, s.split_merge = merge, s.window_left = run.window;
+  s.with_lse = splits != 7 || run.head_dim != 128;
+  if (merge == SplitMerge::cluster && device->arch.sm < 90) {
+    // Below sm_90 a forced cluster merge is an error, not a silent fallback.
+    auto c = DecodeCase::make(s, fresh_seed());
+    REQUIRE(c.ok());
+    auto st = runtime().decode(c->problem());
+    CHECK(!st.ok());
+    return;
+  }
+  if (splits > 1) CHECK(planned_split(s).cluster_merge == (merge == SplitMerge::cluster));
+  check_decode(s);
+}
+
+TEST_CASE("decode: the planner merges two and three splits in clusters on the H200 (B5-B8 over 8 KV heads)",
+          "[decode][gpu]") {
+  // 8 KV heads: B8 in 2 splits (128 CTAs, contiguous and 16-token pages), B5 in 3 (120 CTAs); ragged, with an
+  // empty sequence; through a caller workspace, which the cluster does not need.
+  struct Run {
+    std::vector<int> lens;
+    Layout layout;
+    int splits;
+  };
+  const Run run = GENERATE(Run{{4096, 4000, 17, 0, 4096, 1, 2500, 4096}, kContiguous, 2},
+                           Run{{2048, 5, 2048, 1999, 0, 2048, 700, 2048}, kPaged16, 2},
+                           Run{{4096, 3000, 1, 0, 4096}, kContiguous, 3});
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, run.lens, run.layout);
+  s.heads_kv = 8, s.heads_q = 32;
+  if (planner_rules_apply()) CHECK(planned_split(s).cluster_merge);
+  check_decode(s, Workspace::caller);
 }
 
 TEST_CASE("decode: back-to-back calls where each reads the output of the one before and overwrites its input",

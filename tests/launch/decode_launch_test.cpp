@@ -25,9 +25,11 @@ DecodeProblem paged_problem() {
 }  // namespace
 
 TEST_CASE("decode params: strides, pages, splits and workspace pointers", "[launch][decode]") {
-  const DecodeProblem p = paged_problem();
+  DecodeProblem p = paged_problem();
+  p.split_merge = SplitMerge::combine_kernel;
   const auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   REQUIRE(plan.splits.num_splits == 3);
+  REQUIRE_FALSE(plan.split.cluster_merge);
   void* ws = fake(0x100000);
   const DecodeParams d = launch::make_decode_params(p, plan, ws);
   CHECK(d.group == 4);
@@ -57,6 +59,18 @@ TEST_CASE("decode params: strides, pages, splits and workspace pointers", "[laun
   CHECK(c.seqlen == 2);
   CHECK(c.heads == 16);
   CHECK(c.o == p.o);
+}
+
+TEST_CASE("decode params: splits merged in a cluster get no workspace pointers", "[launch][decode]") {
+  DecodeProblem p = paged_problem();
+  p.split_merge = SplitMerge::cluster;
+  const auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  REQUIRE(plan.split.cluster_merge);
+  CHECK(plan.workspace_bytes == 0);
+  const DecodeParams d = launch::make_decode_params(p, plan, fake(0x100000));
+  CHECK(d.num_splits == 3);
+  CHECK(d.ws_o == nullptr);
+  CHECK(d.ws_lse == nullptr);
 }
 
 TEST_CASE("decode params: one split writes the output directly", "[launch][decode]") {
@@ -92,6 +106,16 @@ TEST_CASE("decode launch: a kernel of another layout or page size is refused bef
   plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   plan.split.window = false;
   CHECK_FALSE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr).ok());
+  // More splits than one cluster holds.
+  p.split_merge = SplitMerge::cluster, p.num_splits = 16;
+  plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  REQUIRE(plan.split.cluster_merge);
+  REQUIRE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr).error().message.find("cluster") ==
+          std::string::npos);  // (a null function: fails past the checks, not in them)
+  plan.splits.num_splits = 17;
+  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("at most 16 splits in one cluster") != std::string::npos);
 }
 
 TEST_CASE("merge params: states, strides and blocks", "[launch][merge]") {
