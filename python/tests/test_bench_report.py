@@ -125,8 +125,8 @@ def test_decode_short_sweep():
 def test_decode_small_sweep(tmp_path):
     shapes = report.SWEEPS["decode-small"]()
     assert [(s["batch"], s["seqlen_k"]) for s in shapes if not s["page_size"]] == [
-        (b, sk) for b in (1, 2) for sk in (512, 1024, 2048, 4096, 8192, 16384)]
-    assert {s["page_size"] for s in shapes} == {0, 16} and len(shapes) == 24
+        (b, sk) for b in (1, 2, 6, 8) for sk in (512, 1024, 2048, 4096, 8192, 16384)]
+    assert {s["page_size"] for s in shapes} == {0, 16} and len(shapes) == 48
     pytest.importorskip("matplotlib")
     rows = [{"shape": s, "method": "graph", "check": {"against": "cudnn", "rel_l2": 2e-3, "ok": True},
              "results": {"flashjit": {"ms": 0.01, "gb_s": 900.0}, "cudnn": {"ms": 0.01, "gb_s": 800.0}}}
