@@ -72,8 +72,10 @@ struct DecodeProblem {
   int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
-  // automatic: the planner decides; else forces the merge of the splits (tests, tuning). Forcing the cluster
-  // where it cannot run (below sm_90, more than kMaxDecodeClusterSplits splits) is an error at decode time.
+  // automatic: the planner decides; else forces the merge of the splits (tests, tuning). A forced cluster caps
+  // a planned split count at kMaxDecodeClusterSplits (a forced num_splits above it is invalid); where the
+  // cluster cannot run (below sm_90, or its buffer beyond the kernel's shared memory) decode, prepare_decode
+  // and decode_workspace_bytes refuse a problem that splits.
   SplitMerge split_merge = SplitMerge::automatic;
   // Scratch for the split partials (Runtime::decode_workspace_bytes tells the size). Null: the runtime's
   // own workspace for this (device, stream), allocated by the first decode or prepare_decode on that

@@ -298,10 +298,10 @@ FLASHJIT_API int flashjit_prepare_decode(flashjit_runtime* runtime, const flashj
  * decoded without a caller workspace. */
 FLASHJIT_API int flashjit_release_decode_workspace(flashjit_runtime* runtime, void* stream);
 
-/* Bytes of workspace the problem needs on its device (0 when its keys are not split), or minus the status.
- * Reads neither the tensors nor the workspace fields. They depend on the batch and on max_seqlen_k, not
- * monotonically (a shorter cache may split into more pieces): size a caller workspace for the problems it
- * will serve, not only the longest. */
+/* Bytes of workspace the problem needs on its device (0 when its keys are not split or merge in a thread-block
+ * cluster), or minus the status. Reads neither the tensors nor the workspace fields. They depend on the batch
+ * and on max_seqlen_k, not monotonically (a shorter cache may split into more pieces): size a caller workspace
+ * for the problems it will serve, not only the longest. */
 FLASHJIT_API int64_t flashjit_decode_workspace_bytes(flashjit_runtime* runtime, const flashjit_decode_args* args);
 
 /* Merge of attention states (flashjit_merge_args). Asynchronous; the first call loads the kernel, so it

@@ -87,9 +87,9 @@ class Runtime {
   // Frees the runtime's decode workspace of a stream on every device (after synchronizing the stream), e.g.
   // before the caller destroys the stream; a later decode on it allocates again.
   Status release_decode_workspace(void* stream);
-  // Bytes of workspace the problem needs on its device (0 when its keys are not split). They depend on the
-  // batch and on max_seqlen_k, not monotonically (a shorter cache may split into more pieces): size a caller
-  // workspace for the problems it will serve, not only the longest.
+  // Bytes of workspace the problem needs on its device (0 when its keys are not split or merge in a thread-block
+  // cluster). They depend on the batch and on max_seqlen_k, not monotonically (a shorter cache may split into
+  // more pieces): size a caller workspace for the problems it will serve, not only the longest.
   Result<std::size_t> decode_workspace_bytes(const DecodeProblem& problem) const;
   // The merge of attention states (see MergeProblem). Asynchronous; graph-capturable after a first call.
   Status merge(const MergeProblem& problem);

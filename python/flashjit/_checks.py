@@ -285,7 +285,7 @@ SPLIT_MERGES = {"auto": _abi.SPLIT_MERGE_AUTO, "combine": _abi.SPLIT_MERGE_COMBI
 def check_decode_options(window_left, num_splits, split_merge="auto"):
     """(window_left, num_splits, split_merge) as ints: window_left >= -1 (-1: no window), num_splits >= 0 (0:
     planned), split_merge one of SPLIT_MERGES' names."""
-    if split_merge not in SPLIT_MERGES:
+    if not isinstance(split_merge, str) or split_merge not in SPLIT_MERGES:
         raise ValueError(f"split_merge must be one of {', '.join(SPLIT_MERGES)}, got {split_merge!r}")
     return (_int_arg("window_left", window_left, -1, INT32_MAX), _int_arg("num_splits", num_splits, 0, INT32_MAX),
             SPLIT_MERGES[split_merge])

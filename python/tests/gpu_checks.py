@@ -414,6 +414,13 @@ def decode_reference(q, per_seq, window_left=-1):
 
 def check_decode_case(case):
     q, k, v, lens, table, per_seq = decode_inputs(case)
+    if case.split_merge == "cluster" and torch.cuda.get_device_capability()[0] < 9:
+        try:  # no thread-block clusters: a forced cluster merge of split keys is refused
+            flashjit.decode(q, k, v, lens, page_table=table, num_splits=case.num_splits, split_merge="cluster")
+        except flashjit.FlashjitError as e:
+            assert "split_merge cluster" in str(e), str(e)
+            return
+        raise AssertionError("a forced cluster merge below sm_90 did not fail")
     o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_left=case.window_left, return_lse=True,
                              num_splits=case.num_splits, split_merge=case.split_merge, max_seqlen_k=case.max_seqlen_k)
     assert o.shape == q.shape and o.dtype == q.dtype
@@ -439,11 +446,14 @@ def check_decode_out_and_strided_q():
 
 
 def check_decode_graph_capture_and_replay():
-    """prepare_decode, capture decode (contiguous cache with splits, and paged) on torch.cuda.graph's stream,
+    """prepare_decode, capture decode (contiguous caches with splits, merged by the combine kernel and on the
+    H200 in a thread-block cluster, and paged) on torch.cuda.graph's stream,
     then replay with new lengths and values written into the captured tensors: the lengths are read on the
     device at replay."""
     cases = [DecodeCase((300, 4000, 9000), 1, 32, 8, 128, BF16, capacity=9000),
-             DecodeCase((50, 3000), 4, 32, 8, 128, BF16, page_size=16, capacity=8192)]
+             DecodeCase((50, 3000), 4, 32, 8, 128, BF16, page_size=16, capacity=8192),
+             # B6 over 8 KV heads in two splits: merged in a thread-block cluster on the H200.
+             DecodeCase((4096, 1, 3000, 4096, 17, 2500), 1, 32, 8, 128, BF16, capacity=4096)]
     captured = []
     for case in cases:
         q, k, v, lens, table, _ = decode_inputs(case)
@@ -458,7 +468,7 @@ def check_decode_graph_capture_and_replay():
         for case, q, k, v, lens, table, out in captured:
             flashjit.decode(q, k, v, lens, page_table=table, out=out)
             results.append(flashjit.decode(q, k, v, lens, page_table=table, return_lse=True))
-    new_lengths = [(9000, 1, 4500), (3000, 8192)]
+    new_lengths = [(9000, 1, 4500), (3000, 8192), (1, 4096, 4096, 10, 4000, 4096)]
     for step in range(3):
         for (case, q, k, v, lens, table, out), new in zip(captured, new_lengths):
             q.copy_(torch.randn_like(q))

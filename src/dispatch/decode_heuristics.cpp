@@ -67,8 +67,13 @@ bool short_splits(const DecodeSplitInputs& in) { return in.time_model && in.shor
 // one CTA or two: B1 Sk 32k in 16 splits 35.5 / 41.0, B4 Sk 1k in 4 splits 9.3 / 10.0, B3 Sk 4k in 5 splits
 // 17.4 / 18.3, B1 Sk 32k on 16-token pages (one CTA per SM, a second wave) 37.0 / 55.0.
 constexpr int kMaxPlannedClusterSplits = 3;
-bool cluster_kernel_allowed(const DecodeProblem& p, const DecodeKernelConfig& split) {
+// Whether `split`'s cluster-merge variant may run the problem: sm_90+, its cluster buffer within the shared
+// memory a CTA may take (decode_kernel_config sized the stages without it), not forced off; planned only on
+// sm_90.
+bool cluster_kernel_allowed(const DecodeProblem& p, DecodeKernelConfig split) {
   if (split.arch.sm < 90 || p.split_merge == SplitMerge::combine_kernel) return false;
+  split.cluster_merge = true;
+  if (shared_memory_bytes(split) > config::max_shared_memory_per_block(split.arch)) return false;
   return p.split_merge == SplitMerge::cluster || split.arch.sm == 90;
 }
 bool cluster_merge(const DecodeProblem& p, DecodeKernelConfig split, int splits, int sms) {
@@ -341,6 +346,8 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
 std::size_t decode_workspace_reserve(const DecodeProblem& p, const Arch& arch, int sms) {
   const DecodePlan plan = plan_decode(p, arch, sms);
   if (p.num_splits > 0) return plan.workspace_bytes;  // the forced count: the largest batch needs the most
+  // A forced cluster merge needs none (where it cannot run, decode refuses the problem).
+  if (p.split_merge == SplitMerge::cluster) return plan.workspace_bytes;
   // A split plan has B·Hkv·splits <= SMs (the fill rule, and the model for several m-tiles: plan_decode caps it
   // at one CTA per SM) or <= kMaxModelSplitCtasPerSm x SMs (the model for one m-tile), each CTA writing group x
   // q_len rows. Some batch splits only if a batch of one may: two splits of its Hkv CTAs within that many CTAs.
@@ -370,13 +377,15 @@ std::vector<DecodeKernelConfig> decode_prepare_kernels(const DecodeProblem& p, c
     for (int keys : lengths) {
       q.batch = b, q.max_seqlen_k = keys;
       DecodeKernelConfig c = decode_split_kernel(q, arch, sms);
-      // With and without the cluster merge: which one runs depends on the split count as well.
-      for (bool cluster : {false, true}) {
-        c.cluster_merge = false;
-        if (cluster && !cluster_kernel_allowed(p, c)) continue;
-        c.cluster_merge = cluster;
-        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-      }
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      // Its cluster-merge variant where a plan of this kernel may take it: which one runs depends on the
+      // split count as well. Planned, at least two splits (more keys than a tile, or a forced count) of a
+      // batch with B·Hkv·2 within the SMs; forced, wherever it can run.
+      const bool may_split = p.num_splits > 1 || (p.num_splits == 0 && visible_keys(q, c.block_n) > c.block_n);
+      const bool planned = 2LL * b * heads_kv <= at_least_1(sms);
+      if (!may_split || !cluster_kernel_allowed(p, c) || !(planned || p.split_merge == SplitMerge::cluster)) continue;
+      c.cluster_merge = true;
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
     }
   return out;
 }

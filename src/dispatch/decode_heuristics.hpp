@@ -38,7 +38,7 @@ struct DecodeSplitInputs {
 };
 
 struct DecodeSplitPlan {
-  int num_splits = 1;      // CTAs along the keys of each (sequence, KV head); 1 means no combine pass
+  int num_splits = 1;      // CTAs along the keys of each (sequence, KV head); 1 means no merge of partials
   int keys_per_split = 1;  // split s covers keys [s * keys_per_split, (s + 1) * keys_per_split) of the range
 };
 
@@ -67,13 +67,15 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
                                         int page_size, bool window, const Arch& arch);
 
 // Everything a decode call launches: the split kernel's config, the split plan, the combine kernel's
-// config (used when num_splits > 1) and the workspace the partial states take.
+// config (used when num_splits > 1 and the split kernel does not merge in a cluster) and the workspace the
+// partial states take.
 struct DecodePlan {
   DecodeKernelConfig split;
   CombineKernelConfig combine;
   DecodeSplitPlan splits;
   // Workspace layout: fp32 O partials [num_splits, B, q_len, Hq, D] at offset 0, then fp32 LSE
-  // [num_splits, B, Hq, q_len] at lse_offset (256-byte aligned). 0 bytes when num_splits == 1.
+  // [num_splits, B, Hq, q_len] at lse_offset (256-byte aligned). 0 bytes when num_splits == 1 or with a
+  // cluster merge (split.cluster_merge).
   std::size_t lse_offset = 0;
   std::size_t workspace_bytes = 0;
 };

@@ -148,13 +148,15 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
   granule_in.block_n = plan.split.block_n, granule_in.page_size = page_size;
   const int granule = dispatch::decode_split_granule(granule_in);
   if (plan.split.window != (p.window_left >= 0) || plan.splits.keys_per_split < 1 ||
-      plan.splits.keys_per_split % granule != 0 ||
-      (plan.split.cluster_merge && plan.splits.num_splits > DecodeParams::kMaxClusterSplits))
+      plan.splits.keys_per_split % granule != 0)
     return Error(ErrorCode::invalid_argument,
-                 fmt::format("decode plan for kernel {} is inconsistent: {} splits, {} keys per split (a multiple of {} "
-                             "needed; at most {} splits in one cluster), window_left {}", readable_name(plan.split),
-                             plan.splits.num_splits, plan.splits.keys_per_split, granule,
-                             DecodeParams::kMaxClusterSplits, p.window_left));
+                 fmt::format("decode plan for kernel {} is inconsistent: {} keys per split (a multiple of {} needed), "
+                             "window_left {}", readable_name(plan.split), plan.splits.keys_per_split, granule,
+                             p.window_left));
+  if (plan.split.cluster_merge && plan.splits.num_splits > DecodeParams::kMaxClusterSplits)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("decode plan for kernel {} is inconsistent: {} splits, at most {} in one cluster",
+                             readable_name(plan.split), plan.splits.num_splits, DecodeParams::kMaxClusterSplits));
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   const auto stream = static_cast<CUstream>(p.stream);

@@ -1,5 +1,6 @@
 // From a decode (or merge) problem and its plan to kernel arguments, grids and launches on the caller's
-// stream: the split kernel, then the combine kernel when the keys were split.
+// stream: the split kernel (in clusters of its splits for a cluster-merge kernel), then the combine kernel
+// when the keys were split and the split kernel does not merge them itself.
 #pragma once
 
 #include <cuda.h>
@@ -10,7 +11,7 @@
 
 namespace flashjit::launch {
 
-// `workspace` holds plan.workspace_bytes (ignored when the plan has one split).
+// `workspace` holds plan.workspace_bytes (ignored when the plan has one split or merges in a cluster).
 DecodeParams make_decode_params(const DecodeProblem& problem, const dispatch::DecodePlan& plan, void* workspace);
 // The combine pass over the split partials in `workspace`.
 CombineParams make_split_combine_params(const DecodeProblem& problem, const dispatch::DecodePlan& plan,

@@ -81,6 +81,16 @@ struct Device {
   tune::TunedTables tuned;
 };
 
+// A forced cluster merge the plan could not honour (the planner falls back to the combine kernel there).
+Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& plan, const Device& dev) {
+  if (p.split_merge != SplitMerge::cluster || plan.splits.num_splits < 2 || plan.split.cluster_merge) return {};
+  return Error(ErrorCode::invalid_argument,
+               fmt::format("split_merge cluster cannot run {} in {} splits on device {} ({}): thread-block "
+                           "clusters need sm_90 or newer, and the kernel's cluster buffer must fit its shared memory",
+                           readable_name(plan.split), plan.splits.num_splits, dev.info.ordinal,
+                           dev.info.arch.to_string()));
+}
+
 }  // namespace
 
 struct Runtime::Impl {
@@ -326,10 +336,7 @@ struct Runtime::Impl {
     auto dev = device(*ordinal);
     if (!dev.ok()) return std::move(dev).error();
     const dispatch::DecodePlan plan = dispatch::plan_decode(p, (*dev)->info.arch, (*dev)->info.sms);
-    if (p.split_merge == SplitMerge::cluster && plan.splits.num_splits > 1 && !plan.split.cluster_merge)
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("split_merge cluster needs thread-block clusters (sm_90 or newer), but device {} is {}",
-                               *ordinal, (*dev)->info.arch.to_string()));
+    FLASHJIT_TRY(check_forced_merge(p, plan, **dev));
     const auto stream = static_cast<CUstream>(p.stream);
     Status st = in_context(**dev, [&]() -> Status {
       auto split = function(plan.split, **dev, stream);
@@ -469,7 +476,9 @@ Result<std::size_t> Runtime::decode_workspace_bytes(const DecodeProblem& problem
   if (!ordinal.ok()) return std::move(ordinal).error();
   auto dev = impl_->device(*ordinal);
   if (!dev.ok()) return std::move(dev).error();
-  return dispatch::plan_decode(problem, (*dev)->info.arch, (*dev)->info.sms).workspace_bytes;
+  const dispatch::DecodePlan plan = dispatch::plan_decode(problem, (*dev)->info.arch, (*dev)->info.sms);
+  FLASHJIT_TRY(check_forced_merge(problem, plan, **dev));
+  return plan.workspace_bytes;
 }
 
 Status Runtime::merge(const MergeProblem& problem) { return impl_->run_merge(problem); }

@@ -20,8 +20,8 @@ struct DecodeParams {
   const void* v;
   const int* seqlens_k;   // [B]
   const int* page_table;  // [B, max_pages_per_seq] (paged) or null
-  float* ws_o;            // [num_splits, B, q_len, Hq, D] fp32 (num_splits > 1)
-  float* ws_lse;          // [num_splits, B, Hq, q_len] fp32 (num_splits > 1)
+  float* ws_o;            // [num_splits, B, q_len, Hq, D] fp32 (num_splits > 1 without a cluster merge)
+  float* ws_lse;          // [num_splits, B, Hq, q_len] fp32 (num_splits > 1 without a cluster merge)
 
   // Element strides; for a paged cache "batch" is the page stride and "seq" the token stride.
   long long q_batch, q_seq, q_head;

@@ -5,7 +5,8 @@
 // groups, warp w takes key slice w / kMT of every kBN-key tile and the slices' softmax states are merged
 // through shared memory at the end; with column groups, every warp of the m-tile computes the whole tile's
 // scores (the same softmax state) and P·V for its kHeadDim / kColGroups columns of O. Without key groups
-// each warp writes its rows (its columns) from its registers: no merge, no barrier after the main loop.
+// each warp writes its rows (its columns) from its registers: no merge, no barrier after the main loop (but
+// the cluster merge's).
 // Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a
 // (and j >= a - window_left).
 // Split partials: with several splits each CTA's state (O normalized, fp32, and LSE) goes to the workspace
@@ -271,8 +272,9 @@ struct SplitKernel {
     float* c_lse = c_o + kRows * kHeadDim;                                       // and [kRows]
     if constexpr (kKeyGroups == 1) {
       // Each warp saw every key of its rows: it normalizes and stores them (its columns of them) from its
-      // registers, with no merge through shared memory (and no barrier). No copy may still be landing in
-      // shared memory when the CTA exits (without a key, Q's zero fill was never waited for).
+      // registers, with no merge through shared memory (and no barrier but the cluster merge's). No copy may
+      // still be landing in shared memory when the CTA exits (without a key, Q's zero fill was never waited
+      // for).
       ptx::cp_async_wait<0>();
       if (to_cluster) __syncthreads();  // the cluster buffer takes the K/V stages, which other warps may read
       float inv[2], lse[2];

@@ -406,6 +406,16 @@ static void test_decode(const char* root) {
   expect(failed_at_device(flashjit_decode(rt, &a)), "older decode args: fields past struct_size take their defaults");
   a.struct_size = sizeof a;
   expect_decode_rejected(rt, &a, "layout 99", "the full struct: an unknown layout");
+  /* split_merge (the last field): an unknown value is named; a header from before it leaves the default. */
+  a = fake_decode();
+  a.split_merge = 7;
+  expect_decode_rejected(rt, &a, "split_merge", "an unknown split_merge");
+  a.struct_size = offsetof(flashjit_decode_args, split_merge);
+  expect(failed_at_device(flashjit_decode(rt, &a)), "decode args from before split_merge: the planner's merge");
+  a = fake_decode();
+  a.split_merge = FLASHJIT_SPLIT_MERGE_CLUSTER;
+  a.num_splits = 17;
+  expect_decode_rejected(rt, &a, "at most 16 splits", "a forced cluster merge of 17 splits");
   {
     struct {
       flashjit_decode_args a;

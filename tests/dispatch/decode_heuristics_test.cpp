@@ -627,7 +627,10 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 
                                   flashjit::Arch{89, false},
                                   flashjit::Arch{100, true},
                                   flashjit::Arch{120, false}};
+  // Forced cluster merges too: a cluster-merge kernel only where its buffer fits the CTA's shared memory (the
+  // stages were sized without it: on sm_120 several would not).
   for (const flashjit::Arch arch : archs)
+    for (auto merge : {flashjit::SplitMerge::automatic, flashjit::SplitMerge::cluster})
     for (int d : {64, 96, 128, 256})
       for (int page : {0, 1, 16, 256})
         for (int group : {1, 3, 4, 8})
@@ -636,7 +639,7 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 
               for (int window : {-1, 100}) {
                 auto p = decode_problem(batch, keys, q_len, window);
                 if (page > 0) p = with_pages(p, page);
-                p.heads_kv = 2, p.heads_q = 2 * group, p.head_dim = d;
+                p.heads_kv = 2, p.heads_q = 2 * group, p.head_dim = d, p.split_merge = merge;
                 const auto plan = plan_decode(p, arch, arch.sm >= 90 ? 132 : 108);
                 INFO(flashjit::readable_name(plan.split));
                 const auto issues = validate(plan.split);
@@ -648,7 +651,17 @@ TEST_CASE("decode plan: every planned split kernel passes validate(), on the 99 
                           {0, 0, 0, 0, page, plan.split.block_n, 1}) == 0);
                 ++checked;
               }
-  CHECK(checked == 6 * 4 * 4 * 4 * 16 * 4 * 2);
+  CHECK(checked == 6 * 2 * 4 * 4 * 4 * 16 * 4 * 2);
+  // A forced cluster on sm_120 where the buffer does not fit (d128, 64 rows, 16-token pages): the combine
+  // kernel's plan, which decode then refuses (the runtime's check).
+  auto p = with_pages(decode_problem(1, 32768, 8), 16);
+  p.heads_q = 64, p.split_merge = flashjit::SplitMerge::cluster;
+  const auto plan = plan_decode(p, flashjit::Arch{120, false}, 132);
+  CHECK(plan.splits.num_splits > 1);
+  CHECK_FALSE(plan.split.cluster_merge);
+  auto with_cluster = plan.split;
+  with_cluster.cluster_merge = true;
+  CHECK_FALSE(validate(with_cluster).empty());
 }
 
 TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and every max_seqlen_k",
@@ -656,11 +669,12 @@ TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and ev
   using flashjit::dispatch::decode_workspace_reserve;
   using flashjit::dispatch::plan_decode;
   for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
+    for (auto merge : {flashjit::SplitMerge::automatic, flashjit::SplitMerge::combine_kernel})
     for (int sms : {16, 78, 108, 132})
       for (auto [heads_q, q_len, layout] :
            {std::tuple{32, 1, 0}, {32, 1, 16}, {64, 2, 0}, {64, 4, 0}, {64, 8, 0}, {64, 16, 0}}) {
         auto prepared = decode_problem(64, 131072, q_len);
-        prepared.heads_q = heads_q;
+        prepared.heads_q = heads_q, prepared.split_merge = merge;
         auto paged = [&](flashjit::DecodeProblem& p) {
           if (layout == 0) return;
           p.layout = flashjit::KvLayout::paged, p.page_size = layout;
@@ -671,7 +685,7 @@ TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and ev
         for (int batch = 1; batch <= 64; ++batch)
           for (int keys : {128, 256, 512, 600, 768, 1000, 4096, 8192, 24320, 32768, 131072, 1 << 20}) {
             auto p = decode_problem(batch, keys, q_len);
-            p.heads_q = heads_q;
+            p.heads_q = heads_q, p.split_merge = merge;
             paged(p);
             const auto plan = plan_decode(p, arch, sms);
             INFO(arch.to_string() << " sms " << sms << " Hq " << heads_q << " q_len " << q_len << " page " << layout
@@ -686,22 +700,30 @@ TEST_CASE("decode workspace: prepare's reserve covers every smaller batch and ev
   CHECK(decode_workspace_reserve(forced, kSm90a, 132) > 0);
   // A GPU where nothing can split (8 KV heads on one SM): nothing reserved.
   CHECK(decode_workspace_reserve(decode_problem(4, 1 << 20), kSm90a, 1) == 0);
+  // A forced cluster merge on sm_90: nothing, whatever the batch and length.
+  auto cluster = decode_problem(64, 131072);
+  cluster.split_merge = flashjit::SplitMerge::cluster;
+  CHECK(decode_workspace_reserve(cluster, kSm90a, 132) == 0);
 }
 
 TEST_CASE("decode prepare: the kernels loaded cover every smaller batch and every max_seqlen_k", "[dispatch][decode]") {
   using flashjit::dispatch::decode_prepare_kernels;
   using flashjit::dispatch::plan_decode;
   int checked = 0;
-  for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}})
+  using flashjit::SplitMerge;
+  for (const flashjit::Arch arch : {kSm90a, flashjit::Arch{80, false}, flashjit::Arch{100, true}})
+    for (SplitMerge merge : {SplitMerge::automatic, SplitMerge::combine_kernel, SplitMerge::cluster})
+    for (int forced : {0, 3})
     for (int d : {64, 128})
       for (int page : {0, 1, 16})
         for (int window : {-1, 40})
           for (int sms : {132, 100}) {
             auto p = decode_problem(70, 1 << 20, 1, window);
-            p.head_dim = d;
+            p.head_dim = d, p.split_merge = merge, p.num_splits = forced;
             if (page > 0) p.layout = flashjit::KvLayout::paged, p.page_size = page;
             const auto kernels = decode_prepare_kernels(p, arch, sms);
-            INFO("sm_" << arch.sm << " d" << d << " page " << page << " window " << window << " SMs " << sms);
+            INFO("sm_" << arch.sm << " merge " << flashjit::to_string(merge) << " splits " << forced << " d" << d
+                       << " page " << page << " window " << window << " SMs " << sms);
             for (std::size_t i = 0; i < kernels.size(); ++i)
               for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(kernels[i] == kernels[j]);
             for (int batch = 1; batch <= p.batch; ++batch)
@@ -714,13 +736,13 @@ TEST_CASE("decode prepare: the kernels loaded cover every smaller batch and ever
                 ++checked;
               }
           }
-  CHECK(checked == 2 * 2 * 3 * 2 * 2 * 70 * 17);
-  // A batch of one on sm_90: the column-group kernels of 32 and 64 keys and the long-cache kernel, each with
-  // and without the cluster merge (which one runs depends on the split count as well); without clusters
-  // below sm_90 and where the combine kernel is forced.
+  CHECK(checked == 3 * 3 * 2 * 2 * 3 * 2 * 2 * 70 * 17);
+  // A batch of one on sm_90: the column-group kernels of 32 and 64 keys (one tile: never split) and the
+  // long-cache kernel, also with the cluster merge (which one runs depends on the split count as well);
+  // without clusters below sm_90 and where the combine kernel is forced.
   const auto kernels = decode_prepare_kernels(decode_problem(1, 32768), kSm90a, 132);
-  CHECK(kernels.size() == 6);
-  CHECK(std::count_if(kernels.begin(), kernels.end(), [](const auto& c) { return c.cluster_merge; }) == 3);
+  CHECK(kernels.size() == 4);
+  CHECK(std::count_if(kernels.begin(), kernels.end(), [](const auto& c) { return c.cluster_merge; }) == 1);
   for (const auto& c : decode_prepare_kernels(decode_problem(1, 32768), flashjit::Arch{80, false}, 132))
     CHECK_FALSE(c.cluster_merge);
   auto combine = decode_problem(1, 32768);
