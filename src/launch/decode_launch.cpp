@@ -106,10 +106,8 @@ CombineParams make_split_combine_params(const DecodeProblem& p, const dispatch::
   auto* ws_o = static_cast<float*>(workspace);
   auto* ws_lse = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + plan.lse_offset);
   c.num_states = plan.splits.num_splits;
-  for (int i = 0; i < c.num_states; ++i) {
-    c.o_in[i] = ws_o + i * rows * p.head_dim;
-    c.lse_in[i] = ws_lse + i * rows;
-  }
+  c.o_in[0] = ws_o, c.lse_in[0] = ws_lse;  // state i at i * o_state, i * lse_state elements further
+  c.o_state = rows * p.head_dim, c.lse_state = rows;
   const Strides o = resolved_o_strides(p);
   c.o = p.o, c.lse = p.lse;
   c.in_head = p.head_dim, c.in_seq = 1LL * p.heads_q * p.head_dim, c.in_batch = p.q_len * c.in_seq;

@@ -24,54 +24,120 @@ template <> __device__ __forceinline__ float load_state<fp16>(const void* base, 
   return to_float(static_cast<const fp16*>(base)[i]);
 }
 
+// kVec columns of a row from src (16-, 8- or 4-byte loads of fp32 partials; one element otherwise) and to dst.
+template <class TIn, int kVec> __device__ __forceinline__ void load_cols(const TIn* src, float* v) {
+  static_assert(kVec == 1, "vector loads of fp32 partials only");
+  v[0] = load_state<TIn>(src, 0);
+}
+template <> __device__ __forceinline__ void load_cols<float, 4>(const float* src, float* v) {
+  const float4 x = *reinterpret_cast<const float4*>(src);
+  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+}
+template <> __device__ __forceinline__ void load_cols<float, 2>(const float* src, float* v) {
+  const float2 x = *reinterpret_cast<const float2*>(src);
+  v[0] = x.x, v[1] = x.y;
+}
+template <class TOut, int kVec> __device__ __forceinline__ void store_cols(TOut* dst, const float* v) {
+  if constexpr (kVec == 4) {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(pack2<TOut>(v[0], v[1]), pack2<TOut>(v[2], v[3]));
+  } else if constexpr (kVec == 2) {
+    *reinterpret_cast<unsigned*>(dst) = pack2<TOut>(v[0], v[1]);
+  } else {
+    *dst = from_float<TOut>(v[0]);
+  }
+}
+
+template <class T> struct IsFp32 { static constexpr bool value = false; };
+template <> struct IsFp32<float> { static constexpr bool value = true; };
+
 template <class TIn, class TOut, int kHeadDim, int kWarps>
 struct CombineKernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kSmemBytes = 0;
-  static constexpr int kColsPerLane = (kHeadDim + 31) / 32;
+  // Columns a lane moves per access. The split pass's fp32 partials (rows of the runtime's workspace, 16-byte
+  // aligned) and its output (rows 16-byte aligned: decode checks it) go in vectors of up to four columns,
+  // lanes taking consecutive vectors; the merge API's states and output (2-byte aligned) one column at a time.
+  static constexpr int kVec = !IsFp32<TIn>::value ? 1 : kHeadDim % 128 == 0 ? 4 : kHeadDim % 64 == 0 ? 2 : 1;
+  static constexpr int kVecsPerLane = (kHeadDim / kVec + 31) / 32;
+  static constexpr int kColsPerLane = kVecsPerLane * kVec;
   // States per round: every load of a round (the states' LSEs and all their O columns) is issued before the
-  // first one is used, so a round costs one L2 round trip; at most 64 O values per lane bound the registers
-  // (the largest power of two of states that keeps to that, at most a warp's lanes).
+  // first one is used, so a round costs one L2 round trip; at most 64 O values and 16 state addresses per
+  // lane bound the registers (the largest power of two of states that keeps to both).
   static constexpr int round_states() {
     int n = 1;
-    while (2 * n <= 32 && 2 * n * kColsPerLane <= 64) n *= 2;
+    while (2 * n <= 16 && 2 * n * kColsPerLane <= 64) n *= 2;
     return n;
   }
   static constexpr int kRound = round_states();
   static_assert(CombineParams::kMaxStates == 32 && 32 % kRound == 0, "whole rounds of at most a warp");
+  static_assert(kHeadDim % kVec == 0, "whole vectors");
+
+  // The first column of the lane's vector v.
+  static __device__ __forceinline__ int column(int lane, int v) { return (lane + 32 * v) * kVec; }
+
+  // Where round i0's states are read: the row of state i0 + j at src[j] (null past the last state), and the
+  // LSE of state i0 + lane for lanes below kRound. Split partials: at fixed distances from state 0 (uniform
+  // parameters); merge states: their pointers, parameters read with indexed constant loads.
+  static __device__ __forceinline__ void locate(const CombineParams& p, int i0, int lane, long long in_offset,
+                                                long long lse_index, const TIn* (&src)[kRound], const float*& lse) {
+    const bool here = lane < kRound && i0 + lane < p.num_states;
+    if constexpr (IsFp32<TIn>::value) {
+      const TIn* o0 = static_cast<const TIn*>(p.o_in[0]) + in_offset;
+#pragma unroll
+      for (int j = 0; j < kRound; ++j) src[j] = i0 + j < p.num_states ? o0 + (i0 + j) * p.o_state : nullptr;
+      lse = here ? p.lse_in[0] + (i0 + lane) * p.lse_state + lse_index : nullptr;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kRound; ++j)
+        src[j] = i0 + j < p.num_states ? static_cast<const TIn*>(p.o_in[i0 + j]) + in_offset : nullptr;
+      lse = here ? p.lse_in[i0 + lane] + lse_index : nullptr;
+    }
+  }
 
   static __device__ void run(const CombineParams& p) {
+    // The row's indices and the first round's state addresses come before the wait, under the tail of the
+    // kernel that writes the states. (H200, B1 Sk 32k, 16 splits: with the indices and the states' pointers,
+    // indexed constant loads, read after the wait, 2.2 µs passed from the wait to the stores.)
+    const int lane = threadIdx.x % 32;
+    const long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
+    const bool live = row < static_cast<long long>(p.batch) * p.seqlen * p.heads;
+    const int head = static_cast<int>(row % p.heads);
+    const int pos = static_cast<int>((row / p.heads) % p.seqlen);
+    const int batch = static_cast<int>(row / (static_cast<long long>(p.heads) * p.seqlen));
+    const long long lse_index = (static_cast<long long>(batch) * p.heads + head) * p.seqlen + pos;
+    const long long in_offset = batch * p.in_batch + pos * p.in_seq + head * p.in_head;
+    const TIn* src[kRound];
+    const float* lse_src;
+    locate(p, 0, lane, in_offset, lse_index, src, lse_src);
     // Launched with programmatic dependent launch (sm_90) right behind the kernel that wrote its inputs (the
     // split kernel, or the caller's last kernel for the merge API): wait for that kernel's completion before
     // reading them; a plain launch passes straight through. Then the kernel behind this one may launch (it
     // waits the same way for this one's completion); not before, so that its CTAs find the SMs free.
     ptx::grid_dependency_wait();
     ptx::launch_dependents();
-    const int lane = threadIdx.x % 32;
-    const long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
-    if (row >= static_cast<long long>(p.batch) * p.seqlen * p.heads) return;
-    const int head = static_cast<int>(row % p.heads);
-    const int pos = static_cast<int>((row / p.heads) % p.seqlen);
-    const int batch = static_cast<int>(row / (static_cast<long long>(p.heads) * p.seqlen));
-    const long long lse_index = (static_cast<long long>(batch) * p.heads + head) * p.seqlen + pos;
-    const long long in_offset = batch * p.in_batch + pos * p.in_seq + head * p.in_head;
+    if (!live) return;
 
     // Running max (natural-log units), sum of weights and weighted O over the rounds so far.
     float m = neg_infinity(), sum = 0.f, acc[kColsPerLane];
 #pragma unroll
     for (int c = 0; c < kColsPerLane; ++c) acc[c] = 0.f;
     for (int i0 = 0; i0 < p.num_states; i0 += kRound) {
+      if (i0 > 0) locate(p, i0, lane, in_offset, lse_index, src, lse_src);
       // Lane j < kRound holds the LSE of state i0 + j. A state without keys (LSE -inf) may have left its O
       // unwritten: it is read with the others and then selected away, never multiplied in.
-      const int mine = i0 + lane;
-      const float my_lse = lane < kRound && mine < p.num_states ? p.lse_in[mine][lse_index] : neg_infinity();
+      const float my_lse = lse_src != nullptr ? *lse_src : neg_infinity();
       float x[kRound][kColsPerLane];
 #pragma unroll
       for (int j = 0; j < kRound; ++j)
 #pragma unroll
-        for (int c = 0; c < kColsPerLane; ++c) {
-          const int d = lane + 32 * c;
-          x[j][c] = i0 + j < p.num_states && d < kHeadDim ? load_state<TIn>(p.o_in[i0 + j], in_offset + d) : 0.f;
+        for (int v = 0; v < kVecsPerLane; ++v) {
+          float* dst = x[j] + v * kVec;
+          if (src[j] != nullptr && column(lane, v) < kHeadDim) {
+            load_cols<TIn, kVec>(src[j] + column(lane, v), dst);
+          } else {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) dst[e] = 0.f;
+          }
         }
       const float m_new = fmaxf(m, warp_max(my_lse));
       if (m_new == neg_infinity()) continue;  // no key in any state so far
@@ -90,11 +156,14 @@ struct CombineKernel {
       }
     }
     const bool empty = !(sum > 0.f);
+    const float inv = empty ? 0.f : 1.f / sum;
     TOut* out = static_cast<TOut*>(p.o) + batch * p.o_batch + pos * p.o_seq + head * p.o_head;
 #pragma unroll
-    for (int c = 0; c < kColsPerLane; ++c) {
-      const int d = lane + 32 * c;
-      if (d < kHeadDim) out[d] = from_float<TOut>(empty ? 0.f : acc[c] / sum);
+    for (int v = 0; v < kVecsPerLane; ++v) {
+      float y[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) y[e] = acc[v * kVec + e] * inv;
+      if (column(lane, v) < kHeadDim) store_cols<TOut, kVec>(out + column(lane, v), y);
     }
     if (p.lse != nullptr && lane == 0) p.lse[lse_index] = empty ? neg_infinity() : m + logf(sum);
   }

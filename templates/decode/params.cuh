@@ -41,11 +41,15 @@ struct DecodeParams {
 
 // The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states
 // over disjoint key sets. Inputs share strides; a state with lse_i = -inf (no key) counts for nothing (its O
-// is read but never used, so it may hold anything, NaN included).
+// is read but never used, so it may hold anything, NaN included). The split pass's fp32 partials sit at
+// regular distances in the workspace: state i at o_in[0] + i * o_state and lse_in[0] + i * lse_state
+// (elements; the other array entries unused), so the kernel reads no per-state parameter. The merge API's
+// states are anywhere: the arrays.
 struct CombineParams {
   static constexpr int kMaxStates = 32;
   const void* o_in[kMaxStates];    // [B, S, H, D], fp32 (split partials) or the output type (merge)
   const float* lse_in[kMaxStates]; // [B, H, S] contiguous
+  long long o_state, lse_state;    // split partials: the distance between two states
   void* o;                         // [B, S, H, D]
   float* lse;                      // [B, H, S] or null
   long long in_batch, in_seq, in_head;
