@@ -88,6 +88,11 @@ struct SplitKernel {
     }
   };
 
+  // Where column group d0 (a multiple of 8) of a row sits in the key groups' merge buffer: 8-column groups
+  // swapped by XOR with the row's low bits (two of them where the head dim is a multiple of 32 columns).
+  static constexpr int kMergeSwizzle = kHeadDim % 32 == 0 ? 3 : 1;
+  static __device__ __forceinline__ int merge_column(int row, int d0) { return d0 ^ (8 * (row & kMergeSwizzle)); }
+
   static __device__ void run(const DecodeParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const unsigned s_q = ptx::smem_addr(smem);
@@ -314,18 +319,21 @@ struct SplitKernel {
     ptx::cp_async_wait<0>();
     __syncthreads();  // every warp is done with the K/V stages, which now hold the merge buffers
 
-    // Each key group's unnormalized O, row max (raw units) and row sum, [key_group][row].
+    // Each key group's unnormalized O, row max (raw units) and row sum, [key_group][row]; O of the rows with
+    // a query only (padding rows are never merged). The 8-column groups of row r sit XOR-swizzled by r
+    // (merge_column), so the 8 rows of a warp's float2 stores spread over the banks.
     float* m_o = reinterpret_cast<float*>(smem + QTile::kBytes);
     float* m_max = m_o + kKeyGroups * kRows * kHeadDim;
     float* m_sum = m_max + kKeyGroups * kRows;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = mt * 16 + lane / 4 + h * 8;
-      float* dst = m_o + (key_group * kRows + row) * kHeadDim + 2 * (lane % 4);
+      if (row < rows_valid) {
+        float* dst = m_o + (key_group * kRows + row) * kHeadDim;
 #pragma unroll
-      for (int d = 0; d < kDT; ++d) {
-        dst[d * 8] = o[d][2 * h];
-        dst[d * 8 + 1] = o[d][2 * h + 1];
+        for (int d = 0; d < kDT; ++d)
+          *reinterpret_cast<float2*>(dst + merge_column(row, d * 8) + 2 * (lane % 4)) =
+              make_float2(o[d][2 * h], o[d][2 * h + 1]);
       }
       const float l = quad_sum(softmax.row_sum[h]);
       if (lane % 4 == 0) {
@@ -372,7 +380,8 @@ struct SplitKernel {
 #pragma unroll
         for (int g = 0; g < kKeyGroups; ++g) {
           const float w = m_max[g * kRows + row];
-          const float4* src = reinterpret_cast<const float4*>(m_o + (g * kRows + row) * kHeadDim + d0);
+          const float4* src =
+              reinterpret_cast<const float4*>(m_o + (g * kRows + row) * kHeadDim + merge_column(row, d0));
           const float4 a = src[0], b = src[1];
           acc[0] = fmaf(w, a.x, acc[0]), acc[1] = fmaf(w, a.y, acc[1]), acc[2] = fmaf(w, a.z, acc[2]);
           acc[3] = fmaf(w, a.w, acc[3]), acc[4] = fmaf(w, b.x, acc[4]), acc[5] = fmaf(w, b.y, acc[5]);
