@@ -446,28 +446,31 @@ def check_decode_out_and_strided_q():
 
 
 def check_decode_graph_capture_and_replay():
-    """prepare_decode, capture decode (contiguous caches with splits, merged by the combine kernel and on the
-    H200 in a thread-block cluster, and paged) on torch.cuda.graph's stream,
+    """prepare_decode, capture decode (contiguous caches with splits, merged by the combine kernel and, sm_90+,
+    in a thread-block cluster, and paged) on torch.cuda.graph's stream,
     then replay with new lengths and values written into the captured tensors: the lengths are read on the
     device at replay."""
+    clusters = torch.cuda.get_device_capability()[0] >= 9
     cases = [DecodeCase((300, 4000, 9000), 1, 32, 8, 128, BF16, capacity=9000),
              DecodeCase((50, 3000), 4, 32, 8, 128, BF16, page_size=16, capacity=8192),
-             # B6 over 8 KV heads in two splits: merged in a thread-block cluster on the H200.
-             DecodeCase((4096, 1, 3000, 4096, 17, 2500), 1, 32, 8, 128, BF16, capacity=4096)]
+             # B6 over 8 KV heads in two splits: merged in a thread-block cluster where one can run.
+             DecodeCase((4096, 1, 3000, 4096, 17, 2500), 1, 32, 8, 128, BF16, capacity=4096,
+                        split_merge="cluster" if clusters else "auto")]
     captured = []
     for case in cases:
         q, k, v, lens, table, _ = decode_inputs(case)
         out = torch.empty_like(q)
-        flashjit.prepare_decode(q, k, v, lens, page_table=table, out=out)
-        flashjit.prepare_decode(q, k, v, lens, page_table=table, return_lse=True)
+        flashjit.prepare_decode(q, k, v, lens, page_table=table, out=out, split_merge=case.split_merge)
+        flashjit.prepare_decode(q, k, v, lens, page_table=table, return_lse=True, split_merge=case.split_merge)
         captured.append((case, q, k, v, lens, table, out))
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     results = []
     with torch.cuda.graph(graph):
         for case, q, k, v, lens, table, out in captured:
-            flashjit.decode(q, k, v, lens, page_table=table, out=out)
-            results.append(flashjit.decode(q, k, v, lens, page_table=table, return_lse=True))
+            flashjit.decode(q, k, v, lens, page_table=table, out=out, split_merge=case.split_merge)
+            results.append(flashjit.decode(q, k, v, lens, page_table=table, return_lse=True,
+                                           split_merge=case.split_merge))
     new_lengths = [(9000, 1, 4500), (3000, 8192), (1, 4096, 4096, 10, 4000, 4096)]
     for step in range(3):
         for (case, q, k, v, lens, table, out), new in zip(captured, new_lengths):

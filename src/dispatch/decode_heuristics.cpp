@@ -56,32 +56,27 @@ bool small_batch(const DecodeSplitInputs& in) {
 // Small batches split down to kModelMinKeysPerSplit keys (plan_decode_splits).
 bool short_splits(const DecodeSplitInputs& in) { return in.time_model && in.short_splits && small_batch(in); }
 
-// Whether the splits merge in a thread-block cluster (split_kv.cuh) rather than in the combine kernel. Forced:
-// wherever a cluster can run (sm_90+, at most kMaxDecodeClusterSplits splits). Planned: on sm_90 (measured on
-// the H200) for two splits, and for three where two CTAs of the kernel fit an SM, with B·Hkv·splits within the
-// SMs. There the merge in shared memory saves 2-5% (H200, d128, µs, combine kernel / cluster: B8 Sk 1k 13.11 /
-// 12.70, B6 Sk 4k 29.0 / 28.3, B8 Sk 16k 125.1 / 124.3, B5 Sk 4k in 3 splits 25.0 / 24.6, B8 Sk 2k on 16-token
-// pages 22.3 / 21.1). Larger clusters lose: clusters of 4 to 16 CTAs find room on only 112-120 of the H200's
-// 132 SMs at one CTA per SM (cuOccupancyMaxActiveClusters: 30 of 4, 15 of 8, 7 of 16), and where a kernel
-// fits twice the scheduler doubles CTAs up on SMs, each of which streams at its own rate of ≈ 50 GB/s with
-// one CTA or two: B1 Sk 32k in 16 splits 35.5 / 41.0, B4 Sk 1k in 4 splits 9.3 / 10.0, B3 Sk 4k in 5 splits
-// 17.4 / 18.3, B1 Sk 32k on 16-token pages (one CTA per SM, a second wave) 37.0 / 55.0.
-constexpr int kMaxPlannedClusterSplits = 3;
-// Whether `split`'s cluster-merge variant may run the problem: sm_90+, its cluster buffer within the shared
-// memory a CTA may take (decode_kernel_config sized the stages without it), not forced off; planned only on
-// sm_90.
+// Whether the splits merge in a thread-block cluster (split_kv.cuh) rather than in the combine kernel: only
+// where forced (SplitMerge::cluster), wherever a cluster can run (sm_90+, at most kMaxDecodeClusterSplits
+// splits, its buffer within the shared memory a CTA may take: decode_kernel_config sized the stages without
+// it). The planner keeps the combine kernel: since that kernel reads its states' addresses before its wait,
+// it is as fast or faster where clusters of two or three fit (H200, d128, same process, µs, combine kernel /
+// cluster: B6 Sk 1k 10.24-10.29 / 10.80-10.84, B8 Sk 1k 12.03-12.17 / 12.30-12.39, B7 Sk 2k 18.01 / 18.15-18.27,
+// B6 Sk 16k 94.2-94.7 / 95.0-95.1, B5 Sk 4k in three splits 23.6-23.7 / 24.0-24.1, B6 Sk 1k on 64-token pages
+// 10.64 / 10.87; level at B8 Sk 4k 34.35-34.83 / 34.30-34.45, Sk 16k 121.9-123.4 / 121.7-123.0 and on 16-token
+// pages B8 Sk 2k 20.66-20.73 / 20.53-20.67), where before it the cluster saved 2-5% and was planned. Larger
+// clusters lose more: clusters of 4 to 16 CTAs find room on only 112-120 of the H200's 132 SMs at one CTA per
+// SM (cuOccupancyMaxActiveClusters: 30 of 4, 15 of 8, 7 of 16), and where a kernel fits twice the scheduler
+// doubles CTAs up on SMs, each of which streams at its own rate of ≈ 50 GB/s with one CTA or two: B1 Sk 32k in
+// 16 splits 35.5 / 41.0, B4 Sk 1k in 4 splits 9.3 / 10.0, B1 Sk 32k on 16-token pages (one CTA per SM, a
+// second wave) 37.0 / 55.0.
 bool cluster_kernel_allowed(const DecodeProblem& p, DecodeKernelConfig split) {
-  if (split.arch.sm < 90 || p.split_merge == SplitMerge::combine_kernel) return false;
+  if (split.arch.sm < 90 || p.split_merge != SplitMerge::cluster) return false;
   split.cluster_merge = true;
-  if (shared_memory_bytes(split) > config::max_shared_memory_per_block(split.arch)) return false;
-  return p.split_merge == SplitMerge::cluster || split.arch.sm == 90;
+  return shared_memory_bytes(split) <= config::max_shared_memory_per_block(split.arch);
 }
-bool cluster_merge(const DecodeProblem& p, DecodeKernelConfig split, int splits, int sms) {
-  if (splits < 2 || splits > kMaxDecodeClusterSplits || !cluster_kernel_allowed(p, split)) return false;
-  if (p.split_merge == SplitMerge::cluster) return true;
-  split.cluster_merge = true;
-  return splits <= kMaxPlannedClusterSplits && (splits == 2 || ctas_per_sm(split) >= 2) &&
-         1LL * at_least_1(p.batch) * at_least_1(p.heads_kv) * splits <= at_least_1(sms);
+bool cluster_merge(const DecodeProblem& p, const DecodeKernelConfig& split, int splits) {
+  return splits >= 2 && splits <= kMaxDecodeClusterSplits && cluster_kernel_allowed(p, split);
 }
 
 // A split count replaces the fill rule's only where the model makes it this much faster.
@@ -333,7 +328,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
   if (p.split_merge == SplitMerge::cluster && plan.splits.num_splits > kMaxDecodeClusterSplits)
     plan.splits = forced_decode_splits(in, kMaxDecodeClusterSplits);  // a planned count, to fit one cluster
-  plan.split.cluster_merge = cluster_merge(p, plan.split, plan.splits.num_splits, sms);
+  plan.split.cluster_merge = cluster_merge(p, plan.split, plan.splits.num_splits);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;
   plan.combine.head_dim = p.head_dim, plan.combine.warps = 4;
   if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
@@ -378,12 +373,10 @@ std::vector<DecodeKernelConfig> decode_prepare_kernels(const DecodeProblem& p, c
       q.batch = b, q.max_seqlen_k = keys;
       DecodeKernelConfig c = decode_split_kernel(q, arch, sms);
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-      // Its cluster-merge variant where a plan of this kernel may take it: which one runs depends on the
-      // split count as well. Planned, at least two splits (more keys than a tile, or a forced count) of a
-      // batch with B·Hkv·2 within the SMs; forced, wherever it can run.
+      // A forced cluster merge: also the kernel's cluster-merge variant where it may split (more keys than a
+      // tile, or a forced count); which of the two runs depends on the split count.
       const bool may_split = p.num_splits > 1 || (p.num_splits == 0 && visible_keys(q, c.block_n) > c.block_n);
-      const bool planned = 2LL * b * heads_kv <= at_least_1(sms);
-      if (!may_split || !cluster_kernel_allowed(p, c) || !(planned || p.split_merge == SplitMerge::cluster)) continue;
+      if (!may_split || !cluster_kernel_allowed(p, c)) continue;
       c.cluster_merge = true;
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
     }

@@ -225,34 +225,31 @@ TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shap
   CHECK(plan.workspace_bytes == 0);
 }
 
-TEST_CASE("decode plan: two or three splits within the SMs merge in a thread-block cluster on sm_90",
+TEST_CASE("decode plan: the combine kernel merges planned splits; a forced cluster merge wherever one can run",
           "[dispatch][decode]") {
   using flashjit::SplitMerge;
   using flashjit::dispatch::plan_decode;
   struct Case {
     int batch, keys, page;
     int splits;
-    bool cluster;
   };
-  // B·Hkv·splits within the 132 SMs: two splits (any kernel), three where two CTAs fit an SM (contiguous d128,
-  // not the paged 128-key tile kernel); more splits, or more CTAs than SMs, keep the combine kernel.
-  const Case c = GENERATE(Case{8, 4096, 0, 2, true}, Case{8, 16384, 0, 2, true}, Case{6, 1024, 0, 2, true},
-                          Case{5, 4096, 0, 3, true}, Case{8, 2048, 16, 2, true}, Case{5, 4096, 16, 3, false},
-                          Case{9, 4096, 0, 2, false}, Case{3, 4096, 0, 5, false}, Case{4, 1024, 0, 4, false},
-                          Case{1, 32768, 0, 16, false}, Case{16, 2048, 0, 1, false});
+  // The band where clusters of two or three fit at one CTA per SM (B·Hkv·splits within the 132 SMs), where
+  // the planner once took them, and beyond it.
+  const Case c = GENERATE(Case{8, 4096, 0, 2}, Case{8, 16384, 0, 2}, Case{6, 1024, 0, 2}, Case{5, 4096, 0, 3},
+                          Case{8, 2048, 16, 2}, Case{5, 4096, 16, 3}, Case{9, 4096, 0, 2}, Case{3, 4096, 0, 5},
+                          Case{4, 1024, 0, 4}, Case{1, 32768, 0, 16}, Case{16, 2048, 0, 1});
   INFO("B" << c.batch << " Sk " << c.keys << " page " << c.page);
   auto p = decode_problem(c.batch, c.keys);
   if (c.page > 0) p = with_pages(p, c.page);
-  auto plan = plan_decode(p, kSm90a, 132);
-  CHECK(plan.splits.num_splits == c.splits);
-  CHECK(plan.split.cluster_merge == c.cluster);
-  CHECK((plan.workspace_bytes == 0) == (c.cluster || c.splits == 1));  // a cluster needs no workspace
-  // Not measured elsewhere: the combine kernel on sm_100 and below sm_90.
-  for (flashjit::Arch arch : {flashjit::Arch{100, true}, flashjit::Arch{80, false}})
-    CHECK_FALSE(plan_decode(p, arch, 132).split.cluster_merge);
+  for (flashjit::Arch arch : {kSm90a, flashjit::Arch{100, true}, flashjit::Arch{80, false}}) {
+    const auto plan = plan_decode(p, arch, 132);
+    if (arch.sm == 90) CHECK(plan.splits.num_splits == c.splits);
+    CHECK_FALSE(plan.split.cluster_merge);
+    CHECK((plan.workspace_bytes > 0) == (plan.splits.num_splits > 1));
+  }
   // Forced: the combine kernel anywhere; the cluster wherever one can run.
   p.split_merge = SplitMerge::combine_kernel;
-  plan = plan_decode(p, kSm90a, 132);
+  auto plan = plan_decode(p, kSm90a, 132);
   CHECK_FALSE(plan.split.cluster_merge);
   CHECK((plan.workspace_bytes > 0) == (c.splits > 1));
   p.split_merge = SplitMerge::cluster;
@@ -738,14 +735,15 @@ TEST_CASE("decode prepare: the kernels loaded cover every smaller batch and ever
           }
   CHECK(checked == 3 * 3 * 2 * 2 * 3 * 2 * 2 * 70 * 17);
   // A batch of one on sm_90: the column-group kernels of 32 and 64 keys (one tile: never split) and the
-  // long-cache kernel, also with the cluster merge (which one runs depends on the split count as well);
-  // without clusters below sm_90 and where the combine kernel is forced.
+  // long-cache kernel; with a forced cluster merge also the long-cache kernel's cluster variant (which one
+  // runs depends on the split count as well), but not below sm_90.
   const auto kernels = decode_prepare_kernels(decode_problem(1, 32768), kSm90a, 132);
-  CHECK(kernels.size() == 4);
-  CHECK(std::count_if(kernels.begin(), kernels.end(), [](const auto& c) { return c.cluster_merge; }) == 1);
-  for (const auto& c : decode_prepare_kernels(decode_problem(1, 32768), flashjit::Arch{80, false}, 132))
-    CHECK_FALSE(c.cluster_merge);
-  auto combine = decode_problem(1, 32768);
-  combine.split_merge = flashjit::SplitMerge::combine_kernel;
-  CHECK(decode_prepare_kernels(combine, kSm90a, 132).size() == 3);
+  CHECK(kernels.size() == 3);
+  for (const auto& c : kernels) CHECK_FALSE(c.cluster_merge);
+  auto cluster = decode_problem(1, 32768);
+  cluster.split_merge = flashjit::SplitMerge::cluster;
+  const auto with_cluster = decode_prepare_kernels(cluster, kSm90a, 132);
+  CHECK(with_cluster.size() == 4);
+  CHECK(std::count_if(with_cluster.begin(), with_cluster.end(), [](const auto& c) { return c.cluster_merge; }) == 1);
+  for (const auto& c : decode_prepare_kernels(cluster, flashjit::Arch{80, false}, 132)) CHECK_FALSE(c.cluster_merge);
 }

@@ -373,10 +373,14 @@ TEST_CASE("decode: splits merged in thread-block clusters and by the combine ker
   check_decode(s);
 }
 
-TEST_CASE("decode: the planner merges two and three splits in clusters on the H200 (B5-B8 over 8 KV heads)",
+TEST_CASE("decode: B5-B8 in two and three splits (clusters of two or three fit the H200) match float64, either merge",
           "[decode][gpu]") {
   // 8 KV heads: B8 in 2 splits (128 CTAs, contiguous and 16-token pages), B5 in 3 (120 CTAs); ragged, with an
-  // empty sequence; through a caller workspace, which the cluster does not need.
+  // empty sequence; through a caller workspace, which the cluster does not need. The planner merges them in
+  // the combine kernel; a cluster where forced (sm_90+).
+  ensure_context();
+  auto device = cuda::device_info(0);
+  REQUIRE(device.ok());
   struct Run {
     std::vector<int> lens;
     Layout layout;
@@ -385,9 +389,16 @@ TEST_CASE("decode: the planner merges two and three splits in clusters on the H2
   const Run run = GENERATE(Run{{4096, 4000, 17, 0, 4096, 1, 2500, 4096}, kContiguous, 2},
                            Run{{2048, 5, 2048, 1999, 0, 2048, 700, 2048}, kPaged16, 2},
                            Run{{4096, 3000, 1, 0, 4096}, kContiguous, 3});
+  const SplitMerge merge = GENERATE(SplitMerge::automatic, SplitMerge::cluster);
+  if (merge == SplitMerge::cluster && device->arch.sm < 90) return;  // refused there (the test above)
   DecodeShape s = make_shape(DType::bf16, 128, 4, 1, run.lens, run.layout);
-  s.heads_kv = 8, s.heads_q = 32;
-  if (planner_rules_apply()) CHECK(planned_split(s).cluster_merge);
+  s.heads_kv = 8, s.heads_q = 32, s.split_merge = merge;
+  if (planner_rules_apply()) {
+    s.split_merge = SplitMerge::automatic;
+    CHECK_FALSE(planned_split(s).cluster_merge);
+    s.split_merge = merge;
+    CHECK(planned_split(s).cluster_merge == (merge == SplitMerge::cluster));
+  }
   check_decode(s, Workspace::caller);
 }
 
@@ -396,14 +407,17 @@ TEST_CASE("decode: back-to-back calls where each reads the output of the one bef
   // Programmatic dependent launch (sm_90) lets each decode launch while the one before it finishes: its
   // kernels must wait before their first global access. Call 2 takes call 1's O as its Q (read after write),
   // call 3 takes call 2's O as Q and writes into call 1's O, which call 2 read (write after read); no
-  // synchronization in between, with and without the combine pass in the chain (the planner's merge: on the
-  // H200 the 3 splits merge in a cluster, whose trigger for the next kernel comes after the merge).
+  // synchronization in between, with and without the combine pass in the chain, and with the splits merged in
+  // a cluster (sm_90+), whose trigger for the next kernel comes after the merge.
   ensure_context();
+  auto device = cuda::device_info(0);
+  REQUIRE(device.ok());
   const int splits = GENERATE(1, 3);
-  const SplitMerge merge = GENERATE(SplitMerge::automatic, SplitMerge::combine_kernel);
+  const SplitMerge merge = GENERATE(SplitMerge::combine_kernel, SplitMerge::cluster);
+  if (merge == SplitMerge::cluster && device->arch.sm < 90) return;  // refused there
   DecodeShape s = make_shape(DType::bf16, 128, 4, 4, {300, 4097, 7}, kContiguous);
   s.num_splits = splits, s.split_merge = merge;
-  if (splits == 3 && merge == SplitMerge::automatic && planner_rules_apply()) CHECK(planned_split(s).cluster_merge);
+  if (splits == 3) CHECK(planned_split(s).cluster_merge == (merge == SplitMerge::cluster));
   const std::uint64_t seed = fresh_seed();
   INFO(s.to_string() << ", seed " << seed);
   auto c = DecodeCase::make(s, seed);
