@@ -89,9 +89,12 @@ struct SplitKernel {
   };
 
   // Where column group d0 (a multiple of 8) of a row sits in the key groups' merge buffer: 8-column groups
-  // swapped by XOR with the row's low bits (two of them where the head dim is a multiple of 32 columns).
-  static constexpr int kMergeSwizzle = kHeadDim % 32 == 0 ? 3 : 1;
-  static __device__ __forceinline__ int merge_column(int row, int d0) { return d0 ^ (8 * (row & kMergeSwizzle)); }
+  // swapped by XOR with bits of the row, so that the four rows of a half-warp's float2 stores fall on four
+  // different 8-bank groups. Head dims that are multiples of 32 start every row on bank 0: the row's two low
+  // bits; others (16 mod 32) start odd rows 16 banks on: bit 1 of the row (within 16-column blocks).
+  static __device__ __forceinline__ int merge_column(int row, int d0) {
+    return d0 ^ (8 * (kHeadDim % 32 == 0 ? row & 3 : (row >> 1) & 1));
+  }
 
   static __device__ void run(const DecodeParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];

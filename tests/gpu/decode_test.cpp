@@ -333,6 +333,20 @@ TEST_CASE("decode: forced split counts (1, 2, 7, 32) and the planner's, with cal
   check_decode(s, workspace);
 }
 
+TEST_CASE("decode: head dims 16, 48, 80, 192 and 240 in 3 and 32 splits (combine lanes, merge-buffer swizzle)",
+          "[decode][gpu]") {
+  // The combine kernel's lane layouts besides d64 / d128 / d256: one column per lane with idle lanes (d16,
+  // d48, d80, d240), two-column vectors three to a lane (d192, eight rounds of four states at 32 splits); the
+  // key groups' merge buffer at head dims of 16 mod 32 (its one-bit row swizzle) and at d192.
+  const int head_dim = GENERATE(16, 48, 80, 192, 240);
+  const int splits = GENERATE(3, 32);
+  DecodeShape s = make_shape(head_dim % 32 == 0 ? DType::bf16 : DType::fp16, head_dim, 4, 2, {1, 700, 3000},
+                             head_dim == 48 || head_dim == 192 ? kPaged16 : kContiguous);
+  s.num_splits = splits;
+  s.with_lse = splits == 3;
+  check_decode(s);
+}
+
 TEST_CASE("decode: splits merged in thread-block clusters and by the combine kernel match float64",
           "[decode][gpu]") {
   // Each merge for 2, 7 and 16 forced splits (the largest cluster) and the planner's count: ragged lengths

@@ -50,8 +50,8 @@ DECODE_BATCH_SWEEP_PAGED = [10, 20, 24, 40]
 DECODE_SHORT_LAYOUTS = [(128, 16), (128, 1), (64, 0)]  # (head_dim, page_size)
 DECODE_SHORT_BATCHES = [4, 16, 32, 64, 128]
 DECODE_SHORT_SEQLENS = [32, 64, 128, 256, 512]
-# Small batches (8 to 64 CTAs for 8 KV heads) over medium caches: latency-bound, how many splits pays, and
-# (B6, B8: two splits) where the splits merge in a thread-block cluster.
+# Small batches (8 to 64 CTAs for 8 KV heads) over medium caches: latency-bound, how many splits pays (B6, B8:
+# two splits, where clusters of two fit the H200; the combine kernel merges them).
 DECODE_SMALL_BATCHES = [1, 2, 6, 8]
 DECODE_SMALL_SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 
