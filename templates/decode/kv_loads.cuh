@@ -47,13 +47,17 @@ struct KvLoads {
   static constexpr bool kImmediateDst = kRowThreads == 8 && kPassRows % 8 == 0;
   static_assert(!kPaged || (kPageSize & (kPageSize - 1)) == 0, "page sizes are powers of two");
 
-  // The page-table entries of one tile, fetched a tile ahead of its copies. -1: past the split's end, or
-  // an index outside [0, num_pages) (a caller error: those rows read as zeros, never from a wild address).
+  // The page-table entries of one tile, read a tile ahead of its copies, as read: -1 past the split's end
+  // (or past the sequence). load checks them against [0, num_pages) (outside: a caller error; those rows
+  // read as zeros, never from a wild address) only where it uses them, so that nothing waits for the
+  // entries' read before then. (H200: with the check at the read, the warps stalled a table round trip per
+  // tile right after the tile's copies.)
   struct Pages {
     int page[kLookups];
   };
 
   int row, chunk0;
+  int num_pages;
   bool active;
   unsigned dst0;                         // shared offset of (row, chunk0) in a tile
   const unsigned short *k_base, *v_base; // the KV head's cache plus the thread's row and chunk0 offsets
@@ -65,6 +69,7 @@ struct KvLoads {
   __device__ KvLoads(const DecodeParams& p, int batch, int kv_head, int tid) {
     row = tid / kRowThreads;
     chunk0 = tid % kRowThreads;
+    num_pages = p.num_pages;
     active = tid < kActive;
     dst0 = Tile::offset(row, chunk0);
     k_seq = p.k_seq, v_seq = p.v_seq;
@@ -100,64 +105,63 @@ struct KvLoads {
     }
   }
 
-  // Entries for keys at or past the split's end k1, or outside [0, num_pages), become -1.
-  __device__ __forceinline__ void check(int num_pages, int n0, int k1, Pages& t) const {
-    if constexpr (kPaged) {
-#pragma unroll
-      for (int s = 0; s < kLookups; ++s) {
-        const bool used = lookup_key(n0, s) < k1 && static_cast<unsigned>(t.page[s]) < static_cast<unsigned>(num_pages);
-        t.page[s] = used ? t.page[s] : -1;
-      }
-    }
-  }
-
-  __device__ __forceinline__ void fetch(int num_pages, int n0, int k1, Pages& t) const {
-    read(n0, k1, t);
-    check(num_pages, n0, k1, t);
-  }
-
   __device__ __forceinline__ unsigned dst(int j, int i) const {
     if constexpr (kImmediateDst) return dst0 + (j * kPassRows * Tile::kRowElems + i * 64) * 2;
     return Tile::offset(row + j * kPassRows, chunk0 + i * kRowThreads);
   }
 
-  // Copies keys [n0, n0 + kBN) into the stage at s_k / s_v; rows at or past k1 are zero-filled, unread.
-  __device__ __forceinline__ void load(unsigned s_k, unsigned s_v, int n0, int k1, const Pages& pages) const {
+  // Copies keys [n0, n0 + kBN) into the stage at s_k / s_v, K's rows first, then `between()` (the caller's
+  // commit: K and V land as two cp.async groups, so that Q·Kᵀ need not wait for V), then V's rows; rows at
+  // or past k1 are zero-filled, unread.
+  template <class Between>
+  __device__ __forceinline__ void load(unsigned s_k, unsigned s_v, int n0, int k1, const Pages& pages,
+                                       Between&& between) const {
     if constexpr (kActive < kThreads) {
-      if (!active) return;  // a zero fill of its rows would land on other threads' rows or past the tile
+      if (!active) {  // a zero fill of its rows would land on other threads' rows or past the tile
+        between();
+        return;
+      }
     }
-    const unsigned short *kp = nullptr, *vp = nullptr;
-    bool page_ok = true;
+    // Per lookup (a page, or the tile's first row when contiguous): the element offsets of its rows.
+    long long k_off[kLookups], v_off[kLookups];
+    bool page_ok[kLookups];
+#pragma unroll
+    for (int s = 0; s < kLookups; ++s) {
+      if constexpr (kPaged) {
+        // Tiles start at multiples of kBN (the host rounds splits to whole tiles and pages), so when pages
+        // tile the tile, every lookup starts a page.
+        const int token = kBN % kPageSize == 0 && !kGather
+                              ? 0
+                              : static_cast<int>(static_cast<unsigned>(lookup_key(n0, s)) % kPageSize) -
+                                    (kGather ? row : 0);
+        page_ok[s] = static_cast<unsigned>(pages.page[s]) < static_cast<unsigned>(num_pages);
+        const unsigned long long page = page_ok[s] ? static_cast<unsigned>(pages.page[s]) : 0u;
+        k_off[s] = static_cast<long long>(page * k_outer) + token * k_seq;
+        v_off[s] = static_cast<long long>(page * v_outer) + token * v_seq;
+      } else {
+        page_ok[s] = true;
+        k_off[s] = n0 * k_seq;
+        v_off[s] = n0 * v_seq;
+      }
+    }
+    copy(s_k, k_base, k_pass, k_off, page_ok, n0, k1);
+    between();
+    copy(s_v, v_base, v_pass, v_off, page_ok, n0, k1);
+  }
+
+ private:
+  __device__ __forceinline__ void copy(unsigned s_dst, const unsigned short* base, long long pass,
+                                       const long long (&off)[kLookups], const bool (&page_ok)[kLookups], int n0,
+                                       int k1) const {
+    const unsigned short* src = nullptr;
 #pragma unroll
     for (int j = 0; j < kPasses; ++j) {
-      if (j % kPassesPerLookup == 0) {
-        // A new page (paged) or the tile's first row (contiguous): the pointers of this pass's rows.
-        const int s = j / kPassesPerLookup;
-        long long k_off, v_off;
-        if constexpr (kPaged) {
-          // Tiles start at multiples of kBN (the host rounds splits to whole tiles and pages), so when pages
-          // tile the tile, every lookup starts a page.
-          const int token = kBN % kPageSize == 0 && !kGather
-                                ? 0
-                                : static_cast<int>(static_cast<unsigned>(lookup_key(n0, s)) % kPageSize) -
-                                      (kGather ? row : 0);
-          page_ok = pages.page[s] >= 0;
-          const unsigned long long page = page_ok ? static_cast<unsigned>(pages.page[s]) : 0u;
-          k_off = static_cast<long long>(page * k_outer) + token * k_seq;
-          v_off = static_cast<long long>(page * v_outer) + token * v_seq;
-        } else {
-          k_off = n0 * k_seq;
-          v_off = n0 * v_seq;
-        }
-        kp = k_base + k_off, vp = v_base + v_off;
-      }
-      const bool valid = page_ok && n0 + j * kPassRows + row < k1;
+      const int s = j / kPassesPerLookup;
+      if (j % kPassesPerLookup == 0) src = base + off[s];
+      const bool valid = page_ok[s] && n0 + j * kPassRows + row < k1;
 #pragma unroll
-      for (int i = 0; i < kCopies; ++i) {
-        ptx::cp_async_16(s_k + dst(j, i), kp + i * kRowThreads * 8, valid);
-        ptx::cp_async_16(s_v + dst(j, i), vp + i * kRowThreads * 8, valid);
-      }
-      kp += k_pass, vp += v_pass;
+      for (int i = 0; i < kCopies; ++i) ptx::cp_async_16(s_dst + dst(j, i), src + i * kRowThreads * 8, valid);
+      src += pass;
     }
   }
 };

@@ -160,15 +160,19 @@ struct SplitKernel {
     // The first kStages - 1 tiles in flight (with a window their page-table entries are read now, all before
     // the first copy). In the main loop each tile's entries are read one tile ahead of its copies, under a
     // tile of compute.
+    if constexpr (kWindow) {
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
-      if constexpr (kWindow) loads.read(k0 + s * kBN, k1, first[s]);
-      loads.check(p.num_pages, k0 + s * kBN, k1, first[s]);
+      for (int s = 0; s < kStages; ++s) loads.read(k0 + s * kBN, k1, first[s]);
     }
+    // Each tile's K and V are two commit groups (K first, with Q in tile 0's): Q·Kᵀ waits for K only.
+    const auto commit = [] { ptx::cp_async_commit(); };
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < num_tiles) loads.load(s_k + s * KVTile::kBytes, s_v + s * KVTile::kBytes, k0 + s * kBN, k1, first[s]);
-      ptx::cp_async_commit();
+      if (s < num_tiles)
+        loads.load(s_k + s * KVTile::kBytes, s_v + s * KVTile::kBytes, k0 + s * kBN, k1, first[s], commit);
+      else
+        commit();
+      commit();
     }
     typename Loads::Pages pages = first[kStages - 1];
 
@@ -190,14 +194,17 @@ struct SplitKernel {
     const int slice_group0 = key_group * (kSliceN / 16);  // first 16-key group of this warp's slice
 
     for (int it = 0; it < num_tiles; ++it) {
-      ptx::cp_async_wait<kStages - 2>();
+      // Groups issued after this tile's K: its V and the K and V of the kStages - 2 tiles after it.
+      ptx::cp_async_wait<2 * kStages - 3>();
       __syncthreads();
       if (it + kStages - 1 < num_tiles) {
         const unsigned fill = ((it + kStages - 1) % kStages) * KVTile::kBytes;
-        loads.load(s_k + fill, s_v + fill, k0 + (it + kStages - 1) * kBN, k1, pages);
-        loads.fetch(p.num_pages, k0 + (it + kStages) * kBN, k1, pages);
+        loads.load(s_k + fill, s_v + fill, k0 + (it + kStages - 1) * kBN, k1, pages, commit);
+        loads.read(k0 + (it + kStages) * kBN, k1, pages);
+      } else {
+        commit();
       }
-      ptx::cp_async_commit();
+      commit();
       if constexpr (kQInRegisters) {
         if (it == 0) {
 #pragma unroll
@@ -257,6 +264,9 @@ struct SplitKernel {
           o[d][3] *= rescale[1];
         }
       }
+      // This tile's V (groups issued after it: the K and V of the kStages - 1 tiles after it).
+      ptx::cp_async_wait<2 * kStages - 2>();
+      __syncthreads();
 #pragma unroll
       for (int kk = 0; kk < kNT / 2; ++kk) {
         unsigned a[4];
