@@ -234,6 +234,12 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   // 3.76 / 3.51, Sk 64 3.67 / 4.01 / 3.75; 16-token pages B4 Sk 32 3.45 / 4.59 / 3.55, B32 Sk 32 4.68 / 9.20 / 4.79
   // (the 200 KB paged kernel in two rounds). From 128 keys deeper pipelines win (contiguous d128 B4 Sk 128: 4.85 with
   // 32-key tiles in three stages, 4.39 with the key groups' 64-key tiles).
+  // Since the key groups' merge stores only rows with a query and Q·Kᵀ waits for K only (twelfth session), key
+  // groups on one 64-key tile (two stages) beat the column groups from 33 keys. H200, µs, key groups / column groups /
+  // cuDNN: contiguous d128 B1 Sk 64 3.24 / 3.48 / 3.50, B4 3.40 / 3.66 / 3.62, B8 3.66 / 3.90 / 3.73, B16 4.30 / 4.52
+  // / 4.23, B32 5.42 / 5.90 / 5.92, B16 Sk 48 4.17 / 4.45 / 4.08; d64 B16 Sk 64 3.47 / 3.60 / 3.43, B32 4.20 / 4.47 /
+  // 4.35; 16-token pages B16 Sk 64 4.45 / 4.60 / 4.21, B32 5.62 / 6.03 / 5.92; 1-token pages B16 4.50 / 4.57 / 4.20.
+  // At 32 keys the column groups stay (B16 Sk 32 3.74 against 3.87 with key groups on a half-empty 64-key tile).
   // Longer short caches over more CTAs than SMs: small CTAs that several fit per SM overlap the latency chains.
   // Contiguous d128: one warp per CTA (32-key tiles; its rows' whole state in its registers, so no merge of key groups
   // through shared memory), three stages (52 KB, four per SM) unless more CTAs than four per SM wait with at most 128
@@ -242,7 +248,11 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   // 4.82 / 4.81, Sk 128 8.61 / 7.74 / 8.14, Sk 512 19.04 / 18.66 / 19.76; B64 Sk 32 6.80 / 5.90 / 7.85, Sk 256 19.60 /
   // 18.85 / 21.60; B128 Sk 32 10.92 / 8.84 / 13.72, Sk 512 67.67 / 65.08 / 66.83; B256 Sk 32 16.68 / 14.33 / 25.18, Sk
   // 512 124.1 / 123.0 / 126.8. With one CTA per SM or fewer (B16) four warps are faster from 64 keys (Sk 64 4.91 /
-  // 4.95, Sk 256 7.54 / 9.15).
+  // 4.95, Sk 256 7.54 / 9.15). Up to two CTAs per SM, four warps on key slices of 64-key tiles in two stages (68 KB)
+  // now beat the one warp (twelfth session; H200, µs, four warps / one warp / cuDNN): B24 Sk 128 6.27 / 6.95 /
+  // 7.34, B32 Sk 128 7.06 / 7.59 / 7.79, Sk 256 10.84 / 11.42 / 11.58, Sk 512 18.09 / 18.78 / 19.48; beyond, the
+  // one warp stays ahead (B48 Sk 128 10.62 / 9.67 / 12.71, B64 Sk 128 12.50 / 11.66 / 13.87, Sk 256 19.79 / 19.12 /
+  // 21.48, B128 Sk 64 16.38 / 12.58 / 17.89).
   // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles (column groups, stages:
   // below) over more CTAs than two per SM. H200, contiguous d128, two warps on key slices in two stages, µs against
   // the default config and cuDNN: B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4;
@@ -255,7 +265,13 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   if (short_cache && p.head_dim % 64 == 0 && short_keys <= 64 && ctas <= 2LL * sms) {
     split.block_n = short_keys <= 32 ? 32 : 64;
     split.warps = 4;
-    split.column_groups = 4;
+    split.column_groups = short_keys <= 32 ? 4 : 1;
+    split.stages = 2;
+  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms &&
+             ctas <= 2LL * sms) {
+    split.block_n = 64;
+    split.warps = 4;
+    split.column_groups = 1;
     split.stages = 2;
   } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms) {
     split.block_n = 32;

@@ -111,13 +111,15 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
     p.layout = KvLayout::paged, p.page_size = 16;
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
-    // Column groups (at most 64 keys, up to two CTAs per SM): 32- and 64-key tiles, contiguous and 1-token pages.
+    // One tile of at most 64 keys, up to two CTAs per SM: column groups on 32 keys, key slices on 64, contiguous
+    // and 1-token pages.
     p.batch = 16;
     for (int keys : {32, 64})
       for (int page : {0, 1}) {
         p.max_seqlen_k = keys, p.layout = page > 0 ? KvLayout::paged : KvLayout::contiguous, p.page_size = page;
         configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
-        CHECK(configs.back().column_groups == 4);
+        CHECK(configs.back().column_groups == (keys <= 32 ? 4 : 1));
+        CHECK(configs.back().stages == 2);
       }
   }
   // Two column groups: paged d128 short caches between one and two CTAs per SM, 16-token and 1-token pages.
@@ -129,7 +131,7 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     CHECK(configs.back().column_groups == 2);
   }
   // The cluster-merge variants: key groups merged in shared memory first (16 rows, four warps), one key group
-  // (d256 x 128 rows), column groups (at most 64 keys), paged.
+  // (d256 x 128 rows), column groups (at most 32 keys), paged.
   for (std::size_t i : {std::size_t{2}, std::size_t{3}, configs.size() - 1}) {
     DecodeKernelConfig c = configs[i];
     c.cluster_merge = true;
@@ -141,7 +143,7 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   configs.push_back(d256);
   auto short_cache = flashjit::DecodeProblem{};
   short_cache.batch = 16, short_cache.heads_q = 32, short_cache.heads_kv = 8, short_cache.head_dim = 128;
-  short_cache.max_seqlen_k = 64, short_cache.num_splits = 2, short_cache.split_merge = flashjit::SplitMerge::cluster;
+  short_cache.max_seqlen_k = 32, short_cache.num_splits = 2, short_cache.split_merge = flashjit::SplitMerge::cluster;
   configs.push_back(flashjit::dispatch::plan_decode(short_cache, kSm90a, 132).split);
   CHECK(configs.back().column_groups == 4);
   CHECK(configs.back().cluster_merge);

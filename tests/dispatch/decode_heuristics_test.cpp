@@ -464,17 +464,23 @@ TEST_CASE("decode plan: the paged 128-key kernel only where it fits and pays", "
   CHECK(plan.split.block_n == 64);
 }
 
-TEST_CASE("decode plan: short caches over more CTAs than SMs take one-warp CTAs (contiguous d128), else two-warp CTAs "
-          "over more than two per SM", "[dispatch][decode]") {
+TEST_CASE("decode plan: short caches over more CTAs than SMs take four warps on key slices in two stages up to two "
+          "per SM and one-warp CTAs beyond (contiguous d128), else two-warp CTAs over more than two per SM",
+          "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   auto shape = [](const flashjit::dispatch::DecodePlan& plan) {
     return std::tuple{plan.split.block_n, plan.split.warps, plan.split.stages};
   };
   using Shape = std::tuple<int, int, int>;
-  // Contiguous d128: one warp, 32-key tiles; three stages up to four CTAs per SM (or eight with more than 128
-  // keys), two beyond (at most 64 keys over up to two CTAs per SM take column groups: the next test).
-  CHECK(shape(plan_decode(decode_problem(17, 128), kSm90a, 132)) == Shape{32, 1, 3});  // 136 CTAs
-  CHECK(shape(plan_decode(decode_problem(34, 32), kSm90a, 132)) == Shape{32, 1, 3});   // 272 CTAs
+  // Contiguous d128 up to two CTAs per SM: four warps on key slices of 64-key tiles, two stages (at most 64 keys
+  // take one tile: the next test).
+  CHECK(shape(plan_decode(decode_problem(17, 128), kSm90a, 132)) == Shape{64, 4, 2});  // 136 CTAs
+  CHECK(shape(plan_decode(decode_problem(33, 512), kSm90a, 132)) == Shape{64, 4, 2});  // 264 CTAs
+  CHECK(plan_decode(decode_problem(33, 512), kSm90a, 132).split.column_groups == 1);
+  // Beyond: one warp, 32-key tiles; three stages up to four CTAs per SM (or eight with more than 128 keys), two
+  // beyond.
+  CHECK(shape(plan_decode(decode_problem(34, 128), kSm90a, 132)) == Shape{32, 1, 3});  // 272 CTAs
+  CHECK(shape(plan_decode(decode_problem(34, 32), kSm90a, 132)) == Shape{32, 1, 3});
   CHECK(shape(plan_decode(decode_problem(64, 32), kSm90a, 132)) == Shape{32, 1, 3});  // 512 CTAs
   CHECK(shape(plan_decode(decode_problem(128, 128), kSm90a, 132)) == Shape{32, 1, 2});
   CHECK(shape(plan_decode(decode_problem(128, 256), kSm90a, 132)) == Shape{32, 1, 3});
@@ -516,7 +522,8 @@ TEST_CASE("decode plan: short caches over more CTAs than SMs take one-warp CTAs 
   CHECK(std::get<1>(shape(plan_decode(d64, flashjit::Arch{120, false}, 84))) == 4);
 }
 
-TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take four column groups", "[dispatch][decode]") {
+TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take one tile in two stages, four column groups "
+          "up to 32 keys, key slices beyond", "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   auto shape = [](const flashjit::dispatch::DecodePlan& plan) {
     return std::tuple{plan.split.block_n, plan.split.warps, plan.split.column_groups, plan.split.stages};
@@ -532,7 +539,7 @@ TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take four col
           const auto plan = plan_decode(p, kSm90a, 132);
           // One tile of every key: 32 keys or 64, two stages.
           const int block_n = keys <= 32 ? 32 : 64;
-          CHECK(shape(plan) == Shape{block_n, 4, 4, 2});
+          CHECK(shape(plan) == Shape{block_n, 4, keys <= 32 ? 4 : 1, 2});
           CHECK(plan.splits.num_splits == 1);
           CHECK(validate(plan.split).empty());
           CHECK(flashjit::shared_memory_bytes(plan.split) == 16 * d * 2 + 2 * 2 * block_n * d * 2);
@@ -542,7 +549,7 @@ TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take four col
   CHECK(std::get<2>(shape(plan_decode(decode_problem(16, 32, 8), kSm90a, 132))) == 1);  // 32 rows
   // A window bounds the visible keys by window + q_len + 63 (contiguous d128: 64-key default tiles): window 0
   // counts as short.
-  CHECK(std::get<2>(shape(plan_decode(decode_problem(16, 32768, 1, 0), kSm90a, 132))) == 4);
+  CHECK(shape(plan_decode(decode_problem(16, 32768, 1, 0), kSm90a, 132)) == Shape{64, 4, 1, 2});
   auto d96 = decode_problem(16, 32);  // 24 columns per warp: not whole 16-column groups
   d96.head_dim = 96;
   CHECK(std::get<2>(shape(plan_decode(d96, kSm90a, 132))) == 1);
