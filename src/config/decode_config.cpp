@@ -172,11 +172,13 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
   if (c.rows < 16 || c.rows > kMaxDecodeRows || c.rows % 16 != 0)
     add("rows", fmt::format("decode needs a multiple of 16 in [16, {}], got {}", kMaxDecodeRows, c.rows));
   if (c.stages < 2 || c.stages > 5) add("stages", fmt::format("decode needs 2 to 5 stages, got {}", c.stages));
+  int key_groups = 1;  // warps that share an m-tile on key slices of each tile
+  const bool whole_m_tiles = c.rows >= 16 && c.rows % 16 == 0;
   if (c.warps < 1 || c.warps > 16) {
     add("warps", fmt::format("decode needs 1 to 16 warps, got {}", c.warps));
   } else if (c.column_groups < 1 || c.column_groups > 8 || (c.column_groups & (c.column_groups - 1)) != 0) {
     add("column_groups", fmt::format("decode needs 1, 2, 4 or 8 column groups, got {}", c.column_groups));
-  } else if (c.rows >= 16 && c.rows % 16 == 0 && c.column_groups > 1) {
+  } else if (whole_m_tiles && c.column_groups > 1) {
     const int m_tiles = c.rows / 16;
     if (c.warps != m_tiles * c.column_groups)
       add("warps", fmt::format("{} column groups of {} m-tiles take {} warps (one per m-tile and column slice), got {}",
@@ -184,20 +186,19 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
     if (c.head_dim % (16 * c.column_groups) != 0)
       add("column_groups", fmt::format("head_dim {} does not split into {} slices of whole 16-column groups",
                                        c.head_dim, c.column_groups));
-    if (c.block_n < 16 || c.block_n % 16 != 0 || c.block_n > 256)
-      add("block_n", fmt::format("decode needs a multiple of 16 in [16, 256], got {}", c.block_n));
-  } else if (c.rows >= 16 && c.rows % 16 == 0) {
+  } else if (whole_m_tiles) {
     const int m_tiles = c.rows / 16;
-    if (c.warps % m_tiles != 0) {
+    if (c.warps % m_tiles != 0)
       add("warps", fmt::format("decode needs a multiple of rows / 16 = {} warps (one per m-tile and key slice), got {}",
                                m_tiles, c.warps));
-    } else {
-      const int key_groups = c.warps / m_tiles;
-      if (c.block_n < 16 || c.block_n % (16 * key_groups) != 0 || c.block_n > 256)
-        add("block_n", fmt::format("decode splits each {}-key tile over {} warps: block_n must be a multiple of {} "
-                                   "in [16, 256]", c.block_n, key_groups, 16 * key_groups));
-    }
+    else
+      key_groups = c.warps / m_tiles;
   }
+  if (c.block_n < 16 || c.block_n % (16 * key_groups) != 0 || c.block_n > 256)
+    add("block_n", key_groups == 1
+                       ? fmt::format("decode needs a multiple of 16 in [16, 256], got {}", c.block_n)
+                       : fmt::format("decode splits each {}-key tile over {} warps: block_n must be a multiple of {} "
+                                     "in [16, 256]", c.block_n, key_groups, 16 * key_groups));
   if (c.layout == KvLayout::paged) {
     if (c.page_size < 1 || c.page_size > kMaxDecodePageSize || (c.page_size & (c.page_size - 1)) != 0)
       add("page_size", fmt::format("a paged decode kernel needs a power of two in [1, {}], got {}", kMaxDecodePageSize,

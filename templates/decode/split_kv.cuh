@@ -119,8 +119,8 @@ struct SplitKernel {
     // address arithmetic, overlapped with that kernel's tail.
     ptx::grid_dependency_wait();
     // The page-table entries of the prologue tiles and the next one. Without a window the split's first key
-    // does not depend on the sequence's length, so they are read alongside seqlens_k (entries past the
-    // sequence are dropped below): the first K/V copies wait for one memory round trip, not two.
+    // does not depend on the sequence's length, so they are read alongside seqlens_k (the copies leave rows
+    // past the sequence unread): the first K/V copies wait for one memory round trip, not two.
     typename Loads::Pages first[kStages];
     if constexpr (kPaged && !kWindow) {
 #pragma unroll
@@ -147,7 +147,7 @@ struct SplitKernel {
       ptx::cp_async_16(s_q + QTile::offset(r, chunk), src, valid);
     }
     if constexpr (kPaged) {
-      // The split's page-table entries into L2 now: Loads::fetch then finds them there one tile ahead,
+      // The split's page-table entries into L2 now: Loads::read then finds them there one tile ahead,
       // instead of paying an HBM round trip per tile on the path to the next K/V loads.
       if (num_tiles > 0) {
         const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;

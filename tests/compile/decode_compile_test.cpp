@@ -3,6 +3,7 @@
 // registers let the CTAs per SM the planner counts on fit), the row counts of
 // groups 1 / 4 / 8 with q_len 1 / 4 / 16 and the window variant, and the combine kernel for fp32 partials
 // and for the merge API's bf16 / fp16 states.
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -209,6 +210,9 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   CHECK(first_field(bad) == "warps");
   bad = c, bad.block_n = 48;  // 4 key slices of 12 keys
   CHECK(first_field(bad) == "block_n");
+  bad = c, bad.rows = 24, bad.block_n = 8;  // block_n is checked also where the rows are not whole m-tiles
+  const auto issues = validate(bad);
+  CHECK(std::any_of(issues.begin(), issues.end(), [](const auto& i) { return i.field == "block_n"; }));
   bad = c, bad.stages = 1;
   CHECK(first_field(bad) == "stages");
   bad = c, bad.head_dim = 256, bad.stages = 5, bad.block_n = 128;
