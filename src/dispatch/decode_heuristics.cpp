@@ -225,15 +225,16 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   DecodeKernelConfig split =
       decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
   // Short caches (the kernels below take at most 64 keys or more CTAs than SMs: never split) are bound by each CTA's
-  // latency chain (sequence length, Q and K/V loads, merge, store), not by HBM. At most 64 keys, up to two CTAs per
-  // SM: four warps that each compute the whole tile's scores and P·V for a quarter of O's columns (column groups), so
-  // no warp waits for another's keys and none merges (the key-group merge and its two barriers were ≈ 1600 of a B4 Sk
-  // 32 call's ≈ 6800 cycles). One tile holds every key (32 or 64), two stages (one is loaded). H200, µs, column
-  // groups / the kernel before / cuDNN: contiguous d128 B4 Sk 32 3.25 / 3.82 / 3.26, Sk 64 3.67 / 3.82 / 3.92; B16 Sk
-  // 32 3.69 / 4.35 / 3.91, Sk 64 4.54 / 4.78 / 4.57; B32 Sk 32 4.55 / 4.77 (one warp) / 4.80; d64 B16 Sk 32 3.24 /
-  // 3.76 / 3.51, Sk 64 3.67 / 4.01 / 3.75; 16-token pages B4 Sk 32 3.45 / 4.59 / 3.55, B32 Sk 32 4.68 / 9.20 / 4.79
-  // (the 200 KB paged kernel in two rounds). From 128 keys deeper pipelines win (contiguous d128 B4 Sk 128: 4.85 with
-  // 32-key tiles in three stages, 4.39 with the key groups' 64-key tiles).
+  // latency chain (sequence length, Q and K/V loads, merge, store), not by HBM. At most 64 keys, up to two CTAs per SM
+  // (since the twelfth session only up to 32 keys: see below): four warps that each compute the whole tile's scores
+  // and P·V for a quarter of O's columns (column groups), so no warp waits for another's keys and none merges (the
+  // key-group merge and its two barriers were ≈ 1600 of a B4 Sk 32 call's ≈ 6800 cycles). One tile holds every key (32
+  // or 64), two stages (one is loaded). H200, µs, column groups / the kernel before / cuDNN: contiguous d128 B4 Sk 32
+  // 3.25 / 3.82 / 3.26, Sk 64 3.67 / 3.82 / 3.92; B16 Sk 32 3.69 / 4.35 / 3.91, Sk 64 4.54 / 4.78 / 4.57; B32 Sk 32
+  // 4.55 / 4.77 (one warp) / 4.80; d64 B16 Sk 32 3.24 / 3.76 / 3.51, Sk 64 3.67 / 4.01 / 3.75; 16-token pages B4 Sk 32
+  // 3.45 / 4.59 / 3.55, B32 Sk 32 4.68 / 9.20 / 4.79 (the 200 KB paged kernel in two rounds). From 128 keys deeper
+  // pipelines win (contiguous d128 B4 Sk 128: 4.85 with 32-key tiles in three stages, 4.39 with the key groups' 64-key
+  // tiles).
   // Since the key groups' merge stores only rows with a query and Q·Kᵀ waits for K only (twelfth session), key
   // groups on one 64-key tile (two stages) beat the column groups from 33 keys. H200, µs, key groups / column groups /
   // cuDNN: contiguous d128 B1 Sk 64 3.24 / 3.48 / 3.50, B4 3.40 / 3.66 / 3.62, B8 3.66 / 3.90 / 3.73, B16 4.30 / 4.52

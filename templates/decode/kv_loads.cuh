@@ -47,10 +47,11 @@ struct KvLoads {
   static constexpr bool kImmediateDst = kRowThreads == 8 && kPassRows % 8 == 0;
   static_assert(!kPaged || (kPageSize & (kPageSize - 1)) == 0, "page sizes are powers of two");
 
-  // The page-table entries of one tile, read a tile ahead of its copies, as read: -1 past the split's end
-  // (or past the sequence). load checks them against [0, num_pages) (outside: a caller error; those rows
-  // read as zeros, never from a wild address) only where it uses them, so that nothing waits for the
-  // entries' read before then. (H200: with the check at the read, the warps stalled a table round trip per
+  // The page-table entries of one tile, read a tile ahead of its copies and kept as read: -1 past the read's
+  // limit (entries of keys between the sequence's end and that limit are the table's, never used: the copies
+  // leave rows past the sequence unread). load checks them against [0, num_pages) (outside: a caller error;
+  // those rows read as zeros, never from a wild address) only where it uses them, so that nothing waits for
+  // the entries' read before then. (H200: with the check at the read, the warps stalled a table round trip per
   // tile right after the tile's copies.)
   struct Pages {
     int page[kLookups];

@@ -206,7 +206,12 @@ TEST_CASE("decode: at most 64 keys in one tile (four column groups up to 32 keys
   DecodeShape s = make_shape(run.group == 16 ? DType::fp16 : DType::bf16, run.head_dim, run.group, run.q_len, lens,
                              run.layout);
   s.num_splits = run.splits, s.window_left = run.window;
-  if (planner_rules_apply()) CHECK(planned_split(s).column_groups == (run.max_keys <= 32 ? 4 : 1));
+  if (planner_rules_apply()) {
+    const DecodeKernelConfig split = planned_split(s);
+    CHECK(split.column_groups == (run.max_keys <= 32 ? 4 : 1));
+    CHECK(split.block_n == (run.max_keys <= 32 ? 32 : 64));
+    CHECK(split.stages == 2);
+  }
   check_decode(s);
 }
 
@@ -263,6 +268,26 @@ TEST_CASE("decode: many short sequences (one warp for contiguous d128, two colum
       CHECK(split.column_groups == 2);
       CHECK(split.stages == 3);
     }
+  }
+  check_decode(s);
+}
+
+TEST_CASE("decode: short contiguous d128 caches over one to two CTAs per SM (four warps on key slices, two stages) "
+          "match float64", "[decode][gpu]") {
+  // 100 sequences of 0 to 512 keys over 2 KV heads: 200 CTAs, one to two per SM of an H200; up to eight 64-key
+  // tiles through two stages, K and V in separate copy groups.
+  const int splits = GENERATE(0, 2);
+  std::vector<int> lens(100);
+  for (int b = 0; b < 100; ++b) lens[b] = (b * 53) % 513;
+  lens[1] = 512;
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, kContiguous);
+  s.num_splits = splits;
+  if (planner_rules_apply()) {
+    const DecodeKernelConfig split = planned_split(s);
+    CHECK(split.block_n == 64);
+    CHECK(split.warps == 4);
+    CHECK(split.column_groups == 1);
+    CHECK(split.stages == 2);
   }
   check_decode(s);
 }
