@@ -1,18 +1,21 @@
-// K/V tile loads of the split-KV decode kernel: kBN cache rows of one KV head into fa2::SmemTile stages with
-// cp.async, from a contiguous cache or a paged one whose page size is a compile-time constant.
+// K/V tile loads of the split-KV decode kernel: kRows cache rows of one KV head into fa2::SmemTile stages with
+// cp.async, from a contiguous cache or a paged one whose page size is a compile-time constant. The rows are
+// the whole kBN-row tile (kThreads = the CTA) or one warp's key slice of it (kThreads = 32, rows row0 ...
+// row0 + kRows - 1 of the tile: a warp that copies only the rows it reads waits for no other warp).
 //
 // Thread plan: kRowThreads threads share a row (8 when the row has 8 chunks or a multiple: one warp
 // instruction moves whole 128-byte lines), each moving chunks chunk0 + i * kRowThreads (16 bytes each); a
-// pass covers kPassRows rows (a power of two dividing kBN) and a tile kPasses passes. Threads past
+// pass covers kPassRows rows (a power of two dividing kRows) and the rows kPasses passes. Threads past
 // kActive = kPassRows * kRowThreads (three warps, say) copy nothing. Every address is a per-thread pointer
 // fixed at construction plus, per tile, one offset per page (or one per tile when the cache is contiguous)
 // and, per pass, a 64-bit add: the copy itself takes an immediate offset. The generic alternative (a 64-bit
 // multiply per row and copy) cost about 300 of 750 instructions of a 64-key tile.
 //
-// Paged caches: passes start at multiples of kPassRows (tiles start at multiples of kBN, so at page starts
-// when kBN is a multiple of the page size), so with pages of kPassRows tokens or more the rows of a pass
-// share one page, the same for every thread; a tile then needs kLookups page-table entries (one per page it
-// touches). Smaller pages (down to one token) gather: each thread looks up the page of each of its rows.
+// Paged caches: passes start at multiples of kPassRows (tiles start at multiples of kBN and slices at
+// multiples of kRows, so at page starts when kRows is a multiple of the page size), so with pages of
+// kPassRows tokens or more the rows of a pass share one page, the same for every thread; the rows then need
+// kLookups page-table entries (one per page they touch). Smaller pages (down to one token) gather: each
+// thread looks up the page of each of its rows.
 // (Sixteen threads per row, which would keep the 16-row passes of 256 threads within 16-token pages,
 // measured slower on the H200 than gathering with eight: B16 Sk 8k 3869 against 4235 GB/s.)
 #pragma once
@@ -22,29 +25,32 @@
 
 namespace flashjit::decode {
 
-template <class Tile, int kThreads, int kBN, int kPageSize>
+template <class Tile, int kThreads, int kRows, int kPageSize>
 struct KvLoads {
   static constexpr bool kPaged = kPageSize > 0;
   static constexpr int kRowThreads = Tile::kChunks % 8 == 0 ? 8 : Tile::kChunks % 4 == 0 ? 4 : 2;
   static constexpr int kCopies = Tile::kChunks / kRowThreads;  // per thread and row
   static constexpr int pass_rows() {
-    int r = 1;  // the largest power of two that divides kBN with r * kRowThreads <= kThreads
-    while (kBN % (2 * r) == 0 && 2 * r * kRowThreads <= kThreads) r *= 2;
+    int r = 1;  // the largest power of two that divides kRows with r * kRowThreads <= kThreads
+    while (kRows % (2 * r) == 0 && 2 * r * kRowThreads <= kThreads) r *= 2;
     return r;
   }
   static constexpr int kPassRows = pass_rows();
   static constexpr int kActive = kPassRows * kRowThreads;  // threads that copy
-  static constexpr int kPasses = kBN / kPassRows;
+  static constexpr int kPasses = kRows / kPassRows;
   static constexpr bool kGather = kPaged && kPageSize < kPassRows;
   // Passes that share one pointer computation (a page-table entry when paged), and the entries a tile needs.
   static constexpr int kPassesPerLookup = !kPaged  ? kPasses
                                           : kGather ? 1
-                                          : kBN % kPageSize == 0 ? kPageSize / kPassRows
-                                          : kPageSize % kBN == 0 ? kPasses
-                                                                 : 1;
+                                          : kRows % kPageSize == 0 ? kPageSize / kPassRows
+                                          : kPageSize % kRows == 0 ? kPasses
+                                                                   : 1;
   static constexpr int kLookups = kPaged ? kPasses / kPassesPerLookup : 1;
-  // Same swizzle for every pass and copy: shared addresses are one register plus immediates.
-  static constexpr bool kImmediateDst = kRowThreads == 8 && kPassRows % 8 == 0;
+  // Shared addresses as registers plus immediates: with 8 threads per row a copy's chunk keeps its swizzle
+  // across the row (chunk0 + 8i), and rows 8 apart share it, so the first kDstBases passes' offsets (one
+  // when a pass covers a multiple of 8 rows; two for the 4-row passes of one warp) address every copy.
+  static constexpr bool kImmediateDst = kRowThreads == 8;
+  static constexpr int kDstBases = kPassRows >= 8 ? 1 : (8 / kPassRows < kPasses ? 8 / kPassRows : kPasses);
   static_assert(!kPaged || (kPageSize & (kPageSize - 1)) == 0, "page sizes are powers of two");
 
   // The page-table entries of one tile, read a tile ahead of its copies and kept as read: -1 past the read's
@@ -57,27 +63,32 @@ struct KvLoads {
     int page[kLookups];
   };
 
-  int row, chunk0;
+  int row, chunk0;                       // within the loader's rows
+  int row0;                              // the loader's first row in the tile
   int num_pages;
   bool active;
-  unsigned dst0;                         // shared offset of (row, chunk0) in a tile
+  unsigned dst0[kImmediateDst ? kDstBases : 1];  // shared offsets of (row0 + row + m * kPassRows, chunk0)
   const unsigned short *k_base, *v_base; // the KV head's cache plus the thread's row and chunk0 offsets
   long long k_pass, v_pass;              // kPassRows rows, elements
   long long k_outer, v_outer;            // sequence (contiguous) or page stride, elements
   long long k_seq, v_seq;
   const int* table;                      // the sequence's page-table row (paged)
 
-  __device__ KvLoads(const DecodeParams& p, int batch, int kv_head, int tid) {
+  // tid: the thread among the loader's kThreads; first_row: the loader's first row in the tile.
+  __device__ KvLoads(const DecodeParams& p, int batch, int kv_head, int tid, int first_row) {
     row = tid / kRowThreads;
     chunk0 = tid % kRowThreads;
+    row0 = first_row;
     num_pages = p.num_pages;
     active = tid < kActive;
-    dst0 = Tile::offset(row, chunk0);
+#pragma unroll
+    for (int m = 0; m < (kImmediateDst ? kDstBases : 1); ++m) dst0[m] = Tile::offset(row0 + row + m * kPassRows, chunk0);
     k_seq = p.k_seq, v_seq = p.v_seq;
     k_pass = kPassRows * p.k_seq, v_pass = kPassRows * p.v_seq;
     k_outer = p.k_batch, v_outer = p.v_batch;
     k_base = static_cast<const unsigned short*>(p.k) + kv_head * p.k_head + row * p.k_seq + chunk0 * 8;
     v_base = static_cast<const unsigned short*>(p.v) + kv_head * p.v_head + row * p.v_seq + chunk0 * 8;
+    // (row0 is added per tile: to the key of a page lookup, or to the contiguous tile's first row.)
     if constexpr (kPaged) {
       table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
     } else {
@@ -87,12 +98,13 @@ struct KvLoads {
     }
   }
 
-  // The first key of lookup s (gather: the thread's own row of pass s).
+  // The first key of lookup s of the tile at n0 (gather: the thread's own row of pass s).
   __device__ __forceinline__ int lookup_key(int n0, int s) const {
-    return n0 + s * kPassesPerLookup * kPassRows + (kGather ? row : 0);
+    return n0 + row0 + s * kPassesPerLookup * kPassRows + (kGather ? row : 0);
   }
 
-  // The raw entries of the tile at n0 for keys below `limit` (at most the table row's keys), unchecked.
+  // The raw entries of the loader's rows of the tile at n0 for keys below `limit` (at most the table row's
+  // keys), unchecked.
   __device__ __forceinline__ void read(int n0, int limit, Pages& t) const {
     if constexpr (kPaged) {
       if constexpr (kActive < kThreads) {
@@ -107,13 +119,14 @@ struct KvLoads {
   }
 
   __device__ __forceinline__ unsigned dst(int j, int i) const {
-    if constexpr (kImmediateDst) return dst0 + (j * kPassRows * Tile::kRowElems + i * 64) * 2;
-    return Tile::offset(row + j * kPassRows, chunk0 + i * kRowThreads);
+    if constexpr (kImmediateDst)
+      return dst0[j % kDstBases] + ((j / kDstBases) * kDstBases * kPassRows * Tile::kRowElems + i * 64) * 2;
+    return Tile::offset(row0 + row + j * kPassRows, chunk0 + i * kRowThreads);
   }
 
-  // Copies keys [n0, n0 + kBN) into the stage at s_k / s_v, K's rows first, then `between()` (the caller's
-  // commit: K and V land as two cp.async groups, so that Q·Kᵀ need not wait for V), then V's rows; rows at
-  // or past k1 are zero-filled, unread.
+  // Copies the loader's rows of keys [n0, n0 + kBN) (keys n0 + row0 ... n0 + row0 + kRows - 1) into the
+  // stage at s_k / s_v, K's rows first, then `between()` (the caller's commit: K and V land as two cp.async
+  // groups, so that Q·Kᵀ need not wait for V), then V's rows; rows at or past k1 are zero-filled, unread.
   template <class Between>
   __device__ __forceinline__ void load(unsigned s_k, unsigned s_v, int n0, int k1, const Pages& pages,
                                        Between&& between) const {
@@ -129,9 +142,9 @@ struct KvLoads {
 #pragma unroll
     for (int s = 0; s < kLookups; ++s) {
       if constexpr (kPaged) {
-        // Tiles start at multiples of kBN (the host rounds splits to whole tiles and pages), so when pages
-        // tile the tile, every lookup starts a page.
-        const int token = kBN % kPageSize == 0 && !kGather
+        // Tiles start at multiples of kBN (the host rounds splits to whole tiles and pages) and the loader's
+        // rows at multiples of kRows, so when pages tile the rows, every lookup starts a page.
+        const int token = kRows % kPageSize == 0 && !kGather
                               ? 0
                               : static_cast<int>(static_cast<unsigned>(lookup_key(n0, s)) % kPageSize) -
                                     (kGather ? row : 0);
@@ -141,8 +154,8 @@ struct KvLoads {
         v_off[s] = static_cast<long long>(page * v_outer) + token * v_seq;
       } else {
         page_ok[s] = true;
-        k_off[s] = n0 * k_seq;
-        v_off[s] = n0 * v_seq;
+        k_off[s] = (n0 + row0) * k_seq;
+        v_off[s] = (n0 + row0) * v_seq;
       }
     }
     copy(s_k, k_base, k_pass, k_off, page_ok, n0, k1);
@@ -159,7 +172,7 @@ struct KvLoads {
     for (int j = 0; j < kPasses; ++j) {
       const int s = j / kPassesPerLookup;
       if (j % kPassesPerLookup == 0) src = base + off[s];
-      const bool valid = page_ok[s] && n0 + j * kPassRows + row < k1;
+      const bool valid = page_ok[s] && n0 + row0 + j * kPassRows + row < k1;
 #pragma unroll
       for (int i = 0; i < kCopies; ++i) ptx::cp_async_16(s_dst + dst(j, i), src + i * kRowThreads * 8, valid);
       src += pass;

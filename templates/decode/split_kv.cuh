@@ -6,7 +6,10 @@
 // through shared memory at the end; with column groups, every warp of the m-tile computes the whole tile's
 // scores (the same softmax state) and P·V for its kHeadDim / kColGroups columns of O. Without key groups
 // each warp writes its rows (its columns) from its registers: no merge, no barrier after the main loop (but
-// the cluster merge's).
+// the cluster merge's). With one m-tile and key groups (or one warp) each warp reads only the K and V rows of
+// its key slice: it copies them itself and waits for its own copies (a warp barrier), so no warp waits for
+// another in the main loop. Warps that share rows (column groups, several m-tiles) copy tiles together and
+// synchronize the CTA.
 // Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a
 // (and j >= a - window_left).
 // Split partials: with several splits each CTA's state (O normalized, fp32, and LSE) goes to the workspace
@@ -63,7 +66,9 @@ struct SplitKernel {
   static_assert(kHeadDim % 16 == 0 && kStages >= 2, "head_dim multiple of 16, two stages or more");
   static constexpr int kMaxClusterSplits = DecodeParams::kMaxClusterSplits;
 
-  using Loads = KvLoads<KVTile, kThreads, kBN, kPageSize>;
+  // Each warp copies and reads only its key slice of every tile (its rows of Q aside).
+  static constexpr bool kWarpSlices = kMT == 1 && kColGroups == 1;
+  using Loads = KvLoads<KVTile, kWarpSlices ? 32 : kThreads, kWarpSlices ? kSliceN : kBN, kPageSize>;
   static constexpr bool kPaged = kPageSize > 0;
 
   // Where a row of this CTA's tile goes: row r is token r / group of query head kv_head * group + r % group;
@@ -112,7 +117,13 @@ struct SplitKernel {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int split = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int rows_valid = p.group * p.q_len;
-    const Loads loads(p, batch, kv_head, tid);
+    const Loads loads(p, batch, kv_head, kWarpSlices ? lane : tid, kWarpSlices ? warp * kSliceN : 0);
+    // Orders a tile's copies (this thread's, landed) before the reads of the threads that read them, and
+    // those reads before a later copy into the same stage.
+    const auto loads_visible = [] {
+      if constexpr (kWarpSlices) __syncwarp();
+      else __syncthreads();
+    };
     // Launched with programmatic dependent launch (sm_90), this CTA may have started while the kernel before
     // it still runs, which may write anything read or written below (Q, the cache, lengths, page table, the
     // workspace, O): wait for its completion before the first global access. Up to here: launch, setup and
@@ -196,7 +207,8 @@ struct SplitKernel {
     for (int it = 0; it < num_tiles; ++it) {
       // Groups issued after this tile's K: its V and the K and V of the kStages - 2 tiles after it.
       ptx::cp_async_wait<2 * kStages - 3>();
-      __syncthreads();
+      if (kWarpSlices && it == 0) __syncthreads();  // Q: copied by every thread, read by every warp
+      else loads_visible();
       if (it + kStages - 1 < num_tiles) {
         const unsigned fill = ((it + kStages - 1) % kStages) * KVTile::kBytes;
         loads.load(s_k + fill, s_v + fill, k0 + (it + kStages - 1) * kBN, k1, pages, commit);
@@ -266,7 +278,7 @@ struct SplitKernel {
       }
       // This tile's V (groups issued after it: the K and V of the kStages - 1 tiles after it).
       ptx::cp_async_wait<2 * kStages - 2>();
-      __syncthreads();
+      loads_visible();
 #pragma unroll
       for (int kk = 0; kk < kNT / 2; ++kk) {
         unsigned a[4];
