@@ -302,18 +302,22 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.warps = 2;
     split.column_groups = p.head_dim % 32 == 0 ? 2 : 1;
     split.stages = short_keys > 128 && ctas <= 8LL * sms ? 3 : 2;
-  } else if (p.layout == KvLayout::paged && p.head_dim == 128 && split.rows == 16 && split.block_n == 128 &&
-             ctas > sms && ctas <= 2LL * sms && ctas_per_sm(split) == 1) {
-    // Between one and two CTAs per SM the 128-key tiles' CTAs (200 KB at d128, one per SM) run in two rounds or
-    // take splits and a combine pass; 64-key tiles (100 KB, two per SM) run every CTA at once, unsplit, as on a
-    // contiguous cache. H200, Sk 8k, µs, 64-key tiles / 128-key tiles (the time model's splits) / cuDNN on the
-    // contiguous cache: 16-token pages B17 145.4 / 156.2 / 138.6, B20 163.9 / 169.8 / 162.6, B24 191.4 / 197.0 /
-    // 197.5, B33 257.4 / 260.7 / 252.3; 1-token pages B20 170.5 / 173.7 / 163.9; 64-token pages B20 162.8 /
-    // 164.7 / 162.9, B24 195.2 / 190.3 / 197.9 (the one loss). Other head dims (d80-d112 also pad to 200 KB
-    // CTAs): not measured.
-    DecodeKernelConfig half = split;
-    half.block_n = 64;
-    if (ctas_per_sm(half) >= 2) split = half;
+  } else if (config::large_shared_memory(arch) && p.head_dim == 128 && split.rows == 16 && ctas > sms &&
+             (p.layout == KvLayout::contiguous || ctas <= 2LL * sms)) {
+    // Longer caches over more CTAs than SMs: 64-key tiles in two stages (68 KB; two CTAs per SM by registers).
+    // Where one to two CTAs per SM run at once, three stages let some streams fall behind and the last of them
+    // run alone (per-CTA end times at B20 Sk 8k: median 142-145 µs, last 163-171); a paged cache's 128-key
+    // tiles (200 KB at d128, one CTA per SM) ran in two rounds or split. H200 (thirteenth session), Sk 8k
+    // unless stated, µs, two stages / three (64-key tiles) / cuDNN: B17 134.9 / 137.4 / 135.8, B18 141.5 /
+    // 150.6 / 143.9, B20 156.0 / 170.3 / 160.3, B22 168.3 / 183.6 / 179.2, B24 183.2 / 192.5 / 196.9, B28 213.0
+    // / 219.8 / 226.2, B20 Sk 4k 78.8 / 87.1 / 81.8, B20 Sk 16k 307.7 / 337.0 / 314.6; 16-token pages B20 156.7
+    // / 161.8 / 155.9 (128-key tiles over two rounds: 169.8, eighth session). Beyond two CTAs per SM a little
+    // ahead: B32 236.2 / 237.7 / 238.9, B40 298.9 / 301.4 / 336.9, B128 Sk 2k 237.9 / 239.5 / 240.9, B64 Sk 16k
+    // 929 / 940 / 939; paged caches there keep the 128-key tiles (16-token pages B64 Sk 2k 123.5 / 124.0 with
+    // them). With one CTA per SM or fewer three stages win (B16 Sk 8k 125.5 / 120.3, B1 Sk 32k 35.6 / 34.5).
+    split.block_n = 64;
+    split.warps = 4;
+    split.stages = 2;
   }
   return split;
 }

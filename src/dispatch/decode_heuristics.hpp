@@ -80,7 +80,8 @@ struct DecodePlan {
   std::size_t workspace_bytes = 0;
 };
 
-// The split kernel plan_decode launches for the problem (decode_kernel_config, then the short-cache rules).
+// The split kernel plan_decode launches for the problem (decode_kernel_config, then the rules for short caches and
+// for longer ones over more CTAs than SMs).
 DecodeKernelConfig decode_split_kernel(const DecodeProblem& problem, const Arch& arch, int sms);
 
 // The plan of a checked problem on a device with `sms` multiprocessors: problem.num_splits forces the

@@ -155,16 +155,24 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   for (const auto& o : compile_all(configs)) check_compiled(o, true);
 }
 
-TEST_CASE("nvrtc decode: the contiguous short-cache kernels keep the CTAs per SM the planner counts on",
+TEST_CASE("nvrtc decode: the planner's kernels of more CTAs than SMs keep the CTAs per SM it counts on",
           "[compile][decode]") {
-  // One warp (three and two stages, with and without a window) and two warps (d64), over many CTAs of
-  // short caches: their registers must let ctas_per_sm() CTAs share an SM (the H200 lost 13% at B256 Sk 32
-  // when the two-warp kernel went from 168 to 176 registers).
+  // Short caches over many CTAs (one warp in three and two stages, with and without a window; two warps at
+  // d64; column groups), four warps on key slices of 64-key tiles in two stages (33-64 keys, short d128
+  // caches up to two CTAs per SM, longer caches over more CTAs than SMs, 16- and 1-token pages): their
+  // registers must let ctas_per_sm() CTAs share an SM (the H200 lost 13% at B256 Sk 32 when a short-cache
+  // kernel went from 168 to 176 registers).
   std::vector<DecodeKernelConfig> configs;
-  for (auto [batch, keys, window, d] : {std::tuple{64, 32, -1, 128}, {256, 32, -1, 128}, {64, 32768, 100, 128},
-                                        {256, 32, 100, 128}, {64, 256, -1, 64}}) {
+  for (auto [batch, keys, window, d, page] :
+       {std::tuple{64, 32, -1, 128, 0}, {256, 32, -1, 128, 0}, {64, 32768, 100, 128, 0}, {256, 32, 100, 128, 0},
+        {64, 256, -1, 64, 0}, {16, 64, -1, 128, 0}, {24, 128, -1, 128, 0}, {20, 8192, -1, 128, 0},
+        {20, 8192, -1, 128, 16}, {16, 64, -1, 128, 1}, {16, 32, -1, 128, 0}, {64, 128, -1, 128, 16}}) {
     auto p = flashjit::DecodeProblem{};
     p.batch = batch, p.heads_q = 32, p.heads_kv = 8, p.head_dim = d, p.max_seqlen_k = keys, p.window_left = window;
+    if (page > 0) {
+      p.layout = flashjit::KvLayout::paged, p.page_size = page;
+      p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
+    }
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
   }
   REQUIRE(configs[0].warps == 1);
@@ -172,6 +180,14 @@ TEST_CASE("nvrtc decode: the contiguous short-cache kernels keep the CTAs per SM
   REQUIRE(configs[1].stages == 2);
   REQUIRE(configs[2].window);
   REQUIRE(configs[4].warps == 2);
+  for (std::size_t i = 5; i < 10; ++i) {
+    INFO(readable_name(configs[i]));
+    REQUIRE(configs[i].block_n == 64);
+    REQUIRE(configs[i].warps == 4);
+    REQUIRE(configs[i].stages == 2);
+  }
+  REQUIRE(configs[10].column_groups == 4);
+  REQUIRE(configs[11].column_groups == 2);
   const auto outcomes = compile_all(configs);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     check_compiled(outcomes[i], true);

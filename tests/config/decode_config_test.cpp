@@ -220,7 +220,8 @@ TEST_CASE("any config: the kind comes from \"kernel\"; prefill JSON is unchanged
   CHECK(to_string(c.kind()) == std::string("combine"));
 }
 
-TEST_CASE("decode config: CTAs per SM by shared memory, at most what 168 registers per thread allow",
+TEST_CASE("decode config: CTAs per SM by shared memory, at most what the registers allow (192 per thread for key "
+          "slices of d128 and more, 168 else)",
           "[config][decode]") {
   DecodeKernelConfig c;  // d128, 16 rows, 64-key tiles, three stages, four warps: 100 KB
   c.arch = Arch{90, true};
@@ -228,10 +229,15 @@ TEST_CASE("decode config: CTAs per SM by shared memory, at most what 168 registe
   c.arch = Arch{80, false};  // 164 KB per SM
   CHECK(flashjit::ctas_per_sm(c) == 1);
   c.arch = Arch{90, true};
-  c.block_n = 32, c.stages = 2, c.warps = 2;  // the short-cache kernel: 36 KB, 64 threads
+  c.block_n = 64, c.stages = 2;  // 68 KB: three by shared memory, two by registers (64 Ki / (128 x 192))
+  CHECK(flashjit::shared_memory_bytes(c) == 69632);
+  CHECK(flashjit::ctas_per_sm(c) == 2);
+  c.block_n = 32, c.stages = 2, c.warps = 2;  // 36 KB, 64 threads
   CHECK(flashjit::shared_memory_bytes(c) == 36864);
-  CHECK(flashjit::ctas_per_sm(c) == 6);  // 228 KB / 37 KB = 6; 64 Ki registers / (64 x 168) = 6
-  c.head_dim = 64;  // 18 KB: twelve by shared memory, six by registers
+  CHECK(flashjit::ctas_per_sm(c) == 5);  // 228 KB / 37 KB = 6; 64 Ki registers / (64 x 192) = 5
+  c.column_groups = 2;  // the paged short-cache kernel: 64 Ki / (64 x 168) = 6
+  CHECK(flashjit::ctas_per_sm(c) == 6);
+  c.column_groups = 1, c.head_dim = 64;  // 18 KB: twelve by shared memory, six by registers
   CHECK(flashjit::ctas_per_sm(c) == 6);
   c.head_dim = 128, c.block_n = 128, c.stages = 3, c.warps = 4;  // 196 KB
   CHECK(flashjit::ctas_per_sm(c) == 1);

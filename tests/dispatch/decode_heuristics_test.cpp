@@ -487,7 +487,7 @@ TEST_CASE("decode plan: short caches over more CTAs than SMs take four warps on 
   CHECK(shape(plan_decode(decode_problem(256, 512), kSm90a, 132)) == Shape{32, 1, 2});
   CHECK(flashjit::shared_memory_bytes(plan_decode(decode_problem(64, 32), kSm90a, 132).split) == 53248);
   CHECK(shape(plan_decode(decode_problem(16, 128), kSm90a, 132)) == Shape{64, 4, 3});  // 128 CTAs: one per SM
-  CHECK(shape(plan_decode(decode_problem(64, 513), kSm90a, 132)) == Shape{64, 4, 3});  // a longer cache
+  CHECK(shape(plan_decode(decode_problem(64, 513), kSm90a, 132)) == Shape{64, 4, 2});  // a longer cache: the next test
   CHECK(shape(plan_decode(decode_problem(64, 32, 8), kSm90a, 132)) == Shape{64, 4, 3});  // 32 rows
   // A window bounds the visible keys: a long cache with a short window counts as short.
   CHECK(shape(plan_decode(decode_problem(64, 32768, 1, 100), kSm90a, 132)) == Shape{32, 1, 3});
@@ -587,7 +587,35 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
   CHECK(std::get<2>(shape(plan_decode(d64, kSm90a, 132))) == 1);
 }
 
-TEST_CASE("decode plan: paged caches between one and two CTAs per SM take 64-key tiles, two CTAs per SM, unsplit",
+TEST_CASE("decode plan: longer contiguous d128 caches over more CTAs than SMs take 64-key tiles in two stages, "
+          "three up to one CTA per SM",
+          "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  using Shape = std::tuple<int, int, int>;
+  auto shape = [](const flashjit::dispatch::DecodePlan& plan) {
+    return Shape{plan.split.block_n, plan.split.warps, plan.split.stages};
+  };
+  for (int batch : {17, 20, 33, 64, 256})  // 136 to 2048 CTAs
+    for (int keys : {513, 8192, 32768}) {
+      INFO("B" << batch << " Sk " << keys);
+      const auto plan = plan_decode(decode_problem(batch, keys), kSm90a, 132);
+      CHECK(shape(plan) == Shape{64, 4, 2});
+      CHECK(flashjit::ctas_per_sm(plan.split) == 2);
+      CHECK(validate(plan.split).empty());
+    }
+  CHECK(shape(plan_decode(decode_problem(16, 8192), kSm90a, 132)) == Shape{64, 4, 3});  // 128 CTAs
+  CHECK(shape(plan_decode(decode_problem(1, 32768), kSm90a, 132)) == Shape{64, 4, 3});  // split
+  CHECK(shape(plan_decode(decode_problem(20, 8192, 1, 1000), kSm90a, 132)) == Shape{64, 4, 2});  // a long window
+  // Not measured, unchanged: two m-tiles (q_len 8, 32 rows), other head dims, sm_80.
+  CHECK(shape(plan_decode(decode_problem(20, 8192, 8), kSm90a, 132)) == Shape{64, 4, 3});
+  auto d64 = decode_problem(20, 8192);
+  d64.head_dim = 64;
+  CHECK(plan_decode(d64, kSm90a, 132).split.stages == 3);
+  CHECK(plan_decode(decode_problem(20, 8192), flashjit::Arch{80, false}, 108).split.stages != 2);
+}
+
+TEST_CASE("decode plan: paged caches between one and two CTAs per SM take 64-key tiles in two stages, two CTAs per "
+          "SM, unsplit",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   auto paged = [](int batch, int keys, int page) { return with_pages(decode_problem(batch, keys), page); };
@@ -598,7 +626,7 @@ TEST_CASE("decode plan: paged caches between one and two CTAs per SM take 64-key
         const auto plan = plan_decode(paged(batch, keys, page), kSm90a, 132);
         CHECK(plan.split.block_n == 64);
         CHECK(plan.split.warps == 4);
-        CHECK(plan.split.stages == 3);
+        CHECK(plan.split.stages == 2);
         CHECK(flashjit::ctas_per_sm(plan.split) == 2);
         CHECK(plan.splits.num_splits == 1);
         CHECK(validate(plan.split).empty());

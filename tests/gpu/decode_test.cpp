@@ -292,6 +292,27 @@ TEST_CASE("decode: short contiguous d128 caches over one to two CTAs per SM (fou
   check_decode(s);
 }
 
+TEST_CASE("decode: longer caches over one to two CTAs per SM (64-key tiles in two stages, warps on their own key "
+          "slices) match float64", "[decode][gpu]") {
+  // 80 sequences of 0 to 2000 keys over 2 KV heads: 160 CTAs, one to two per SM of an H200, up to 32 tiles
+  // each; every warp copies and reads only its 16-key slice of a tile, contiguous and paged (1-token pages
+  // gather, 16-token pages are one per slice, 64-token pages span four slices).
+  const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
+  const int splits = GENERATE(0, 3);
+  std::vector<int> lens(80);
+  for (int b = 0; b < 80; ++b) lens[b] = (b * 389) % 2001;
+  lens[3] = 2000;
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
+  s.num_splits = splits;
+  if (planner_rules_apply()) {
+    const DecodeKernelConfig split = planned_split(s);
+    CHECK(split.block_n == 64);
+    CHECK(split.warps == 4);
+    CHECK(split.stages == 2);
+  }
+  check_decode(s);
+}
+
 TEST_CASE("decode: d256 with 112 and 128 rows (one warp per m-tile, no merge buffer) matches float64",
           "[decode][gpu]") {
   // The largest Q tiles: shared memory holds Q and the K/V stages only (the one-key-group epilogue writes
