@@ -136,13 +136,13 @@ int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }
 int threads_per_cta(const CombineKernelConfig& c) { return 32 * c.warps; }
 
 int ctas_per_sm(const DecodeKernelConfig& c) {
-  // Registers are not known before compiling. ptxas (NVRTC 13.0, sm_90a) gives the key-slice kernels of head
-  // dims of 128 and more 174-202 per thread (the four-warp 64-key ones 174-187: two CTAs per SM, not the
-  // three their 68 KB would allow), the others at most 168 (column groups 99-160, key slices of d64-d112
-  // 106-163; for the contiguous d128 one-warp kernels shared memory binds first). Counting more CTAs than fit
-  // costs: a short-cache kernel that went from 168 to 176 registers (five CTAs per SM instead of six) ran
-  // B256 Sk 32 in 19.4 µs instead of 16.9 on the H200. The compile test checks the bound for the planner's
-  // kernels.
+  // Registers are not known before compiling. ptxas (NVRTC 13.0, sm_90a) gives the kernels without column
+  // groups of head dims of 128 and more 174-234 per thread (the four-warp 64-key d128 ones 174-187: two CTAs
+  // per SM, not the three their 68 KB would allow; d256 and the one-warp d128 kernels are bound by shared
+  // memory first), the planner's others at most 168 (column groups 99-160, key slices of d64-d112 106-163).
+  // Counting more CTAs than fit costs: a short-cache kernel that went from 168 to 176 registers (five CTAs per
+  // SM instead of six) ran B256 Sk 32 in 19.4 µs instead of 16.9 on the H200. A compile test checks the bound
+  // for a dozen of the planner's kernels of more CTAs than SMs.
   constexpr int kRegisterFile = 64 * 1024;
   const int registers_per_thread = c.column_groups <= 1 && c.head_dim >= 128 ? 192 : 168;
   const int by_smem = config::shared_memory_per_sm(c.arch) /

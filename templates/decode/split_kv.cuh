@@ -7,9 +7,9 @@
 // scores (the same softmax state) and P·V for its kHeadDim / kColGroups columns of O. Without key groups
 // each warp writes its rows (its columns) from its registers: no merge, no barrier after the main loop (but
 // the cluster merge's). With one m-tile and key groups (or one warp) each warp reads only the K and V rows of
-// its key slice: it copies them itself and waits for its own copies (a warp barrier), so no warp waits for
-// another in the main loop. Warps that share rows (column groups, several m-tiles) copy tiles together and
-// synchronize the CTA.
+// its key slice: it copies them itself and waits for its own copies (a warp barrier), so past the first
+// tile (a CTA barrier for Q, which every thread copies) no warp waits for another in the main loop. Warps that
+// share rows (column groups, several m-tiles) copy tiles together and synchronize the CTA.
 // Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a
 // (and j >= a - window_left).
 // Split partials: with several splits each CTA's state (O normalized, fp32, and LSE) goes to the workspace

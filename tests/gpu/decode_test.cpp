@@ -232,8 +232,9 @@ TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two colu
 
 TEST_CASE("decode: paged caches over one to two CTAs per SM (64-key tiles, two CTAs per SM) match float64",
           "[decode][gpu]") {
-  // 70 sequences of 0 to 1500 keys over 2 KV heads: 140 CTAs, where the planner halves the 128-key tiles of
-  // paged caches so that two CTAs fit an SM; with forced splits the same kernel writes partials.
+  // 70 sequences of 0 to 1500 keys over 2 KV heads: 140 CTAs, where the planner takes 64-key tiles in two
+  // stages instead of the 128-key tiles of paged caches, so that two CTAs fit an SM; with forced splits the same
+  // kernel writes partials.
   const Layout layout = GENERATE(kPaged1, kPaged16, kPaged64, kPaged256);
   const int splits = GENERATE(0, 3);
   std::vector<int> lens(70);
@@ -245,6 +246,7 @@ TEST_CASE("decode: paged caches over one to two CTAs per SM (64-key tiles, two C
     const DecodeKernelConfig split = planned_split(s);
     CHECK(split.block_n == 64);
     CHECK(split.warps == 4);
+    CHECK(split.stages == 2);
   }
   check_decode(s);
 }
