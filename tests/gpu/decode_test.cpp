@@ -230,27 +230,6 @@ TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two colu
   check_decode(s);
 }
 
-TEST_CASE("decode: paged caches over one to two CTAs per SM (64-key tiles, two CTAs per SM) match float64",
-          "[decode][gpu]") {
-  // 70 sequences of 0 to 1500 keys over 2 KV heads: 140 CTAs, where the planner takes 64-key tiles in two
-  // stages instead of the 128-key tiles of paged caches, so that two CTAs fit an SM; with forced splits the same
-  // kernel writes partials.
-  const Layout layout = GENERATE(kPaged1, kPaged16, kPaged64, kPaged256);
-  const int splits = GENERATE(0, 3);
-  std::vector<int> lens(70);
-  for (int b = 0; b < 70; ++b) lens[b] = (b * 431) % 1501;
-  lens[9] = 1500;
-  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
-  s.num_splits = splits;
-  if (planner_rules_apply()) {
-    const DecodeKernelConfig split = planned_split(s);
-    CHECK(split.block_n == 64);
-    CHECK(split.warps == 4);
-    CHECK(split.stages == 2);
-  }
-  check_decode(s);
-}
-
 TEST_CASE("decode: many short sequences (one warp for contiguous d128, two column groups else) match float64",
           "[decode][gpu]") {
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
@@ -274,42 +253,30 @@ TEST_CASE("decode: many short sequences (one warp for contiguous d128, two colum
   check_decode(s);
 }
 
-TEST_CASE("decode: short contiguous d128 caches over one to two CTAs per SM (four warps on key slices, two stages) "
+TEST_CASE("decode: caches over one to two CTAs per SM (64-key tiles in two stages, warps on their own key slices) "
           "match float64", "[decode][gpu]") {
-  // 100 sequences of 0 to 512 keys over 2 KV heads: 200 CTAs, one to two per SM of an H200; up to eight 64-key
-  // tiles through two stages, K and V in separate copy groups.
-  const int splits = GENERATE(0, 2);
-  std::vector<int> lens(100);
-  for (int b = 0; b < 100; ++b) lens[b] = (b * 53) % 513;
-  lens[1] = 512;
-  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, kContiguous);
+  // Over 2 KV heads: 100 contiguous sequences of 0 to 512 keys (200 CTAs; the short-cache rule, up to eight
+  // tiles) and 80 of 0 to 2000 keys (160 CTAs, up to 32 tiles; paged caches take these instead of their
+  // 128-key tiles, so that two CTAs fit an SM). Every warp copies and reads only its 16-key slice of a tile
+  // (1-token pages gather, a 16-token page is one slice, 64- and 256-token pages span slices and tiles); with
+  // forced splits the same kernel writes partials.
+  struct Run {
+    int sequences, max_keys;
+    Layout layout;
+  };
+  const Run run = GENERATE(Run{100, 512, kContiguous}, Run{80, 2000, kContiguous}, Run{80, 2000, kPaged1},
+                           Run{80, 2000, kPaged16}, Run{80, 2000, kPaged64}, Run{80, 2000, kPaged256});
+  const int splits = GENERATE(0, 3);
+  std::vector<int> lens(run.sequences);
+  for (int b = 0; b < run.sequences; ++b) lens[b] = (b * 389) % (run.max_keys + 1);
+  lens[3] = run.max_keys;
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, run.layout);
   s.num_splits = splits;
   if (planner_rules_apply()) {
     const DecodeKernelConfig split = planned_split(s);
     CHECK(split.block_n == 64);
     CHECK(split.warps == 4);
     CHECK(split.column_groups == 1);
-    CHECK(split.stages == 2);
-  }
-  check_decode(s);
-}
-
-TEST_CASE("decode: longer caches over one to two CTAs per SM (64-key tiles in two stages, warps on their own key "
-          "slices) match float64", "[decode][gpu]") {
-  // 80 sequences of 0 to 2000 keys over 2 KV heads: 160 CTAs, one to two per SM of an H200, up to 32 tiles
-  // each; every warp copies and reads only its 16-key slice of a tile, contiguous and paged (1-token pages
-  // gather, 16-token pages are one per slice, 64-token pages span four slices).
-  const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
-  const int splits = GENERATE(0, 3);
-  std::vector<int> lens(80);
-  for (int b = 0; b < 80; ++b) lens[b] = (b * 389) % 2001;
-  lens[3] = 2000;
-  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
-  s.num_splits = splits;
-  if (planner_rules_apply()) {
-    const DecodeKernelConfig split = planned_split(s);
-    CHECK(split.block_n == 64);
-    CHECK(split.warps == 4);
     CHECK(split.stages == 2);
   }
   check_decode(s);
