@@ -82,7 +82,8 @@ struct KvLoads {
     num_pages = p.num_pages;
     active = tid < kActive;
 #pragma unroll
-    for (int m = 0; m < (kImmediateDst ? kDstBases : 1); ++m) dst0[m] = Tile::offset(row0 + row + m * kPassRows, chunk0);
+    for (int m = 0; m < (kImmediateDst ? kDstBases : 1); ++m)
+      dst0[m] = Tile::offset(row0 + row + m * kPassRows, chunk0);
     k_seq = p.k_seq, v_seq = p.v_seq;
     k_pass = kPassRows * p.k_seq, v_pass = kPassRows * p.v_seq;
     k_outer = p.k_batch, v_outer = p.v_batch;
