@@ -311,10 +311,11 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     // unless stated, µs, two stages / three (64-key tiles) / cuDNN: B17 134.9 / 137.4 / 135.8, B18 141.5 /
     // 150.6 / 143.9, B20 156.0 / 170.3 / 160.3, B22 168.3 / 183.6 / 179.2, B24 183.2 / 192.5 / 196.9, B28 213.0
     // / 219.8 / 226.2, B20 Sk 4k 78.8 / 87.1 / 81.8, B20 Sk 16k 307.7 / 337.0 / 314.6; 16-token pages B20 156.7
-    // / 161.8 / 155.9 (128-key tiles over two rounds: 169.8, eighth session). Beyond two CTAs per SM a little
-    // ahead: B32 236.2 / 237.7 / 238.9, B40 298.9 / 301.4 / 336.9, B128 Sk 2k 237.9 / 239.5 / 240.9, B64 Sk 16k
-    // 929 / 940 / 939; paged caches there keep the 128-key tiles (16-token pages B64 Sk 2k 123.5 / 124.0 with
-    // them). With one CTA per SM or fewer three stages win (B16 Sk 8k 125.5 / 120.3, B1 Sk 32k 35.6 / 34.5).
+    // / 161.8 / 155.9 (128-key tiles over two rounds: 169.8, eighth session; 1- and 64-token pages follow the
+    // 16-token ones, not measured with two stages). Beyond two CTAs per SM a little ahead: B32 236.2 / 237.7 /
+    // 238.9, B40 298.9 / 301.4 / 336.9, B128 Sk 2k 237.9 / 239.5 / 240.9, B64 Sk 16k 929 / 940 / 939; paged caches
+    // there keep the 128-key tiles (16-token pages B64 Sk 2k 123.5 / 124.0 with them). With one CTA per SM or
+    // fewer three stages win (B16 Sk 8k 125.5 / 120.3, B1 Sk 32k 35.6 / 34.5).
     split.block_n = 64;
     split.warps = 4;
     split.stages = 2;
