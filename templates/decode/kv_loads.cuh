@@ -50,7 +50,9 @@ struct KvLoads {
   // across the row (chunk0 + 8i), and rows 8 apart share it, so the first kDstBases passes' offsets (one
   // when a pass covers a multiple of 8 rows; two for the 4-row passes of one warp) address every copy.
   static constexpr bool kImmediateDst = kRowThreads == 8;
-  static constexpr int kDstBases = kPassRows >= 8 ? 1 : (8 / kPassRows < kPasses ? 8 / kPassRows : kPasses);
+  static constexpr int kDstBases = !kImmediateDst || kPassRows >= 8 ? 1
+                                   : 8 / kPassRows < kPasses      ? 8 / kPassRows
+                                                                  : kPasses;
   static_assert(!kPaged || (kPageSize & (kPageSize - 1)) == 0, "page sizes are powers of two");
 
   // The page-table entries of one tile, read a tile ahead of its copies and kept as read: -1 past the read's
@@ -67,7 +69,7 @@ struct KvLoads {
   int row0;                              // the loader's first row in the tile
   int num_pages;
   bool active;
-  unsigned dst0[kImmediateDst ? kDstBases : 1];  // shared offsets of (row0 + row + m * kPassRows, chunk0)
+  unsigned dst0[kDstBases];              // shared offsets of (row0 + row + m * kPassRows, chunk0)
   const unsigned short *k_base, *v_base; // the KV head's cache plus the thread's row and chunk0 offsets
   long long k_pass, v_pass;              // kPassRows rows, elements
   long long k_outer, v_outer;            // sequence (contiguous) or page stride, elements
@@ -82,7 +84,7 @@ struct KvLoads {
     num_pages = p.num_pages;
     active = tid < kActive;
 #pragma unroll
-    for (int m = 0; m < (kImmediateDst ? kDstBases : 1); ++m)
+    for (int m = 0; m < kDstBases; ++m)
       dst0[m] = Tile::offset(row0 + row + m * kPassRows, chunk0);
     k_seq = p.k_seq, v_seq = p.v_seq;
     k_pass = kPassRows * p.k_seq, v_pass = kPassRows * p.v_seq;
