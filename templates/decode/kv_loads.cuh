@@ -22,6 +22,7 @@
 
 #include "decode/params.cuh"
 #include "ptx/cp_async.cuh"
+#include "ptx/griddep.cuh"
 
 namespace flashjit::decode {
 
@@ -116,7 +117,7 @@ struct KvLoads {
 #pragma unroll
       for (int s = 0; s < kLookups; ++s) {
         const int key = lookup_key(n0, s);  // >= 0
-        t.page[s] = key < limit ? __ldg(table + static_cast<unsigned>(key) / kPageSize) : -1;
+        t.page[s] = key < limit ? ptx::load_after_wait(table + static_cast<unsigned>(key) / kPageSize) : -1;
       }
     }
   }

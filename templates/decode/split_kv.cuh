@@ -137,7 +137,7 @@ struct SplitKernel {
 #pragma unroll
       for (int s = 0; s < kStages; ++s) loads.read(split * p.keys_per_split + s * kBN, p.max_seqlen_k, first[s]);
     }
-    const int seqlen = min(__ldg(p.seqlens_k + batch), p.max_seqlen_k);
+    const int seqlen = min(ptx::load_after_wait(p.seqlens_k + batch), p.max_seqlen_k);
     // Positions of the first and last new token; every row sees keys <= its own position.
     const int a_min = seqlen - p.q_len, a_max = seqlen - 1;
     int lo = 0;

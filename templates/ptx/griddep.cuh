@@ -18,4 +18,14 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
+// A 32-bit global load of what the kernel before this one may have written (lengths, page tables), for use after
+// grid_dependency_wait(). Not ld.global.nc (__ldg): ptxas takes such data as fixed for the kernel's whole life
+// and may hoist its loads above griddepcontrol.wait (it did so with seqlens_k in 17 of 19 decode kernels), where
+// they can read what that kernel has not written yet.
+__device__ __forceinline__ int load_after_wait(const int* ptr) {
+  int v;
+  asm volatile("ld.global.b32 %0, [%1];\n" : "=r"(v) : "l"(ptr));
+  return v;
+}
+
 }  // namespace flashjit::ptx

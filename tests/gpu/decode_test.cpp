@@ -5,7 +5,8 @@
 // 8, 16, 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and
 // fp16, sliding windows, LSE on and off, forced and planned split counts (empty trailing splits) merged by the
 // combine kernel or in thread-block clusters, caller and runtime-owned workspaces, strided q / o / cache, many
-// short sequences, chains of calls each reading the one before's output; merges of 1, 2, 3, 5 and 32 states.
+// short sequences, chains of calls each reading the one before's output, inputs written by a kernel that lets
+// the decode (or merge) start before it ends; merges of 1, 2, 3, 5 and 32 states.
 //
 // Only these: flashjit_gpu_tests "[decode],[merge]"
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "decode_harness.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "harness.hpp"
+#include "late_writer.hpp"
 #include "support/catch.hpp"
 
 using namespace flashjit;
@@ -488,6 +490,39 @@ TEST_CASE("decode: back-to-back calls where each reads the output of the one bef
   expect_close(s.output_shape(), o3, lse3, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
 }
 
+TEST_CASE("decode: behind a kernel that lets it start early, lengths, page table and Q are read after that "
+          "kernel's writes",
+          "[decode][gpu]") {
+  // Programmatic dependent launch (sm_90): the decode's kernels may start as soon as the kernel before them
+  // triggers, so nothing that kernel writes may be read before their griddepcontrol.wait. The writer triggers at
+  // once, sleeps 200 µs, then writes the real lengths, page table and Q over stale ones: Q and the table zero
+  // (uniform weights, every key from page 0), the lengths zero (empty sequences) or max_seqlen_k (every key of
+  // the cache). ptxas hoisted the __ldg of seqlens_k above the wait in 17 of 19 decode kernels: on the H200 this
+  // case then failed with contiguous and 16-token-page caches.
+  ensure_context();
+  const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16);
+  const int splits = GENERATE(0, 1, 3);
+  const bool stale_max = GENERATE(false, true);
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, {300, 4097, 7, 1000}, layout);
+  s.num_splits = splits;
+  const std::uint64_t seed = fresh_seed();
+  INFO(s.to_string() << ", seed " << seed << ", stale lengths " << (stale_max ? "max_seqlen_k" : "0"));
+  auto c = DecodeCase::make(s, seed);
+  if (!c.ok()) FAIL(c.error().to_string());
+  auto writer = LateWriter::make();
+  if (!writer.ok()) FAIL(writer.error().to_string());
+  const DecodeProblem p = c->problem();
+  const std::vector<int> stale_lengths(s.batch(), stale_max ? p.max_seqlen_k : 0);
+  REQUIRE(writer->stage(p.seqlens_k, std::size_t(s.batch()) * 4, stale_lengths.data()).ok());
+  if (s.layout == KvLayout::paged)
+    REQUIRE(writer->stage(p.page_table, std::size_t(s.batch()) * c->max_pages_per_seq() * 4).ok());
+  REQUIRE(writer->stage(p.q, std::size_t(s.batch()) * s.q_len * s.heads_q * s.head_dim * 2).ok());
+  REQUIRE(writer->launch(static_cast<CUstream>(p.stream), 200).ok());
+  auto st = runtime().decode(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  expect_matches_reference(*c, s);
+}
+
 TEST_CASE("decode: q_len 16 and sequences shorter than q_len (rows without a key: O = 0, LSE = -inf)",
           "[decode][gpu]") {
   const int splits = GENERATE(0, 1, 3);
@@ -661,13 +696,27 @@ namespace {
 // Output rounding alone: relative error at most the dtype's unit roundoff (bf16 2^-8, fp16 2^-11).
 double rounding_tolerance(DType d) { return d == DType::bf16 ? 5e-3 : 7e-4; }
 
-void check_merge(const MergeShape& shape) {
+// late_inputs: the states reach the device through a LateWriter's kernel right before the merge (zeros until
+// then), which the merge must wait for.
+void check_merge(const MergeShape& shape, bool late_inputs = false) {
   ensure_context();
   const std::uint64_t seed = fresh_seed();
-  INFO(shape.to_string() << ", seed " << seed);
+  INFO(shape.to_string() << ", seed " << seed << (late_inputs ? ", states written by the kernel before" : ""));
   auto c = MergeCase::make(shape, seed);
   if (!c.ok()) FAIL(c.error().to_string());
-  auto st = runtime().merge(c->problem());
+  const MergeProblem p = c->problem();
+  if (late_inputs) {
+    REQUIRE(!shape.strided);
+    auto writer = LateWriter::make();
+    if (!writer.ok()) FAIL(writer.error().to_string());
+    const std::size_t rows = std::size_t(shape.batch()) * shape.seqlen * shape.heads;
+    for (int i = 0; i < shape.num_states; ++i) {
+      REQUIRE(writer->stage(p.o_in[i], rows * shape.head_dim * 2).ok());
+      REQUIRE(writer->stage(p.lse_in[i], rows * 4).ok());
+    }
+    REQUIRE(writer->launch(static_cast<CUstream>(p.stream), 200).ok());
+  }
+  auto st = runtime().merge(p);
   if (!st.ok()) FAIL(st.error().to_string());
   std::vector<float> o, lse;
   std::int64_t stray = 0;
@@ -701,6 +750,15 @@ TEST_CASE("merge: 2 and 3 states over disjoint key sets match float64 over their
   REQUIRE(probe->partly_empty_rows() > 0);
   REQUIRE(probe->empty_rows() > 0);
   check_merge(s);
+}
+
+TEST_CASE("merge: behind a kernel that lets it start early, the states are read after that kernel's writes",
+          "[merge][gpu]") {
+  // The merge's combine kernel is launched with programmatic dependent launch (sm_90), like decode's.
+  MergeShape s;
+  s.num_states = GENERATE(2, 3);
+  s.seqlen = 4, s.heads = 4, s.keys = {100, 3000, 9};
+  check_merge(s, true);
 }
 
 TEST_CASE("merge: 1, 5 and 32 states, strided inputs and output, without LSE output", "[merge][gpu]") {
