@@ -55,8 +55,8 @@ inline int shared_memory_bytes(const CombineKernelConfig&) { return 0; }  // reg
 int threads_per_cta(const DecodeKernelConfig& c);
 int threads_per_cta(const CombineKernelConfig& c);
 // The split kernels one SM holds at once, as the planner's time model counts them: as many as shared
-// memory allows, at most what 168 registers per thread allow (the contiguous d128 short-cache kernels fit
-// that; the NVRTC compile test checks them).
+// memory allows, at most what the kernel family's registers per thread allow (192 without column groups at
+// head dims of 128 and more, else 168; the NVRTC compile test checks the planner's kernels against them).
 int ctas_per_sm(const DecodeKernelConfig& c);
 
 // decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a.

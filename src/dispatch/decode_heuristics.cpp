@@ -249,15 +249,16 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   // 4.82 / 4.81, Sk 128 8.61 / 7.74 / 8.14, Sk 512 19.04 / 18.66 / 19.76; B64 Sk 32 6.80 / 5.90 / 7.85, Sk 256 19.60 /
   // 18.85 / 21.60; B128 Sk 32 10.92 / 8.84 / 13.72, Sk 512 67.67 / 65.08 / 66.83; B256 Sk 32 16.68 / 14.33 / 25.18, Sk
   // 512 124.1 / 123.0 / 126.8. With one CTA per SM or fewer (B16) four warps are faster from 64 keys (Sk 64 4.91 /
-  // 4.95, Sk 256 7.54 / 9.15). Up to two CTAs per SM, four warps on key slices of 64-key tiles in two stages (68 KB)
-  // now beat the one warp (twelfth session; H200, µs, four warps / one warp / cuDNN): B24 Sk 128 6.27 / 6.95 /
-  // 7.34, B32 Sk 128 7.06 / 7.59 / 7.79, Sk 256 10.84 / 11.42 / 11.58, Sk 512 18.09 / 18.78 / 19.48; beyond, the
-  // one warp stays ahead (B48 Sk 128 10.62 / 9.67 / 12.71, B64 Sk 128 12.50 / 11.66 / 13.87, Sk 256 19.79 / 19.12 /
-  // 21.48, B128 Sk 64 16.38 / 12.58 / 17.89).
+  // 4.95, Sk 256 7.54 / 9.15). Up to two CTAs per SM, four warps on key slices of 64-key tiles in two stages (68 KB:
+  // the rule for longer caches, last below) now beat the one warp (twelfth session; H200, µs, four warps / one warp /
+  // cuDNN): B24 Sk 128 6.27 / 6.95 / 7.34, B32 Sk 128 7.06 / 7.59 / 7.79, Sk 256 10.84 / 11.42 / 11.58, Sk 512 18.09 /
+  // 18.78 / 19.48; beyond, the one warp stays ahead (B48 Sk 128 10.62 / 9.67 / 12.71, B64 Sk 128 12.50 / 11.66 / 13.87,
+  // Sk 256 19.79 / 19.12 / 21.48, B128 Sk 64 16.38 / 12.58 / 17.89).
   // Other head dims and paged caches (not measured with one warp): two warps, 32-key tiles (column groups, stages:
-  // below) over more CTAs than two per SM. H200, contiguous d128, two warps on key slices in two stages, µs against
-  // the default config and cuDNN: B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4;
-  // B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512 130.2 / 130.3 / 129.0.
+  // below) over more CTAs than two per SM (paged d128 up to two per SM: as contiguous). H200, contiguous d128, two
+  // warps on key slices in two stages, µs against the default config and cuDNN: B64 Sk 32 8.8 / 12.0 / 7.9, Sk 128
+  // 14.4 / 17.5 / 14.2, Sk 512 36.5 / 37.9 / 36.4; B256 Sk 32 22.6 / 39.3 / 25.2, Sk 128 42.8 / 48.5 / 48.4, Sk 512
+  // 130.2 / 130.3 / 129.0.
   const long long ctas = 1LL * std::max(p.batch, 1) * std::max(p.heads_kv, 1);
   const int short_keys = visible_keys(p, split.block_n);
   // Measured on the H200 only: the archs with its 228 KB of shared memory per SM (sm_120's 100 KB fit fewer CTAs).
@@ -268,26 +269,10 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.warps = 4;
     split.column_groups = short_keys <= 32 ? 4 : 1;
     split.stages = 2;
-  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms &&
-             ctas <= 2LL * sms) {
-    split.block_n = 64;
-    split.warps = 4;
-    split.column_groups = 1;
-    split.stages = 2;
-  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > sms) {
+  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::contiguous && ctas > 2LL * sms) {
     split.block_n = 32;
     split.warps = 1;
     split.stages = ctas > 8LL * sms || (ctas > 4LL * sms && short_keys <= 128) ? 2 : 3;
-  } else if (short_cache && p.head_dim == 128 && p.layout == KvLayout::paged && ctas > sms && ctas <= 2LL * sms) {
-    // Paged d128 between one and two CTAs per SM (the 200 KB paged kernel ran these in two rounds): two column
-    // groups, 32-key tiles, three stages (52 KB). H200, µs, this / the 200 KB kernel / two warps on key slices /
-    // cuDNN (contiguous): 16-token pages B24 Sk 128 6.68 / 11.00 / 7.83 / 7.81, Sk 512 16.32 / 19.66 / 19.58 /
-    // 16.97; B32 Sk 256 11.56 / 15.78 / 13.05 / 12.11; 64-token pages B32 Sk 128 7.45 / 11.22 / 8.50 / 8.26, Sk
-    // 512 18.90 / 21.72 / 21.38 / 20.04.
-    split.block_n = 32;
-    split.warps = 2;
-    split.column_groups = 2;
-    split.stages = 3;
   } else if (short_cache && ctas > 2LL * sms) {
     // Two column groups where the head dim splits into two slices of whole 16-column groups (else key slices).
     // H200, µs, this / two warps on key slices / cuDNN (contiguous): 16-token pages B48 Sk 32 5.06 / 5.94 /
@@ -304,6 +289,12 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.stages = short_keys > 128 && ctas <= 8LL * sms ? 3 : 2;
   } else if (config::large_shared_memory(arch) && p.head_dim == 128 && split.rows == 16 && ctas > sms &&
              (p.layout == KvLayout::contiguous || ctas <= 2LL * sms)) {
+    // Short caches between one and two CTAs per SM (from 65 keys): see above for contiguous ones; paged ones took
+    // two column groups on 32-key tiles in three stages until the fourteenth session (52 KB; H200, µs, this /
+    // those / cuDNN on a contiguous cache): 16-token pages B24 Sk 128 6.32 / 6.51 / 7.36, Sk 512 15.19 / 15.88 /
+    // 16.05, B32 Sk 256 11.27 / 11.45 / 11.72, Sk 512 19.02 / 19.46 / 19.66; 64-token pages B32 Sk 128 7.29 /
+    // 7.36 / 7.78, Sk 512 18.72 / 18.99 / 19.64; 1-token pages B24 Sk 256 9.48 / 12.67 / 10.03, B32 Sk 512 19.23
+    // / 24.64 / 19.69. Three stages there: mixed (B32 Sk 512, 16-token pages, 18.93; B24 Sk 128 6.86).
     // Longer caches over more CTAs than SMs: 64-key tiles in two stages (68 KB; two CTAs per SM by registers).
     // Where one to two CTAs per SM run at once, three stages let some streams fall behind and the last of them
     // run alone (per-CTA end times at B20 Sk 8k: median 142-145 µs, last 163-171); a paged cache's 128-key

@@ -123,13 +123,15 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
         CHECK(configs.back().stages == 2);
       }
   }
-  // Two column groups: paged d128 short caches between one and two CTAs per SM, 16-token and 1-token pages.
+  // Two column groups in three stages: paged d128 short caches over more than two CTAs per SM, 16-token and
+  // 1-token pages.
   for (int page : {1, 16}) {
     auto p = flashjit::DecodeProblem{};
-    p.batch = 24, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128, p.max_seqlen_k = 256;
+    p.batch = 40, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128, p.max_seqlen_k = 256;
     p.layout = KvLayout::paged, p.page_size = page;
     configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
     CHECK(configs.back().column_groups == 2);
+    CHECK(configs.back().stages == 3);
   }
   // The cluster-merge variants: key groups merged in shared memory first (16 rows, four warps), one key group
   // (d256 x 128 rows), column groups (at most 32 keys), paged.
@@ -159,7 +161,8 @@ TEST_CASE("nvrtc decode: the planner's kernels of more CTAs than SMs keep the CT
           "[compile][decode]") {
   // Short caches over many CTAs (one warp in three and two stages, with and without a window; two warps at
   // d64; column groups), four warps on key slices of 64-key tiles in two stages (33-64 keys, short d128
-  // caches up to two CTAs per SM, longer caches over more CTAs than SMs, 16- and 1-token pages): their
+  // caches up to two CTAs per SM, longer caches over more CTAs than SMs; contiguous, 16- and 1-token pages,
+  // the kernels paged short caches up to two CTAs per SM take too): their
   // registers must let ctas_per_sm() CTAs share an SM (the H200 lost 13% at B256 Sk 32 when a short-cache
   // kernel went from 168 to 176 registers).
   std::vector<DecodeKernelConfig> configs;

@@ -556,7 +556,8 @@ TEST_CASE("decode plan: at most 64 keys over up to two CTAs per SM take one tile
   CHECK(std::get<2>(shape(plan_decode(decode_problem(16, 32), flashjit::Arch{80, false}, 108))) == 1);
 }
 
-TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM take two column groups",
+TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM take 64-key tiles on four warps in "
+          "two stages, as contiguous ones",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;
   auto shape = [](const flashjit::dispatch::DecodePlan& plan) {
@@ -564,16 +565,17 @@ TEST_CASE("decode plan: paged d128 short caches between one and two CTAs per SM 
   };
   using Shape = std::tuple<int, int, int, int>;
   auto paged = [](int batch, int keys, int page) { return with_pages(decode_problem(batch, keys), page); };
-  for (int page : {1, 16, 64, 256})
+  for (int page : {0, 1, 16, 64, 256})
     for (int batch : {17, 24, 33})  // 136 to 264 CTAs
       for (int keys : {65, 128, 512}) {
         INFO("page " << page << " B" << batch << " Sk " << keys);
-        const auto plan = plan_decode(paged(batch, keys, page), kSm90a, 132);
-        CHECK(shape(plan) == Shape{32, 2, 2, 3});
+        const auto plan = plan_decode(page > 0 ? paged(batch, keys, page) : decode_problem(batch, keys), kSm90a, 132);
+        CHECK(shape(plan) == Shape{64, 4, 1, 2});
         CHECK(plan.splits.num_splits == 1);
         CHECK(validate(plan.split).empty());
+        CHECK(flashjit::ctas_per_sm(plan.split) == 2);
       }
-  CHECK(std::get<2>(shape(plan_decode(paged(16, 128, 16), kSm90a, 132))) == 1);  // 128 CTAs: the 200 KB kernel
+  CHECK(shape(plan_decode(paged(16, 128, 16), kSm90a, 132)) == Shape{128, 4, 1, 3});  // 128 CTAs: the 200 KB kernel
   // Beyond two CTAs per SM: two column groups, in three stages over more than 128 keys; d80: key slices.
   CHECK(shape(plan_decode(paged(34, 128, 16), kSm90a, 132)) == Shape{32, 2, 2, 2});
   CHECK(shape(plan_decode(paged(34, 512, 1), kSm90a, 132)) == Shape{32, 2, 2, 3});

@@ -217,21 +217,6 @@ TEST_CASE("decode: at most 64 keys in one tile (four column groups up to 32 keys
   check_decode(s);
 }
 
-TEST_CASE("decode: paged d128 short caches over one to two CTAs per SM (two column groups) match float64",
-          "[decode][gpu]") {
-  // 70 sequences of 0 to 300 keys over 2 KV heads: 140 CTAs (more than an H200's 132 SMs, fewer than two per
-  // SM), 32-key tiles over 1-, 16- and 64-token pages; with forced splits the same kernel writes partials.
-  const Layout layout = GENERATE(kPaged1, kPaged16, kPaged64);
-  const int splits = GENERATE(0, 3);
-  std::vector<int> lens(70);
-  for (int b = 0; b < 70; ++b) lens[b] = (b * 53) % 301;
-  lens[5] = 300;
-  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, lens, layout);
-  s.num_splits = splits;
-  if (planner_rules_apply()) CHECK(planned_split(s).column_groups == 2);
-  check_decode(s);
-}
-
 TEST_CASE("decode: many short sequences (one warp for contiguous d128, two column groups else) match float64",
           "[decode][gpu]") {
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16, kPaged64);
@@ -257,16 +242,17 @@ TEST_CASE("decode: many short sequences (one warp for contiguous d128, two colum
 
 TEST_CASE("decode: caches over one to two CTAs per SM (64-key tiles in two stages, warps on their own key slices) "
           "match float64", "[decode][gpu]") {
-  // Over 2 KV heads: 100 contiguous sequences of 0 to 512 keys (200 CTAs; the short-cache rule, up to eight
-  // tiles) and 80 of 0 to 2000 keys (160 CTAs, up to 32 tiles; paged caches take these instead of their
-  // 128-key tiles, so that two CTAs fit an SM). Every warp copies and reads only its 16-key slice of a tile
-  // (1-token pages gather, a 16-token page is one slice, 64- and 256-token pages span slices and tiles); with
-  // forced splits the same kernel writes partials.
+  // Over 2 KV heads: 100 sequences of 0 to 512 keys (200 CTAs; the short-cache rule, up to eight tiles;
+  // contiguous and on 1-, 16- and 64-token pages) and 80 of 0 to 2000 keys (160 CTAs, up to 32 tiles; paged
+  // caches take these instead of their 128-key tiles, so that two CTAs fit an SM). Every warp copies and reads
+  // only its 16-key slice of a tile (1-token pages gather, a 16-token page is one slice, 64- and 256-token pages
+  // span slices and tiles); with forced splits the same kernel writes partials.
   struct Run {
     int sequences, max_keys;
     Layout layout;
   };
-  const Run run = GENERATE(Run{100, 512, kContiguous}, Run{80, 2000, kContiguous}, Run{80, 2000, kPaged1},
+  const Run run = GENERATE(Run{100, 512, kContiguous}, Run{100, 512, kPaged1}, Run{100, 512, kPaged16},
+                           Run{100, 512, kPaged64}, Run{80, 2000, kContiguous}, Run{80, 2000, kPaged1},
                            Run{80, 2000, kPaged16}, Run{80, 2000, kPaged64}, Run{80, 2000, kPaged256});
   const int splits = GENERATE(0, 3);
   std::vector<int> lens(run.sequences);
