@@ -9,7 +9,9 @@
 namespace flashjit::test {
 namespace {
 
-// The kernel's argument: the ranges by value (the same layout on both sides: pointers, then 64-bit counts).
+// The kernel's argument: the ranges by value (the same layout on both sides: pointers, then 64-bit counts;
+// the source below spells kMaxRanges as 8).
+static_assert(LateWriter::kMaxRanges == 8);
 struct Ranges {
   std::uint64_t dst[LateWriter::kMaxRanges];
   std::uint64_t src[LateWriter::kMaxRanges];
@@ -28,7 +30,9 @@ __device__ unsigned long long now_ns() {
   return t;
 }
 extern "C" __global__ void late_writer(const Ranges r) {
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const unsigned long long t0 = now_ns();
   while (now_ns() - t0 < r.delay_ns) __nanosleep(2000);
   for (unsigned long long i = 0; i < r.count; ++i) {

@@ -1,7 +1,8 @@
-// A kernel for testing programmatic dependent launch (sm_90): one CTA that lets the kernel behind it on the
-// stream start at once (griddepcontrol.launch_dependents), sleeps, then writes. Device ranges staged with it
-// hold stale contents (zeros, or given) until the kernel restores them: a kernel launched behind it with
-// programmatic dependent launch sees their real contents only if it reads them after its griddepcontrol.wait.
+// A kernel for testing programmatic dependent launch: one CTA that lets the kernel behind it on the stream start
+// at once (griddepcontrol.launch_dependents, sm_90+; before, it only sleeps and writes), sleeps, then writes.
+// Device ranges staged with it hold stale contents (zeros, or given) until the kernel restores them: a kernel
+// launched behind it with programmatic dependent launch sees their real contents only if it reads them after its
+// griddepcontrol.wait.
 #pragma once
 
 #include <cstddef>
