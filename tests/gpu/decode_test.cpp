@@ -484,7 +484,7 @@ TEST_CASE("decode: behind a kernel that lets it start early, lengths, page table
   // once, sleeps 200 µs, then writes the real lengths, page table and Q over stale ones: Q and the table zero
   // (uniform weights, every key from page 0), the lengths zero (empty sequences) or max_seqlen_k (every key of
   // the cache). ptxas hoisted the __ldg of seqlens_k above the wait in 17 of 19 decode kernels: on the H200 this
-  // case then failed with contiguous and 16-token-page caches.
+  // case then failed every contiguous and 16-token-page run.
   ensure_context();
   const Layout layout = GENERATE(kContiguous, kPaged1, kPaged16);
   const int splits = GENERATE(0, 1, 3);
@@ -498,6 +498,8 @@ TEST_CASE("decode: behind a kernel that lets it start early, lengths, page table
   auto writer = LateWriter::make();
   if (!writer.ok()) FAIL(writer.error().to_string());
   const DecodeProblem p = c->problem();
+  // Kernels loaded and workspace reserved now: the decode then launches within microseconds of the writer.
+  REQUIRE(runtime().prepare_decode(p).ok());
   const std::vector<int> stale_lengths(s.batch(), stale_max ? p.max_seqlen_k : 0);
   REQUIRE(writer->stage(p.seqlens_k, std::size_t(s.batch()) * 4, stale_lengths.data()).ok());
   if (s.layout == KvLayout::paged)
@@ -693,6 +695,9 @@ void check_merge(const MergeShape& shape, bool late_inputs = false) {
   const MergeProblem p = c->problem();
   if (late_inputs) {
     REQUIRE(!shape.strided);
+    // A first merge loads the kernel, so that the second launches within microseconds of the writer.
+    REQUIRE(runtime().merge(p).ok());
+    REQUIRE(c->poison_outputs().ok());
     auto writer = LateWriter::make();
     if (!writer.ok()) FAIL(writer.error().to_string());
     const std::size_t rows = std::size_t(shape.batch()) * shape.seqlen * shape.heads;
