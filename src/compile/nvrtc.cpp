@@ -60,14 +60,15 @@ const std::string& nvrtc_version() {
 
 namespace {
 
-Result<CompiledKernel> compile_once(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+// Creates the program over the embedded templates and compiles it; the log is kept whatever the outcome.
+Status compile_program(Program& prog, std::string& log, double& ms, const codegen::GeneratedSource& source,
+                       const std::vector<std::string>& options) {
   const auto& headers = codegen::embedded_templates();
   std::vector<const char*> header_texts, header_names;
   for (const auto& h : headers) {
     header_texts.push_back(h.text);
     header_names.push_back(h.name);
   }
-  Program prog;
   std::string file_name = source.name + ".cu";
   nvrtcResult r = nvrtcCreateProgram(&prog.handle, source.text.c_str(), file_name.c_str(),
                                      static_cast<int>(headers.size()), header_texts.data(), header_names.data());
@@ -80,14 +81,19 @@ Result<CompiledKernel> compile_once(const codegen::GeneratedSource& source, cons
   auto t0 = std::chrono::steady_clock::now();
   r = nvrtcCompileProgram(prog.handle, static_cast<int>(opts.size()), opts.data());
   auto t1 = std::chrono::steady_clock::now();
-  CompiledKernel out;
-  out.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  out.log = program_log(prog.handle);
+  ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  log = program_log(prog.handle);
   if (r != NVRTC_SUCCESS)
-    return nvrtc_error(r, "nvrtcCompileProgram", out.log).with(fmt::format("while compiling {}", source.name));
+    return nvrtc_error(r, "nvrtcCompileProgram", log).with(fmt::format("while compiling {}", source.name));
+  return {};
+}
 
+Result<CompiledKernel> compile_once(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+  Program prog;
+  CompiledKernel out;
+  FLASHJIT_TRY(compile_program(prog, out.log, out.compile_ms, source, options));
   size_t size = 0;
-  r = nvrtcGetCUBINSize(prog.handle, &size);
+  nvrtcResult r = nvrtcGetCUBINSize(prog.handle, &size);
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBINSize");
   out.cubin.resize(size);
   r = nvrtcGetCUBIN(prog.handle, out.cubin.data());
@@ -129,6 +135,30 @@ Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std
     log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out->compile_ms,
                out->ptxas.registers, out->ptxas.spill_stores + out->ptxas.spill_loads);
   return out;
+}
+
+Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Arch& arch) {
+  // The virtual arch of the same generation ("compute_90a"), the other options as for the cubin but ptxas's.
+  std::vector<std::string> options;
+  for (const auto& o : options_for(arch)) {
+    if (o.rfind("-Xptxas", 0) == 0) continue;
+    options.push_back(o.rfind("-arch=", 0) == 0 ? "-arch=compute_" + arch.to_string().substr(3) : o);
+  }
+  Program prog;
+  std::string log;
+  double ms = 0;
+  {
+    std::shared_lock lock(compile_lock());
+    FLASHJIT_TRY(compile_program(prog, log, ms, source, options));
+  }
+  size_t size = 0;
+  nvrtcResult r = nvrtcGetPTXSize(prog.handle, &size);
+  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetPTXSize");
+  std::string ptx(size, '\0');
+  r = nvrtcGetPTX(prog.handle, ptx.data());
+  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetPTX");
+  if (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
 }
 
 PtxasStats parse_ptxas(std::string_view log, std::string_view entry) {

@@ -28,6 +28,10 @@ struct CompiledKernel {
 // Compiles; on failure the error carries the NVRTC log (the caller adds where the source was saved).
 Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options);
 
+// The PTX of the source for the arch's virtual architecture (compute_90a for sm_90a): what ptxas then turns
+// into the cubin, for inspection (flashjit emit --ptx, tests).
+Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Arch& arch);
+
 // Parses ptxas -v lines of the log for one entry point.
 PtxasStats parse_ptxas(std::string_view log, std::string_view entry);
 

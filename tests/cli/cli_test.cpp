@@ -130,6 +130,20 @@ TEST_CASE("cli: emit prints the generated source or the config's issues", "[cli]
   CHECK(two.has(name_of({"head_dim=64"})));
   CHECK(two.has(name_of({"algorithm=naive", "head_dim=64", "block_m=1", "block_n=128", "stages=1"})));
   CHECK(cli("emit " + quote((cli.root() / "missing.json").string())).code == 1);
+
+  // --ptx: what NVRTC makes of it for the config's virtual arch (the decode kernel waits for the kernel before it).
+  auto ptx = cli("emit --ptx kernel=decode head_dim=128 arch=sm_90a", "", /*stdout_only=*/true);
+  INFO(ptx);
+  CHECK(ptx.code == 0);
+  CHECK(ptx.has(".target sm_90a"));
+  CHECK(ptx.has(".entry flashjit_decode_bf16_d128_"));
+  CHECK(ptx.has("griddepcontrol.wait"));
+  CHECK(!ptx.has("extern \"C\""));
+  auto ptx80 = cli("emit --ptx algorithm=fa2 head_dim=64 arch=sm_80", "", /*stdout_only=*/true);
+  INFO(ptx80);
+  CHECK(ptx80.code == 0);
+  CHECK(ptx80.has(".target sm_80"));
+  CHECK(ptx80.has("mma.sync"));
 }
 
 TEST_CASE("cli: compile, then the cache commands", "[cli]") {

@@ -273,3 +273,59 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   REQUIRE(!check(m).ok());
   CHECK(check(m).error().message.find("head_dim") != std::string::npos);
 }
+
+TEST_CASE("nvrtc decode: kernels launched with programmatic dependent launch read nothing through ld.global.nc",
+          "[compile][decode]") {
+  // Decode and combine kernels may start while the kernel before them runs and wait for it in-kernel
+  // (griddepcontrol.wait) before reading what it wrote. ptxas takes ld.global.nc data (__ldg) as fixed for the
+  // kernel's life and moved such a load of seqlens_k above the wait in 17 of 19 decode kernels (fourteenth
+  // session): their PTX must have none. The planner's split kernels (contiguous, 1- to 256-token pages, window,
+  // column groups, one warp, d64 / d96 / d256, 32 rows; a forced cluster merge) and the combine kernels.
+  std::vector<GeneratedSource> sources;
+  for (auto [batch, keys, window, d, page, group] :
+       {std::tuple{1, 32768, -1, 128, 0, 4}, {16, 8192, -1, 128, 0, 4}, {20, 8192, -1, 128, 1, 4},
+        {20, 8192, -1, 128, 16, 4}, {20, 8192, -1, 128, 64, 4}, {20, 8192, -1, 128, 256, 4},
+        {16, 8192, -1, 128, 16, 4}, {64, 256, -1, 128, 0, 4}, {64, 32768, 100, 128, 16, 4},
+        {64, 256, -1, 128, 16, 4}, {16, 32, -1, 128, 0, 4}, {4, 4096, -1, 64, 0, 4}, {4, 4096, -1, 256, 0, 4},
+        {4, 4096, -1, 96, 16, 4}, {4, 4096, -1, 128, 0, 8}, {6, 8192, -1, 128, 0, 1}}) {
+    auto p = flashjit::DecodeProblem{};
+    p.batch = batch, p.heads_kv = 8, p.heads_q = 8 * group, p.head_dim = d, p.max_seqlen_k = keys;
+    p.window_left = window, p.q_len = group == 8 ? 4 : 1;
+    if (group == 1) p.split_merge = flashjit::SplitMerge::cluster;
+    if (page > 0) {
+      p.layout = KvLayout::paged, p.page_size = page;
+      p.max_pages_per_seq = (keys + page - 1) / page, p.num_pages = batch * p.max_pages_per_seq;
+    }
+    const auto plan = flashjit::dispatch::plan_decode(p, kSm90a, 132);
+    auto source = flashjit::codegen::generate(plan.split);
+    REQUIRE(source.ok());
+    sources.push_back(*source);
+  }
+  CombineKernelConfig combine;
+  for (bool fp32 : {true, false}) {
+    combine.fp32_inputs = fp32;
+    auto source = flashjit::codegen::generate(combine);
+    REQUIRE(source.ok());
+    sources.push_back(*source);
+  }
+  std::vector<Result<std::string>> ptx(sources.size(), flashjit::Error());
+  auto work = [&](std::size_t first) {
+    for (std::size_t i = first; i < sources.size(); i += 2) ptx[i] = flashjit::compile::compile_ptx(sources[i], kSm90a);
+  };
+  std::thread second(work, 1);
+  work(0);
+  second.join();
+  bool cluster = false, column_groups = false, window = false;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    INFO(sources[i].name);
+    REQUIRE(ptx[i].ok());
+    CHECK(ptx[i]->find("griddepcontrol.wait") != std::string::npos);
+    CHECK(ptx[i]->find("ld.global.nc") == std::string::npos);
+    cluster = cluster || sources[i].name.find("cluster") != std::string::npos;
+    column_groups = column_groups || sources[i].name.find("c2_") != std::string::npos;
+    window = window || sources[i].name.find("window") != std::string::npos;
+  }
+  CHECK(cluster);
+  CHECK(column_groups);
+  CHECK(window);
+}
