@@ -34,21 +34,27 @@ struct Outcome {
   Result<CompiledKernel> compiled = flashjit::Error();
 };
 
-// Generates and compiles every config on two threads (the CI machine has two cores).
-template <class Config>
-std::vector<Outcome> compile_all(const std::vector<Config>& configs) {
-  std::vector<Outcome> out(configs.size());
+// Runs f(i) for i in [0, n) on two threads (the CI machine has two cores).
+template <class F>
+void on_two_threads(std::size_t n, F f) {
   auto work = [&](std::size_t first) {
-    for (std::size_t i = first; i < configs.size(); i += 2) {
-      out[i].name = readable_name(configs[i]);
-      out[i].source = flashjit::codegen::generate(configs[i]);
-      if (out[i].source.ok())
-        out[i].compiled = flashjit::compile::compile(*out[i].source, flashjit::compile::options_for(configs[i].arch));
-    }
+    for (std::size_t i = first; i < n; i += 2) f(i);
   };
   std::thread second(work, 1);
   work(0);
   second.join();
+}
+
+// Generates and compiles every config.
+template <class Config>
+std::vector<Outcome> compile_all(const std::vector<Config>& configs) {
+  std::vector<Outcome> out(configs.size());
+  on_two_threads(configs.size(), [&](std::size_t i) {
+    out[i].name = readable_name(configs[i]);
+    out[i].source = flashjit::codegen::generate(configs[i]);
+    if (out[i].source.ok())
+      out[i].compiled = flashjit::compile::compile(*out[i].source, flashjit::compile::options_for(configs[i].arch));
+  });
   return out;
 }
 
@@ -309,12 +315,7 @@ TEST_CASE("nvrtc decode: kernels launched with programmatic dependent launch rea
     sources.push_back(*source);
   }
   std::vector<Result<std::string>> ptx(sources.size(), flashjit::Error());
-  auto work = [&](std::size_t first) {
-    for (std::size_t i = first; i < sources.size(); i += 2) ptx[i] = flashjit::compile::compile_ptx(sources[i], kSm90a);
-  };
-  std::thread second(work, 1);
-  work(0);
-  second.join();
+  on_two_threads(sources.size(), [&](std::size_t i) { ptx[i] = flashjit::compile::compile_ptx(sources[i], kSm90a); });
   bool cluster = false, column_groups = false, window = false;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     INFO(sources[i].name);
