@@ -131,6 +131,28 @@ Status read_bshd_outputs(DType dtype, int B, int S, int H, int D, bool with_lse,
 
 }  // namespace
 
+SequenceCheck check_sequences(const Shape& out, const std::vector<float>& o, const std::vector<float>& lse,
+                              const std::vector<double>& ref_o, const std::vector<double>& ref_lse, double o_tol,
+                              double lse_tol) {
+  const std::size_t o_per = static_cast<std::size_t>(out.seqlen_q) * out.heads_q * out.head_dim;
+  const std::size_t l_per = static_cast<std::size_t>(out.seqlen_q) * out.heads_q;
+  Shape one = out;
+  one.batch = 1;
+  SequenceCheck r;
+  for (int b = 0; b < out.batch; ++b) {
+    std::vector<float> ob(o.begin() + b * o_per, o.begin() + (b + 1) * o_per), lb(l_per);
+    std::vector<double> rob(ref_o.begin() + b * o_per, ref_o.begin() + (b + 1) * o_per);
+    std::vector<double> rlb(ref_lse.begin() + b * l_per, ref_lse.begin() + (b + 1) * l_per);
+    for (std::size_t i = 0; i < l_per; ++i) lb[i] = lse.empty() ? static_cast<float>(rlb[i]) : lse[b * l_per + i];
+    const Comparison c = compare(one, ob, lb, rob, rlb);
+    const bool ok = c.nan_count == 0 && c.empty_row_violations == 0 && c.rel_l2 <= o_tol && c.lse_max_abs <= lse_tol;
+    const std::string line = fmt::format("  sequence {}: {}\n", b, c.to_string());
+    r.summary += line;
+    if (!ok) r.failures += line;
+  }
+  return r;
+}
+
 std::size_t strided_extent(const Strides& s, int batch, int seqlen, int heads, int head_dim) {
   return static_cast<std::size_t>((batch - 1) * s.batch + (seqlen - 1) * s.seq + (heads - 1) * s.head + head_dim);
 }

@@ -38,6 +38,9 @@ class FastRng {
 // (LSE) and its output by orders of magnitude, or makes them NaN.
 inline constexpr float kGarbage = 1e4f;
 
+// Decode and merge LSE: fp32 arithmetic on every path (split partials, combine): far tighter than O.
+inline constexpr double kLseTolerance = 1e-3;
+
 struct DecodeShape {
   DType dtype = DType::bf16;
   int heads_q = 8, heads_kv = 2, head_dim = 128;
@@ -190,6 +193,18 @@ class MergeCase {
   std::vector<cuda::DeviceBuffer> din_o_, din_lse_;
   cuda::DeviceBuffer do_, dlse_;
 };
+
+// Per-sequence check of decode or merge outputs (a long sequence's O has a small norm: its errors would hide
+// under a short one's in a batch-wide relative L2): relative L2 of O within o_tol, LSE within lse_tol, no
+// NaN, rows without a visible key exactly O = 0 and LSE = -inf. `lse` empty: the problem had no LSE output
+// (only O is checked; empty rows still need O = 0). A line per sequence in `summary`, the failing ones also
+// in `failures` (empty when every sequence passes). No Catch2 inside: callable from any thread.
+struct SequenceCheck {
+  std::string summary, failures;
+};
+SequenceCheck check_sequences(const Shape& out, const std::vector<float>& o, const std::vector<float>& lse,
+                              const std::vector<double>& ref_o, const std::vector<double>& ref_lse, double o_tol,
+                              double lse_tol);
 
 // Elements a strided [B, S, H, D] tensor spans.
 std::size_t strided_extent(const Strides& s, int batch, int seqlen, int heads, int head_dim);

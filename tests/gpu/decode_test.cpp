@@ -28,9 +28,6 @@ using namespace flashjit::test;
 
 namespace {
 
-// LSE is fp32 arithmetic on both paths (split partials and combine): far tighter than O.
-constexpr double kLseTolerance = 1e-3;
-
 std::uint64_t fresh_seed() {
   static std::uint64_t n = 0xdec0de;
   return n += 0x9e3779b97f4a7c15ull;
@@ -57,32 +54,15 @@ bool planner_rules_apply() {
 enum class Workspace { runtime_owned, caller };
 const char* to_string(Workspace w) { return w == Workspace::caller ? "caller workspace" : "runtime workspace"; }
 
-// The O / LSE check, per sequence (a long sequence's O has a small norm: its errors would hide under a short
-// one's in a batch-wide relative L2): relative L2 of O within o_tol, LSE within lse_tol, no NaN, rows without
-// a visible key exactly O = 0 and LSE = -inf. `lse` empty means the problem had no LSE output (then only O
-// is checked; empty rows still need O = 0).
+// The O / LSE check of check_sequences, and no stray write (output padding and the guards behind O and LSE
+// stay poisoned).
 void expect_close(const Shape& out, const std::vector<float>& o, const std::vector<float>& lse,
                   const std::vector<double>& ref_o, const std::vector<double>& ref_lse, double o_tol, double lse_tol,
                   std::int64_t stray_writes) {
-  const std::size_t o_per = static_cast<std::size_t>(out.seqlen_q) * out.heads_q * out.head_dim;
-  const std::size_t l_per = static_cast<std::size_t>(out.seqlen_q) * out.heads_q;
-  Shape one = out;
-  one.batch = 1;
-  std::string failures, summary;
-  for (int b = 0; b < out.batch; ++b) {
-    std::vector<float> ob(o.begin() + b * o_per, o.begin() + (b + 1) * o_per), lb(l_per);
-    std::vector<double> rob(ref_o.begin() + b * o_per, ref_o.begin() + (b + 1) * o_per);
-    std::vector<double> rlb(ref_lse.begin() + b * l_per, ref_lse.begin() + (b + 1) * l_per);
-    for (std::size_t i = 0; i < l_per; ++i) lb[i] = lse.empty() ? static_cast<float>(rlb[i]) : lse[b * l_per + i];
-    const Comparison c = compare(one, ob, lb, rob, rlb);
-    const bool ok = c.nan_count == 0 && c.empty_row_violations == 0 && c.rel_l2 <= o_tol && c.lse_max_abs <= lse_tol;
-    const std::string line = fmt::format("  sequence {}: {}\n", b, c.to_string());
-    summary += line;
-    if (!ok) failures += line;
-  }
-  INFO("per sequence:\n" << summary);
-  CHECK(failures.empty());
-  CHECK(stray_writes == 0);  // output padding and the guards behind O and LSE stay poisoned
+  const SequenceCheck r = check_sequences(out, o, lse, ref_o, ref_lse, o_tol, lse_tol);
+  INFO("per sequence:\n" << r.summary);
+  CHECK(r.failures.empty());
+  CHECK(stray_writes == 0);
 }
 
 // The decode that just ran on `c` (outputs on the device) against its float64 reference.
@@ -736,6 +716,7 @@ TEST_CASE("merge: 2 and 3 states over disjoint key sets match float64 over their
   // Sequence 0 has 4 keys for 6 positions: its first two rows see no key at all, and its last state starts
   // 3 keys from the end (empty for its first positions); random cuts elsewhere, some states may be empty.
   s.seqlen = 6, s.heads = 3, s.keys = {4, 300, 1000, 17};
+  ensure_context();
   auto probe = MergeCase::make(s, 7);
   REQUIRE(probe.ok());
   REQUIRE(probe->partly_empty_rows() > 0);
