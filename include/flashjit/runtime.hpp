@@ -78,7 +78,8 @@ class Runtime {
   // max_seqlen_k (the split kernel's shape and the split count change with both).
   //
   // Without a caller workspace, the split partials go to the runtime's workspace of (device, stream): the
-  // decodes of one stream share it, ordered by the stream (CU_STREAM_PER_THREAD counts per thread). A graph
+  // decodes of one stream share it, ordered by the stream (CU_STREAM_PER_THREAD counts per thread). Threads
+  // may share a stream (the legacy default stream too): each decode's kernels enter it together. A graph
   // captured on a stream keeps pointing at that stream's workspace: do not replay two such graphs, or one
   // and a decode on that stream, concurrently on other streams (give each a caller workspace instead), and
   // do not replay it after release_decode_workspace or after the Runtime is destroyed.

@@ -53,6 +53,7 @@ struct StreamKey {
 };
 
 StreamKey stream_key(int device, CUstream stream) {
+  if (stream == CU_STREAM_LEGACY) stream = nullptr;  // both name the legacy default stream
   return {device, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id()};
 }
 
@@ -63,10 +64,20 @@ struct LoadedKernel {
 };
 
 // The runtime's decode workspace of one (device, stream). Buffers it outgrew stay allocated until the
-// Runtime is destroyed: a CUDA graph captured earlier may still point at them.
+// Runtime is destroyed: a CUDA graph captured earlier may still point at them. `use` is held from taking the
+// buffer to the end of the decode's launches: threads sharing a stream would otherwise interleave their split
+// and combine kernels in it, and one decode's split kernel overwrite the partials another's combine reads.
 struct Workspace {
+  std::mutex use;
   cuda::DeviceBuffer current;
   std::vector<cuda::DeviceBuffer> retired;
+};
+
+// A workspace buffer held for one decode (see Workspace::use).
+struct WorkspaceLease {
+  std::shared_ptr<Workspace> workspace;
+  std::unique_lock<std::mutex> lock;
+  void* buffer = nullptr;
 };
 
 template <class Config>
@@ -101,7 +112,7 @@ struct Runtime::Impl {
   std::map<int, Device> devices;
   std::tuple<LoadedTable<KernelConfig>, LoadedTable<DecodeKernelConfig>, LoadedTable<CombineKernelConfig>> loaded;
   std::mutex workspace_mutex;
-  std::map<StreamKey, Workspace> workspaces;
+  std::map<StreamKey, std::shared_ptr<Workspace>> workspaces;  // entries under workspace_mutex
 
   Impl(cache::DiskCache disk, bool jit, tune::TunedTables tables)
       : artifacts(std::move(disk), jit), tuned(std::move(tables)), check_pages_always(check_pages_from_env()) {}
@@ -237,12 +248,21 @@ struct Runtime::Impl {
     return st;
   }
 
-  // The runtime's workspace of (device, stream), at least `bytes` large: allocated or grown now, which
-  // cannot happen while the stream captures a CUDA graph. The device's context is current.
-  Result<void*> workspace(const Device& dev, CUstream stream, std::size_t bytes) {
-    std::lock_guard lock(workspace_mutex);
-    Workspace& w = workspaces[stream_key(dev.info.ordinal, stream)];
-    if (w.current.size() >= bytes) return w.current.get();
+  // The runtime's workspace of (device, stream), at least `bytes` large, held until the lease ends: allocated
+  // or grown now, which cannot happen while the stream captures a CUDA graph. The device's context is current.
+  Result<WorkspaceLease> workspace(const Device& dev, CUstream stream, std::size_t bytes) {
+    WorkspaceLease lease;
+    {
+      std::lock_guard lock(workspace_mutex);
+      auto& entry = workspaces[stream_key(dev.info.ordinal, stream)];
+      if (!entry) entry = std::make_shared<Workspace>();
+      lease.workspace = entry;
+    }
+    // Waits for another thread's decode on this stream to finish launching.
+    lease.lock = std::unique_lock(lease.workspace->use);
+    Workspace& w = *lease.workspace;
+    lease.buffer = w.current.get();
+    if (w.current.size() >= bytes) return lease;
     if (capturing(**cuda::api(), stream))
       return Error(ErrorCode::invalid_argument,
                    fmt::format("decode needs {} bytes of workspace on this stream but the runtime holds {} and the "
@@ -257,10 +277,12 @@ struct Runtime::Impl {
     if (!buffer.ok()) return std::move(buffer).error().with(fmt::format("while allocating {} bytes of decode workspace", bytes));
     if (w.current.size() > 0) w.retired.push_back(std::move(w.current));
     w.current = std::move(*buffer);
-    return w.current.get();
+    lease.buffer = w.current.get();
+    return lease;
   }
 
   Status release_workspace(CUstream stream) {
+    if (stream == CU_STREAM_LEGACY) stream = nullptr;  // as stream_key
     std::lock_guard lock(workspace_mutex);
     for (auto it = workspaces.begin(); it != workspaces.end();) {
       if (it->first.stream != stream ||
@@ -278,10 +300,13 @@ struct Runtime::Impl {
         continue;
       }
       FLASHJIT_TRY(in_context(*dev, [&]() -> Status {
+        std::lock_guard use(it->second->use);  // a decode launching on the stream now finishes first
         FLASHJIT_TRY(cuda::check((*cuda::api())->cuStreamSynchronize(stream), "cuStreamSynchronize"));
-        it = workspaces.erase(it);  // frees the current and retired buffers in the device's context
+        it->second->current = {};  // frees the current and retired buffers in the device's context
+        it->second->retired.clear();
         return {};
       }));
+      it = workspaces.erase(it);
     }
     return {};
   }
@@ -343,6 +368,7 @@ struct Runtime::Impl {
       if (!split.ok()) return std::move(split).error();
       CUfunction combine = nullptr;
       void* ws = nullptr;
+      WorkspaceLease lease;  // held until the kernels are launched
       if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
         auto fn = function(plan.combine, **dev, stream);
         if (!fn.ok()) return std::move(fn).error();
@@ -373,7 +399,8 @@ struct Runtime::Impl {
         } else {
           auto w = workspace(**dev, stream, reserve);
           if (!w.ok()) return std::move(w).error();
-          ws = *w;
+          lease = std::move(*w);
+          ws = lease.buffer;
         }
       }
       if (!launch_it) return {};
