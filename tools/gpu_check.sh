@@ -40,7 +40,7 @@ step() {  # name, command...
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -1; } >"$out/system.txt" 2>&1
 step build bash -c "cmake -S '$root' -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build' -j \$(nproc) --target flashjit_bench flashjit_gpu_tests flashjit_shared"
 step cpu_tests bash -c "cmake --build '$build' -j \$(nproc) && '$build/tests/flashjit_tests'"
-step gpu_tests "$build/tests/flashjit_gpu_tests" --durations yes
+step gpu_tests bash "$root/tools/gpu_tests.sh" "$build/tests/flashjit_gpu_tests"
 step python_gpu_tests env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" python3 "$root/python/tests/gpu_checks.py"
 bench="$out/bench.jsonl"
 if [ -z "$steps" ] || [[ $steps == *",bench,"* ]]; then rm -f "$bench"; fi
