@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
-#include <atomic>
 #include <chrono>
-#include <mutex>
-#include <shared_mutex>
 #include <regex>
 
 #include "codegen/embedded_templates.hpp"
@@ -46,6 +43,11 @@ std::vector<std::string> options_for(const Arch& arch) {
       "-Xptxas=-v",
       "-Xptxas=-warn-spills",
       "-lineinfo",
+      // NVRTC 12.9+ keeps cubins in the driver's compute cache and serves a repeat compile from it without
+      // running ptxas, i.e. without the -v report (registers, spills, the setmaxnreg warning) that the
+      // autotuner's spill filter and every compile report rely on. flashjit's disk cache keeps the cubin and
+      // its report together; NVRTC's would only hide the report (and fill the user's ~/.nv/ComputeCache).
+      "--no-cache",
   };
 }
 
@@ -88,7 +90,9 @@ Status compile_program(Program& prog, std::string& log, double& ms, const codege
   return {};
 }
 
-Result<CompiledKernel> compile_once(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+}  // namespace
+
+Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
   Program prog;
   CompiledKernel out;
   FLASHJIT_TRY(compile_program(prog, out.log, out.compile_ms, source, options));
@@ -99,41 +103,10 @@ Result<CompiledKernel> compile_once(const codegen::GeneratedSource& source, cons
   r = nvrtcGetCUBIN(prog.handle, out.cubin.data());
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBIN");
   out.ptxas = parse_ptxas(out.log, source.entry);
-  return out;
-}
-
-// Shared by ordinary compiles, held alone by a compile that must not overlap another (see compile()).
-std::shared_mutex& compile_lock() {
-  static std::shared_mutex m;
-  return m;
-}
-
-}  // namespace
-
-Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
-  auto out = [&] {
-    std::shared_lock lock(compile_lock());
-    return compile_once(source, options);
-  }();
-  // Seen with NVRTC 13.0 on the H200 machine: of two compiles running at once in one process, one may
-  // succeed with an empty log, i.e. without its ptxas report (registers, spills). The kernel is fine, its
-  // stats are not; compiling it again while no other compile runs restores them.
-  // Retried until a lone compile also comes back without a report (a log format this parser does not know):
-  // from then on no compile is repeated, and the stats stay unknown.
-  static std::atomic<bool> retry{true};
-  if (out.ok() && out->ptxas.registers < 0 && retry.load()) {
-    std::unique_lock lock(compile_lock());
-    log::debug("nvrtc returned no ptxas report for {}: compiling it again alone", source.name);
-    out = compile_once(source, options);
-    if (out.ok() && out->ptxas.registers < 0) {
-      retry = false;
-      log::warn("no ptxas report in the NVRTC log of {}, even compiled alone: registers and spills unknown",
-                source.name);
-    }
-  }
-  if (out.ok())
-    log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out->compile_ms,
-               out->ptxas.registers, out->ptxas.spill_stores + out->ptxas.spill_loads);
+  if (out.ptxas.registers < 0)
+    log::warn("no ptxas report in the NVRTC log of {}: registers and spills unknown", source.name);
+  log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out.compile_ms,
+             out.ptxas.registers, out.ptxas.spill_stores + out.ptxas.spill_loads);
   return out;
 }
 
@@ -147,10 +120,7 @@ Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Ar
   Program prog;
   std::string log;
   double ms = 0;
-  {
-    std::shared_lock lock(compile_lock());
-    FLASHJIT_TRY(compile_program(prog, log, ms, source, options));
-  }
+  FLASHJIT_TRY(compile_program(prog, log, ms, source, options));
   size_t size = 0;
   nvrtcResult r = nvrtcGetPTXSize(prog.handle, &size);
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetPTXSize");

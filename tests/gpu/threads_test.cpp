@@ -1,16 +1,15 @@
 // One Runtime serving eight host threads, as in an inference server: each thread launches decodes (split keys,
 // merged by the combine kernel through the runtime's workspace), a prefill and a merge back to back, with no
-// host synchronization between them, on its own stream, on one stream shared by every thread, on the legacy
-// default stream, or on the per-thread default stream. The Runtime starts on an empty kernel cache, so the
-// first round compiles and loads its kernels while other threads ask for the same ones and launch. Every
-// result is checked against float64, every round.
+// host synchronization between them, on its own stream, on one stream shared by every thread of its device,
+// on the legacy default stream, or on the per-thread default stream; with several GPUs the threads spread over
+// them. The Runtime starts on an empty kernel cache, so the first round compiles and loads its kernels while
+// other threads ask for the same ones and launch. Every result is checked against float64, every round.
 //
 // Only these: flashjit_gpu_tests "[threads]"
 #include <fmt/format.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,41 +95,62 @@ MergeShape merge_shape() {
   return s;
 }
 
-// One thread's problems, their float64 references and what went wrong.
+// One thread's problems (on its device), their float64 references and what went wrong.
 class Worker {
  public:
-  Worker(int index, Runtime& rt, Streams streams, CUstream shared)
-      : index_(index), rt_(rt), streams_(streams), shared_(shared) {}
+  Worker(int index, int device, Runtime& rt, Streams streams) : index_(index), device_(device), rt_(rt), streams_(streams) {}
 
-  // Runs on its own thread; `sync` lines the threads up before each round's launches.
-  void run(std::barrier<>& sync) {
-    auto scope = cuda::ContextScope::enter(0);
-    const bool ready = scope.ok() && setup();
-    if (!scope.ok()) fail("entering device 0: " + scope.error().to_string());
+  // Runs on its own thread; `sync` lines the threads up: once the shared streams exist, before each round's
+  // launches, and before the shared streams go. shared[d]: the stream of device d that its threads share
+  // (Streams::shared), created and destroyed by the device's first thread, in its context.
+  void run(std::barrier<>& sync, std::vector<CUstream>& shared) {
+    auto scope = cuda::ContextScope::enter(device_);
+    if (!scope.ok()) fail(fmt::format("entering device {}: {}", device_, scope.error().to_string()));
+    bool ready = scope.ok() && setup(shared);
+    sync.arrive_and_wait();
+    ready = ready && pick_stream(shared);
     for (int round = 0; round < kRounds; ++round) {
       const bool poisoned = ready && poison(round);
       sync.arrive_and_wait();
       if (poisoned && launch(round)) check(round);
     }
+    sync.arrive_and_wait();
+    // Device memory and streams go in this thread, where their context is current.
+    decodes_.clear();
+    prefill_.reset();
+    merge_.reset();
+    own_.reset();
+    if (owns_shared()) shared[device_] = nullptr;
+    shared_.reset();
   }
 
   const std::vector<std::string>& failures() const { return failures_; }
 
  private:
-  void fail(const std::string& what) { failures_.push_back(fmt::format("thread {}: {}", index_, what)); }
+  void fail(const std::string& what) {
+    failures_.push_back(fmt::format("thread {} (device {}): {}", index_, device_, what));
+  }
 
   std::uint64_t seed(int i) const { return 0x7e57ull * 1000003 + index_ * 64 + i; }
+  bool owns_shared() const { return streams_ == Streams::shared && index_ == device_; }
 
-  bool setup() {
-    if (streams_ == Streams::own) {
-      auto s = Stream::create();
-      if (!s.ok()) return fail(s.error().to_string()), false;
-      own_.emplace(std::move(*s));
-    }
+  bool pick_stream(const std::vector<CUstream>& shared) {
     stream_ = streams_ == Streams::own       ? own_->get()
-              : streams_ == Streams::shared  ? shared_
+              : streams_ == Streams::shared  ? shared[device_]
               : streams_ == Streams::legacy  ? nullptr
                                              : CU_STREAM_PER_THREAD;
+    if (streams_ == Streams::shared && stream_ == nullptr) fail("the device's shared stream was not created");
+    return streams_ != Streams::shared || stream_ != nullptr;
+  }
+
+  bool setup(std::vector<CUstream>& shared) {
+    if (streams_ == Streams::own || owns_shared()) {
+      auto s = Stream::create();
+      if (!s.ok()) return fail(s.error().to_string()), false;
+      auto& slot = streams_ == Streams::own ? own_ : shared_;
+      slot.emplace(std::move(*s));
+      if (owns_shared()) shared[device_] = shared_->get();
+    }
     for (const DecodeShape& s : decode_shapes()) {
       auto c = DecodeCase::make(s, seed(static_cast<int>(decodes_.size())));
       if (!c.ok()) return fail(c.error().to_string()), false;
@@ -223,11 +243,10 @@ class Worker {
     std::vector<double> o, lse;
   };
 
-  int index_;
+  int index_, device_;
   Runtime& rt_;
   Streams streams_;
-  CUstream shared_;
-  std::optional<Stream> own_;
+  std::optional<Stream> own_, shared_;
   CUstream stream_ = nullptr;
   std::vector<DecodeCase> decodes_;
   std::vector<DecodeRef> decode_refs_;
@@ -237,44 +256,28 @@ class Worker {
   std::vector<std::string> failures_;
 };
 
-// A kernel cache folder of its own, removed afterwards.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static int n = 0;
-    path = std::filesystem::temp_directory_path() / fmt::format("flashjit-threads-test-{}-{}", ::getpid(), n++);
-    std::filesystem::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 }  // namespace
 
 TEST_CASE("runtime: eight threads share one Runtime from an empty cache; decodes, prefills and merges match float64",
           "[threads][decode][merge][gpu]") {
   const Streams streams = GENERATE(Streams::own, Streams::shared, Streams::legacy, Streams::per_thread);
-  INFO(kThreads << " threads on " << to_string(streams) << ", " << kRounds << " rounds");
-  ensure_context();
-  TempDir cache;
+  auto count = cuda::device_count();
+  REQUIRE(count.ok());
+  const int devices = std::min(*count, kThreads);  // thread t on device t % devices
+  INFO(kThreads << " threads over " << devices << " device(s) on " << to_string(streams) << ", " << kRounds
+                << " rounds");
+  TempDir cache("threads-test");
   RuntimeOptions options;
   options.cache_dir = cache.path;
   auto rt = Runtime::create(options);
   if (!rt.ok()) FAIL(rt.error().to_string());
 
-  std::optional<Stream> shared;
-  if (streams == Streams::shared) {
-    auto s = Stream::create();
-    if (!s.ok()) FAIL(s.error().to_string());
-    shared.emplace(std::move(*s));
-  }
+  std::vector<CUstream> shared(devices, nullptr);
   std::vector<std::unique_ptr<Worker>> workers;
-  for (int t = 0; t < kThreads; ++t) workers.push_back(std::make_unique<Worker>(t, **rt, streams, shared ? shared->get() : nullptr));
+  for (int t = 0; t < kThreads; ++t) workers.push_back(std::make_unique<Worker>(t, t % devices, **rt, streams));
   std::barrier<> sync(kThreads);
   std::vector<std::thread> threads;
-  for (auto& w : workers) threads.emplace_back([&sync, w = w.get()] { w->run(sync); });
+  for (auto& w : workers) threads.emplace_back([&sync, &shared, w = w.get()] { w->run(sync, shared); });
   for (auto& t : threads) t.join();
 
   std::string failures;
