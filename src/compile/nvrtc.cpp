@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <atomic>
 #include <chrono>
 #include <regex>
 
@@ -35,20 +36,32 @@ std::string program_log(nvrtcProgram prog) {
 
 }  // namespace
 
+namespace {
+
+// NVRTC 12.9+ keeps cubins in the driver's compute cache and serves a repeat compile from it without running
+// ptxas, i.e. without the -v report (registers, spills, the setmaxnreg warning) that the autotuner's spill
+// filter and every compile report rely on. flashjit's disk cache keeps the cubin and its report together;
+// NVRTC's would only hide the report (and fill the user's ~/.nv/ComputeCache). Older NVRTC has no cache and
+// refuses the option.
+bool nvrtc_has_cache() {
+  int major = 0, minor = 0;
+  return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 9));
+}
+
+}  // namespace
+
 std::vector<std::string> options_for(const Arch& arch) {
-  return {
+  std::vector<std::string> options = {
       fmt::format("-arch={}", arch.to_string()),
       "-std=c++17",
       "-default-device",
       "-Xptxas=-v",
       "-Xptxas=-warn-spills",
       "-lineinfo",
-      // NVRTC 12.9+ keeps cubins in the driver's compute cache and serves a repeat compile from it without
-      // running ptxas, i.e. without the -v report (registers, spills, the setmaxnreg warning) that the
-      // autotuner's spill filter and every compile report rely on. flashjit's disk cache keeps the cubin and
-      // its report together; NVRTC's would only hide the report (and fill the user's ~/.nv/ComputeCache).
-      "--no-cache",
   };
+  static const bool no_cache = nvrtc_has_cache();
+  if (no_cache) options.push_back("--no-cache");
+  return options;
 }
 
 const std::string& nvrtc_version() {
@@ -103,8 +116,13 @@ Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std
   r = nvrtcGetCUBIN(prog.handle, out.cubin.data());
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBIN");
   out.ptxas = parse_ptxas(out.log, source.entry);
-  if (out.ptxas.registers < 0)
-    log::warn("no ptxas report in the NVRTC log of {}: registers and spills unknown", source.name);
+  if (out.ptxas.registers < 0) {
+    // A log format this parser does not know would say so for every kernel: once as a warning.
+    static std::atomic<bool> warned{false};
+    const std::string what = fmt::format("no ptxas report in the NVRTC log of {}: registers and spills unknown", source.name);
+    if (!warned.exchange(true)) log::warn("{}", what);
+    else log::debug("{}", what);
+  }
   log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out.compile_ms,
              out.ptxas.registers, out.ptxas.spill_stores + out.ptxas.spill_loads);
   return out;

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -69,6 +71,7 @@ struct LoadedKernel {
 // and combine kernels in it, and one decode's split kernel overwrite the partials another's combine reads.
 struct Workspace {
   std::mutex use;
+  bool released = false;  // by release_decode_workspace, under `use`: the stream's next decode makes a new one
   cuda::DeviceBuffer current;
   std::vector<cuda::DeviceBuffer> retired;
 };
@@ -76,7 +79,7 @@ struct Workspace {
 // A workspace buffer held for one decode (see Workspace::use).
 struct WorkspaceLease {
   std::shared_ptr<Workspace> workspace;
-  std::unique_lock<std::mutex> lock;
+  std::unique_lock<std::mutex> lock;  // declared after `workspace`: unlocked before the workspace may go
   void* buffer = nullptr;
 };
 
@@ -252,14 +255,22 @@ struct Runtime::Impl {
   // or grown now, which cannot happen while the stream captures a CUDA graph. The device's context is current.
   Result<WorkspaceLease> workspace(const Device& dev, CUstream stream, std::size_t bytes) {
     WorkspaceLease lease;
-    {
-      std::lock_guard lock(workspace_mutex);
-      auto& entry = workspaces[stream_key(dev.info.ordinal, stream)];
-      if (!entry) entry = std::make_shared<Workspace>();
-      lease.workspace = entry;
+    const StreamKey key = stream_key(dev.info.ordinal, stream);
+    for (;;) {
+      std::shared_ptr<Workspace> entry;
+      {
+        std::lock_guard lock(workspace_mutex);
+        auto it = workspaces.find(key);
+        if (it == workspaces.end()) it = workspaces.emplace(key, std::make_shared<Workspace>()).first;
+        entry = it->second;
+      }
+      // Waits for another thread's decode on this stream to finish launching (or for a release).
+      std::unique_lock use(entry->use);
+      if (entry->released) continue;  // unlocks, then lets the released entry go
+      lease.workspace = std::move(entry);
+      lease.lock = std::move(use);
+      break;
     }
-    // Waits for another thread's decode on this stream to finish launching.
-    lease.lock = std::unique_lock(lease.workspace->use);
     Workspace& w = *lease.workspace;
     lease.buffer = w.current.get();
     if (w.current.size() >= bytes) return lease;
@@ -300,10 +311,12 @@ struct Runtime::Impl {
         continue;
       }
       FLASHJIT_TRY(in_context(*dev, [&]() -> Status {
-        std::lock_guard use(it->second->use);  // a decode launching on the stream now finishes first
+        Workspace& w = *it->second;
+        std::lock_guard use(w.use);  // a decode launching on the stream now finishes first
         FLASHJIT_TRY(cuda::check((*cuda::api())->cuStreamSynchronize(stream), "cuStreamSynchronize"));
-        it->second->current = {};  // frees the current and retired buffers in the device's context
-        it->second->retired.clear();
+        w.current = {};  // frees the current and retired buffers in the device's context
+        w.retired.clear();
+        w.released = true;  // a decode already waiting for `use` looks the stream up again
         return {};
       }));
       it = workspaces.erase(it);
@@ -367,8 +380,6 @@ struct Runtime::Impl {
       auto split = function(plan.split, **dev, stream);
       if (!split.ok()) return std::move(split).error();
       CUfunction combine = nullptr;
-      void* ws = nullptr;
-      WorkspaceLease lease;  // held until the kernels are launched
       if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
         auto fn = function(plan.combine, **dev, stream);
         if (!fn.ok()) return std::move(fn).error();
@@ -389,6 +400,10 @@ struct Runtime::Impl {
           if (!fn.ok()) return std::move(fn).error();
         }
       }
+      // Before the workspace is held: the check synchronizes the stream.
+      if (launch_it && (p.check_pages || check_pages_always)) FLASHJIT_TRY(check_page_table(p));
+      void* ws = nullptr;
+      WorkspaceLease lease;  // held until the kernels are launched
       if (reserve > 0) {
         if (p.workspace != nullptr) {
           if (p.workspace_bytes < plan.workspace_bytes)
@@ -404,7 +419,6 @@ struct Runtime::Impl {
         }
       }
       if (!launch_it) return {};
-      if (p.check_pages || check_pages_always) FLASHJIT_TRY(check_page_table(p));
       return launch::launch_decode(*split, combine, p, plan, ws);
     });
     if (!st.ok())

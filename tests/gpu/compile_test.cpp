@@ -8,6 +8,7 @@
 #include "dispatch/heuristics.hpp"
 #include "harness.hpp"
 #include "support/catch.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace flashjit;
 using namespace flashjit::test;
@@ -36,7 +37,7 @@ TEST_CASE("runtime with a driver: kernels compiled into two new caches report th
   REQUIRE(device.ok());
   const KernelConfig config = dispatch::naive_config(DType::bf16, 64, MaskKind::causal, device->arch);
   for (int i = 0; i < 2; ++i) {
-    TempDir dir("compile-test");
+    TempDir dir("flashjit-compile-test");
     RuntimeOptions options;
     options.cache_dir = dir.path;
     auto rt = Runtime::create(options);

@@ -2,13 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <thread>
-
-#include <unistd.h>
 
 #include "common/half.hpp"
 
@@ -203,18 +200,6 @@ std::string Comparison::to_string() const {
 }
 
 double tolerance(DType d) { return d == DType::bf16 ? 1e-2 : 2e-3; }
-
-TempDir::TempDir(const std::string& label) {
-  static std::atomic<int> n{0};
-  path = std::filesystem::temp_directory_path() / fmt::format("flashjit-{}-{}-{}", label, ::getpid(), n++);
-  std::filesystem::remove_all(path);
-  std::filesystem::create_directories(path);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-}
 
 Runtime& runtime() {
   static std::unique_ptr<Runtime> rt = [] {

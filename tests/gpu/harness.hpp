@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,16 +73,6 @@ Comparison compare(const Shape& s, const std::vector<float>& o, const std::vecto
 
 // Relative L2 tolerance for a dtype (bf16 1e-2, fp16 2e-3).
 double tolerance(DType d);
-
-// A new empty folder under the system's temporary folder (e.g. a kernel cache of a test's own), removed with
-// everything in it when the object goes.
-struct TempDir {
-  explicit TempDir(const std::string& label);
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::filesystem::path path;
-};
 
 // One Runtime for the whole test executable (cache under FLASHJIT_CACHE_DIR or the default).
 Runtime& runtime();

@@ -14,11 +14,13 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "decode_harness.hpp"
 #include "harness.hpp"
 #include "support/catch.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace flashjit;
 using namespace flashjit::test;
@@ -34,7 +36,7 @@ const char* to_string(Streams s) {
   switch (s) {
     case Streams::own: return "a stream per thread";
     case Streams::shared: return "one stream shared by every thread";
-    case Streams::legacy: return "the legacy default stream";
+    case Streams::legacy: return "the legacy default stream (as nullptr and as CU_STREAM_LEGACY)";
     case Streams::per_thread: return "the per-thread default stream";
   }
   return "?";
@@ -137,7 +139,7 @@ class Worker {
   bool pick_stream(const std::vector<CUstream>& shared) {
     stream_ = streams_ == Streams::own       ? own_->get()
               : streams_ == Streams::shared  ? shared[device_]
-              : streams_ == Streams::legacy  ? nullptr
+              : streams_ == Streams::legacy  ? (index_ % 2 ? CU_STREAM_LEGACY : nullptr)  // one stream, two names
                                              : CU_STREAM_PER_THREAD;
     if (streams_ == Streams::shared && stream_ == nullptr) fail("the device's shared stream was not created");
     return streams_ != Streams::shared || stream_ != nullptr;
@@ -266,7 +268,7 @@ TEST_CASE("runtime: eight threads share one Runtime from an empty cache; decodes
   const int devices = std::min(*count, kThreads);  // thread t on device t % devices
   INFO(kThreads << " threads over " << devices << " device(s) on " << to_string(streams) << ", " << kRounds
                 << " rounds");
-  TempDir cache("threads-test");
+  TempDir cache("flashjit-threads-test");
   RuntimeOptions options;
   options.cache_dir = cache.path;
   auto rt = Runtime::create(options);
