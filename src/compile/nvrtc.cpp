@@ -34,10 +34,6 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
-}  // namespace
-
-namespace {
-
 // NVRTC 12.9+ keeps cubins in the driver's compute cache and serves a repeat compile from it without running
 // ptxas, i.e. without the -v report (registers, spills, the setmaxnreg warning) that the autotuner's spill
 // filter and every compile report rely on. flashjit's disk cache keeps the cubin and its report together;
@@ -119,7 +115,8 @@ Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std
   if (out.ptxas.registers < 0) {
     // A log format this parser does not know would say so for every kernel: once as a warning.
     static std::atomic<bool> warned{false};
-    const std::string what = fmt::format("no ptxas report in the NVRTC log of {}: registers and spills unknown", source.name);
+    const std::string what =
+        fmt::format("no ptxas report in the NVRTC log of {}: registers and spills unknown", source.name);
     if (!warned.exchange(true)) log::warn("{}", what);
     else log::debug("{}", what);
   }

@@ -250,6 +250,18 @@ TEST_CASE("nvrtc: every reference variant compiles", "[compile]") {
   for (const auto* o : outcomes) check_compiled(*o);
 }
 
+TEST_CASE("nvrtc: NVRTC 12.9+ compiles without its own cache (whose repeat compiles bring no ptxas report)",
+          "[compile]") {
+  // The cache lives in the driver's compute cache, so this machine (no driver) cannot show the missing report;
+  // tests/gpu/compile_test.cpp does. Here: the option is there exactly where NVRTC knows it.
+  const auto options = flashjit::compile::options_for(kSm90a);
+  const bool no_cache = std::find(options.begin(), options.end(), "--no-cache") != options.end();
+  const std::string version = flashjit::compile::nvrtc_version();
+  const int major = std::stoi(version), minor = std::stoi(version.substr(version.find('.') + 1));
+  INFO("NVRTC " << version);
+  CHECK(no_cache == (major > 12 || (major == 12 && minor >= 9)));
+}
+
 TEST_CASE("nvrtc: a broken source is ErrorCode::compile with the NVRTC log", "[compile]") {
   GeneratedSource src;
   src.name = "broken_source";
