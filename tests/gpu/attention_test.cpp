@@ -1,11 +1,12 @@
-// FA2 and reference kernels against a float64 CPU reference (and, for long sequences, against the reference
-// kernel, itself checked against float64 below): fresh random data, poisoned outputs, odd lengths, Sk < Sq,
-// GQA groups 1/4/8, every mask, bf16 and fp16, head dims 64/96/128/256.
+// FA3, FA2 and reference kernels against a float64 CPU reference (and, for long sequences, against the
+// reference kernel, itself checked against float64 below): fresh random data, poisoned outputs, odd lengths,
+// Sk < Sq, GQA groups 1/4/8, every mask, bf16 and fp16, head dims 64/96/128/256 (FA3: 64/128/256).
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #include "dispatch/heuristics.hpp"
 #include "harness.hpp"
@@ -69,18 +70,17 @@ KernelConfig heuristic(Algorithm algorithm, DType dtype, int head_dim, MaskKind 
   }
 }
 
-TEST_CASE("heuristic kernels match float64 on every mask, head dim and dtype", "[fa3][fa2][reference][gpu]") {
-  const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
-  const DType dtype = GENERATE(DType::bf16, DType::fp16);
-  const int head_dim = GENERATE(64, 96, 128, 256);
-  if (algorithm == Algorithm::fa3 && head_dim == 96) return;  // fa3 covers 64, 128, 256
+namespace {
+
+// One heuristic config per mask at this algorithm, dtype and head dim, each on three length sets (rotating, so
+// that every set meets every mask). One test case per algorithm below (tools/gpu_tests.sh runs them at once).
+void check_heuristic_configs(Algorithm algorithm, DType dtype, int head_dim) {
   // FLASHJIT_TEST_ALGORITHMS=fa3,naive limits this sweep (quick device runs after a kernel change).
   if (const char* only = std::getenv("FLASHJIT_TEST_ALGORITHMS"))
     if (std::string(only).find(to_string(algorithm)) == std::string::npos) return;
   int index = 0;
   for (const auto& m : kMasks) {
     const KernelConfig config = heuristic(algorithm, dtype, head_dim, m.kind);
-    // Three length sets per (mask, head dim, dtype), rotating so every set meets every mask.
     for (int r = 0; r < 3; ++r) {
       const auto& l = kLengths[(index++ * 3 + head_dim / 32 + r) % std::size(kLengths)];
       check_against_fp64(make_shape(l, m, dtype, head_dim), config);
@@ -88,25 +88,30 @@ TEST_CASE("heuristic kernels match float64 on every mask, head dim and dtype", "
   }
 }
 
-TEST_CASE("non-heuristic configs (tiles, warps, stages) match float64", "[fa3][fa2][gpu]") {
-  const char* configs[] = {
-      "head_dim=128 block_m=128 warps=4 block_n=32 stages=2",
-      "head_dim=128 block_m=128 warps=4 block_n=64 stages=3",
-      "head_dim=128 block_m=64 warps=4 block_n=64 stages=4",
-      "head_dim=128 block_m=128 warps=8 block_n=32 stages=5",
-      "head_dim=64 block_m=64 warps=2 block_n=128 stages=2",
-      "head_dim=64 block_m=16 warps=1 block_n=16 stages=2",
-      "head_dim=32 block_m=64 warps=4 block_n=64 stages=3",
-      "head_dim=192 block_m=64 warps=4 block_n=32 stages=2",
-      "head_dim=256 block_m=64 warps=4 block_n=64 stages=2",
-      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=176 stages=2",
-      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=64 stages=4",
-      "algorithm=fa3 head_dim=128 block_m=64 warps=1 block_n=128 stages=3",
-      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=2",
-      "algorithm=fa3 head_dim=256 block_m=128 warps=2 block_n=64 stages=2",
-      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=128 scheduler=persistent",
-      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=3 scheduler=persistent",
-  };
+}  // namespace
+
+TEST_CASE("fa3 heuristic kernels match float64 on every mask, head dim and dtype", "[fa3][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 128, 256);
+  check_heuristic_configs(Algorithm::fa3, dtype, head_dim);
+}
+
+TEST_CASE("fa2 heuristic kernels match float64 on every mask, head dim and dtype", "[fa2][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 96, 128, 256);
+  check_heuristic_configs(Algorithm::fa2, dtype, head_dim);
+}
+
+TEST_CASE("reference kernels match float64 on every mask, head dim and dtype", "[reference][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 96, 128, 256);
+  check_heuristic_configs(Algorithm::naive, dtype, head_dim);
+}
+
+namespace {
+
+// Each config (FIELD=VALUE pairs for sm_90a) with three masks, in bf16 and fp16, on two length sets.
+void check_configs(std::initializer_list<const char*> configs) {
   for (const char* text : configs) {
     std::vector<std::string> pairs;
     std::string s(text);
@@ -127,6 +132,34 @@ TEST_CASE("non-heuristic configs (tiles, warps, stages) match float64", "[fa3][f
       check_against_fp64(make_shape({257, 129, 1, 1}, m, DType::fp16, config.head_dim), config);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("non-heuristic fa2 configs (tiles, warps, stages) match float64", "[fa2][gpu]") {
+  check_configs({
+      "head_dim=128 block_m=128 warps=4 block_n=32 stages=2",
+      "head_dim=128 block_m=128 warps=4 block_n=64 stages=3",
+      "head_dim=128 block_m=64 warps=4 block_n=64 stages=4",
+      "head_dim=128 block_m=128 warps=8 block_n=32 stages=5",
+      "head_dim=64 block_m=64 warps=2 block_n=128 stages=2",
+      "head_dim=64 block_m=16 warps=1 block_n=16 stages=2",
+      "head_dim=32 block_m=64 warps=4 block_n=64 stages=3",
+      "head_dim=192 block_m=64 warps=4 block_n=32 stages=2",
+      "head_dim=256 block_m=64 warps=4 block_n=64 stages=2",
+  });
+}
+
+TEST_CASE("non-heuristic fa3 configs (tiles, consumer warpgroups, stages, scheduler) match float64", "[fa3][gpu]") {
+  check_configs({
+      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=176 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=64 stages=4",
+      "algorithm=fa3 head_dim=128 block_m=64 warps=1 block_n=128 stages=3",
+      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=2",
+      "algorithm=fa3 head_dim=256 block_m=128 warps=2 block_n=64 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=128 scheduler=persistent",
+      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=3 scheduler=persistent",
+  });
 }
 
 TEST_CASE("the dispatcher's kernel on long sequences matches the reference kernel", "[fa3][fa2][gpu]") {

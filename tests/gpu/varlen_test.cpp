@@ -317,21 +317,41 @@ VarlenShape make_shape(const Ragged& r, const MaskCase& m, DType dtype, int head
 
 }  // namespace
 
-TEST_CASE("varlen kernels match float64 on short ragged batches, every mask", "[varlen][fa3][fa2][reference][gpu]") {
-  const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
-  const DType dtype = GENERATE(DType::bf16, DType::fp16);
-  const int head_dim = GENERATE(64, 128);
+namespace {
+
+// Every mask of one algorithm's varlen config at this dtype and head dim, each on two short ragged batches
+// (rotating, so that every set meets every mask and GQA group). One test case per algorithm below.
+void check_short_batches(Algorithm algorithm, DType dtype, int head_dim) {
   if (!algorithm_enabled(algorithm)) return;
   const int groups[] = {1, 4, 8};
   int index = 0;
   for (const auto& m : kMasks) {
     const KernelConfig config = varlen_config(algorithm, dtype, head_dim, m.kind);
-    // Two length sets per (mask, head dim, dtype), rotating so every set meets every mask and group.
     for (int r = 0; r < 2; ++r, ++index) {
       const Ragged& lengths = kShort[(index + head_dim / 64) % std::size(kShort)];
       check_against_fp64(make_shape(lengths, m, dtype, head_dim, groups[index % 3]), config);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("varlen fa3 kernels match float64 on short ragged batches, every mask", "[varlen][fa3][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 128);
+  check_short_batches(Algorithm::fa3, dtype, head_dim);
+}
+
+TEST_CASE("varlen fa2 kernels match float64 on short ragged batches, every mask", "[varlen][fa2][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 128);
+  check_short_batches(Algorithm::fa2, dtype, head_dim);
+}
+
+TEST_CASE("varlen reference kernels match float64 on short ragged batches, every mask", "[varlen][reference][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const int head_dim = GENERATE(64, 128);
+  check_short_batches(Algorithm::naive, dtype, head_dim);
 }
 
 TEST_CASE("varlen kernels: head_dim 256 and padded row strides", "[varlen][fa3][fa2][reference][gpu]") {
