@@ -289,8 +289,9 @@ FLASHJIT_API int flashjit_decode(flashjit_runtime* runtime, const flashjit_decod
  * large enough for every batch up to args->batch and any max_seqlen_k (the split count rises and falls with
  * both).
  * The runtime's workspace of a stream is shared by the decodes on that stream (CU_STREAM_PER_THREAD: per
- * thread); a graph captured on the stream keeps using it: replay such graphs only on that stream's order,
- * or give each graph a caller workspace. */
+ * thread; threads may share a stream, each decode's kernels enter it together); a graph captured on the
+ * stream keeps using it: replay such graphs only on that stream's order, or give each graph a caller
+ * workspace. */
 FLASHJIT_API int flashjit_prepare_decode(flashjit_runtime* runtime, const flashjit_decode_args* args);
 
 /* Frees the runtime's decode workspace of `stream` (a CUstream) on every device, after synchronizing the
