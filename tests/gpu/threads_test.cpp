@@ -35,7 +35,7 @@ enum class Streams { own, shared, legacy, per_thread };
 const char* to_string(Streams s) {
   switch (s) {
     case Streams::own: return "a stream per thread";
-    case Streams::shared: return "one stream shared by every thread";
+    case Streams::shared: return "one stream shared by every thread of a device";
     case Streams::legacy: return "the legacy default stream (as nullptr and as CU_STREAM_LEGACY)";
     case Streams::per_thread: return "the per-thread default stream";
   }
@@ -100,7 +100,9 @@ MergeShape merge_shape() {
 // One thread's problems (on its device), their float64 references and what went wrong.
 class Worker {
  public:
-  Worker(int index, int device, Runtime& rt, Streams streams) : index_(index), device_(device), rt_(rt), streams_(streams) {}
+  // Thread `index` of kThreads, on device index % devices.
+  Worker(int index, int devices, Runtime& rt, Streams streams)
+      : index_(index), device_(index % devices), ordinal_(index / devices), rt_(rt), streams_(streams) {}
 
   // Runs on its own thread; `sync` lines the threads up: once the shared streams exist, before each round's
   // launches, and before the shared streams go. shared[d]: the stream of device d that its threads share
@@ -134,12 +136,12 @@ class Worker {
   }
 
   std::uint64_t seed(int i) const { return 0x7e57ull * 1000003 + index_ * 64 + i; }
-  bool owns_shared() const { return streams_ == Streams::shared && index_ == device_; }
+  bool owns_shared() const { return streams_ == Streams::shared && ordinal_ == 0; }
 
   bool pick_stream(const std::vector<CUstream>& shared) {
     stream_ = streams_ == Streams::own       ? own_->get()
               : streams_ == Streams::shared  ? shared[device_]
-              : streams_ == Streams::legacy  ? (index_ % 2 ? CU_STREAM_LEGACY : nullptr)  // one stream, two names
+              : streams_ == Streams::legacy  ? (ordinal_ % 2 ? CU_STREAM_LEGACY : nullptr)  // one stream, two names
                                              : CU_STREAM_PER_THREAD;
     if (streams_ == Streams::shared && stream_ == nullptr) fail("the device's shared stream was not created");
     return streams_ != Streams::shared || stream_ != nullptr;
@@ -245,7 +247,7 @@ class Worker {
     std::vector<double> o, lse;
   };
 
-  int index_, device_;
+  int index_, device_, ordinal_;  // ordinal_: among the threads of the device
   Runtime& rt_;
   Streams streams_;
   std::optional<Stream> own_, shared_;
@@ -276,7 +278,7 @@ TEST_CASE("runtime: eight threads share one Runtime from an empty cache; decodes
 
   std::vector<CUstream> shared(devices, nullptr);
   std::vector<std::unique_ptr<Worker>> workers;
-  for (int t = 0; t < kThreads; ++t) workers.push_back(std::make_unique<Worker>(t, t % devices, **rt, streams));
+  for (int t = 0; t < kThreads; ++t) workers.push_back(std::make_unique<Worker>(t, devices, **rt, streams));
   std::barrier<> sync(kThreads);
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back([&sync, &shared, w = w.get()] { w->run(sync, shared); });
