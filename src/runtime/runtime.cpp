@@ -54,8 +54,11 @@ struct StreamKey {
   auto operator<=>(const StreamKey&) const = default;
 };
 
+// CU_STREAM_LEGACY and nullptr both name the legacy default stream.
+CUstream canonical_stream(CUstream stream) { return stream == CU_STREAM_LEGACY ? nullptr : stream; }
+
 StreamKey stream_key(int device, CUstream stream) {
-  if (stream == CU_STREAM_LEGACY) stream = nullptr;  // both name the legacy default stream
+  stream = canonical_stream(stream);
   return {device, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id()};
 }
 
@@ -293,7 +296,7 @@ struct Runtime::Impl {
   }
 
   Status release_workspace(CUstream stream) {
-    if (stream == CU_STREAM_LEGACY) stream = nullptr;  // as stream_key
+    stream = canonical_stream(stream);
     std::lock_guard lock(workspace_mutex);
     for (auto it = workspaces.begin(); it != workspaces.end();) {
       if (it->first.stream != stream ||

@@ -73,6 +73,8 @@ Comparison compare(const Shape& s, const std::vector<float>& o, const std::vecto
 
 // Relative L2 tolerance for a dtype (bf16 1e-2, fp16 2e-3).
 double tolerance(DType d);
+// Prefill and varlen LSE tolerance (absolute).
+inline constexpr double kPrefillLseTolerance = 2e-2;
 
 // One Runtime for the whole test executable (cache under FLASHJIT_CACHE_DIR or the default).
 Runtime& runtime();

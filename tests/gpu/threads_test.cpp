@@ -228,7 +228,7 @@ class Worker {
       if (auto st = prefill_->read_outputs(o, lse); !st.ok()) return fail(st.error().to_string());
       const Comparison cmp = compare(prefill_->shape(), o, lse, prefill_o_, prefill_lse_);
       if (cmp.nan_count != 0 || cmp.empty_row_violations != 0 || cmp.rel_l2 > tolerance(prefill_->shape().dtype) ||
-          cmp.lse_max_abs > 2e-2)
+          cmp.lse_max_abs > kPrefillLseTolerance)
         fail(fmt::format("round {}: prefill {}: {}", round, prefill_->shape().to_string(), cmp.to_string()));
     }
     {
