@@ -4,7 +4,7 @@ torch is imported inside the functions, never at module import."""
 import ctypes
 import json
 
-from . import _library, _runtime
+from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
 from ._checks import (bshd_strides, check_inputs, check_out, check_varlen_inputs, dtype_code, mask_of, packed_strides,
                       scale_of, shape4)
@@ -13,12 +13,80 @@ from ._config import config_json
 # Stands in for the tensors of a problem that is prepared but not run: big enough for any alignment.
 _SCRATCH_BYTES = 256
 
+# The checked call (AttentionArgs without addresses, stream or config, LSE shape) per call key (_memo).
+_calls = _memo.Memo()
+
 
 def _stream_handle(stream, device):
+    """The CUstream of a torch.cuda.Stream or a handle; None: torch's current stream on `device`."""
     if stream is None:
         import torch
+        # The handle alone, as torch's compiled code gets it: torch.cuda.current_stream builds a Stream object,
+        # which cost 5-6 µs per call on the H200 machine's host.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None and device.index is not None:
+            return raw(device.index)
         return torch.cuda.current_stream(device).cuda_stream
     return int(getattr(stream, "cuda_stream", stream))
+
+
+def _forward_key(tensors, options, config):
+    """The memo key of a forward call (None: run every check): the tensors' metadata (None for a missing one)
+    and the options, which must be plain (causal a bool, window a tuple of ints, the rest ints or numbers)."""
+    causal, window, softmax_scale, *ints = options
+    if (config is not None or type(causal) is not bool or type(window) is not tuple or not _memo.ints(*window, *ints)
+            or not _memo.number(softmax_scale)):
+        return None
+    try:
+        return tuple(None if t is None else _memo.tensor_key(t) for t in tensors) + tuple(options)
+    except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
+        return None
+
+
+def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream):
+    """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
+    shape), out allocated when None) on the first call of a key (every call with an explicit config), the
+    addresses' alignment on every call."""
+    checked = _calls.get(key)
+    if checked is not None:
+        addresses = _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k)
+        if not _memo.aligned(addresses[:4], addresses[4:]):
+            checked = None  # the checks name the misaligned tensor
+    if checked is None:
+        checked, out = check(out)
+        _calls.put(key, checked)
+        addresses = _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k)
+    elif out is None:
+        out = _output(out, q)
+        addresses = addresses[:3] + (out.data_ptr(),) + addresses[4:]
+    template, lse_shape = checked
+    args = AttentionArgs.from_buffer_copy(template)
+    args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k = addresses
+    args.config_json = None if config is None else config_json(config)  # checked by check()
+    lse = None
+    if return_lse:
+        import torch
+        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+        args.lse = lse.data_ptr()
+    args.stream = _stream_handle(stream, q.device)
+    _runtime.check(_library.load().flashjit_forward(_runtime.handle(), ctypes.byref(args)))
+    return (out, lse) if return_lse else out
+
+
+def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
+    """Data pointers (0 for a missing out or offsets)."""
+    return (q.data_ptr(), k.data_ptr(), v.data_ptr(), 0 if out is None else out.data_ptr(),
+            0 if cu_seqlens_q is None else cu_seqlens_q.data_ptr(),
+            0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr())
+
+
+def _output(out, q):
+    """out, or a new tensor like q (torch.empty_like: its layout follows from q's metadata, so a memo entry's
+    output strides hold for every call of the key)."""
+    if out is None:
+        import torch
+        out = torch.empty_like(q)
+    return out
 
 
 def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, return_lse=False, out=None,
@@ -40,30 +108,25 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, ret
     capture (warmup, precompile). Bad arguments raise ValueError before anything runs; failures in the library
     raise FlashjitError.
     """
-    problem = check_inputs(q, k, v)
-    mask, left, right = mask_of(causal, window)
-    scale = scale_of(softmax_scale)
-    if out is not None:
-        check_out(out, q)
-    explicit = None if config is None else config_json(config)
-    if out is None or return_lse:
-        import torch
-    if out is None:
-        out = torch.empty_like(q)
-    lse = None
-    if return_lse:
-        lse = torch.empty((problem.batch, problem.heads_q, problem.seqlen_q), dtype=torch.float32, device=q.device)
-    args = AttentionArgs(
-        q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=out.data_ptr(), lse=None if lse is None else lse.data_ptr(),
-        batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
-        heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
-        q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
-        v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
-        mask=mask, window_left=left, window_right=right, softmax_scale=scale,
-        stream=_stream_handle(stream, q.device), config_json=explicit)
-    lib = _library.load()
-    _runtime.check(lib.flashjit_forward(_runtime.handle(), ctypes.byref(args)))
-    return (out, lse) if return_lse else out
+    def check(out):
+        problem = check_inputs(q, k, v)
+        mask, left, right = mask_of(causal, window)
+        scale = scale_of(softmax_scale)
+        if out is not None:
+            check_out(out, q)
+        if config is not None:
+            config_json(config)  # raises on a bad config (after the tensors' checks)
+        out = _output(out, q)
+        args = AttentionArgs(
+            batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
+            heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
+            q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
+            v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
+            mask=mask, window_left=left, window_right=right, softmax_scale=scale)
+        return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
+
+    key = _forward_key((q, k, v, out), (causal, window, softmax_scale), config)
+    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
@@ -85,32 +148,27 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Asynchronous on the stream, no allocation besides out and lse; warm up (one call of the kind) before
     CUDA-graph capture. Bad arguments raise ValueError before anything runs; library failures FlashjitError.
     """
-    problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    mask, left, right = mask_of(causal, window)
-    scale = scale_of(softmax_scale)
-    if out is not None:
-        check_out(out, q, strides=("sequence", "head"))
-    explicit = None if config is None else config_json(config)
-    if out is None or return_lse:
-        import torch
-    if out is None:
-        out = torch.empty_like(q)
-    lse = None
-    if return_lse:
-        lse = torch.empty((problem.heads_q, problem.total_q), dtype=torch.float32, device=q.device)
-    args = AttentionArgs(
-        q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=out.data_ptr(), lse=None if lse is None else lse.data_ptr(),
-        batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
-        heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
-        q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
-        v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
-        mask=mask, window_left=left, window_right=right, softmax_scale=scale,
-        stream=_stream_handle(stream, q.device), config_json=explicit,
-        cu_seqlens_q=cu_seqlens_q.data_ptr(), cu_seqlens_k=cu_seqlens_k.data_ptr(), total_q=problem.total_q,
-        total_k=problem.total_k)
-    lib = _library.load()
-    _runtime.check(lib.flashjit_forward(_runtime.handle(), ctypes.byref(args)))
-    return (out, lse) if return_lse else out
+    def check(out):
+        problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+        mask, left, right = mask_of(causal, window)
+        scale = scale_of(softmax_scale)
+        if out is not None:
+            check_out(out, q, strides=("sequence", "head"))
+        if config is not None:
+            config_json(config)  # raises on a bad config (after the tensors' checks)
+        out = _output(out, q)
+        args = AttentionArgs(
+            batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
+            heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
+            q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
+            v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
+            mask=mask, window_left=left, window_right=right, softmax_scale=scale, total_q=problem.total_q,
+            total_k=problem.total_k)
+        return (bytes(args), (problem.heads_q, problem.total_q)), out
+
+    key = _forward_key((q, k, v, out, cu_seqlens_q, cu_seqlens_k),
+                       (causal, window, softmax_scale, max_seqlen_q, max_seqlen_k), config)
+    return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream)
 
 
 def warmup(q, k, v, **kwargs):

@@ -6,16 +6,16 @@ own per-stream workspace), so decode may be captured on any stream, torch.cuda.g
 once its kernels are loaded. torch is imported inside the functions, never at module import."""
 import ctypes
 
-from . import _library, _runtime
+from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _stream_handle
+from ._attention import _output, _stream_handle
 from ._checks import (bshd_strides, check_decode_inputs, check_decode_options, check_merge_inputs, check_merge_out,
                       check_out, scale_of)
 
-# Workspace bytes per kind of problem (the split plan depends on the device and the scalar fields, not on the
-# tensors' addresses): asking the library costs a call per decode; bounded for callers whose lengths vary.
-_workspace_bytes = {}
-_MAX_REMEMBERED = 4096
+# The checked call (DecodeArgs without addresses or stream, workspace bytes, LSE shape) per call key (_memo),
+# and the checked merge (MergeArgs without addresses or stream, LSE shape).
+_calls = _memo.Memo()
+_merges = _memo.Memo()
 
 
 def _torch_stream(stream, device):
@@ -25,46 +25,88 @@ def _torch_stream(stream, device):
     return torch.cuda.ExternalStream(int(getattr(stream, "cuda_stream", stream)), device=device)
 
 
-def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream):
-    """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated."""
+def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
+              max_seqlen_k):
+    if not (_memo.ints(window_left, num_splits, max_seqlen_k) and _memo.number(softmax_scale)
+            and type(split_merge) is str):
+        return None
+    key = _memo.tensor_key
+    try:
+        return (key(q), key(k_cache), key(v_cache), key(seqlens_k), None if page_table is None else key(page_table),
+                None if out is None else key(out), window_left, softmax_scale, num_splits, split_merge, max_seqlen_k)
+    except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
+        return None
+
+
+def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table):
+    """The data pointers in _set_addresses' order (0 for a missing out or page table)."""
+    return (q.data_ptr(), 0 if out is None else out.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
+            seqlens_k.data_ptr(), 0 if page_table is None else page_table.data_ptr())
+
+
+def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
+                  split_merge, max_seqlen_k):
+    """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
+    (allocated like q when None)."""
     problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
     window_left, num_splits, split_merge = check_decode_options(window_left, num_splits, split_merge)
     scale = scale_of(softmax_scale)
     if out is not None:
         check_out(out, q)
-    if out is None or return_lse:
-        import torch
-    if out is None:
-        out = torch.empty_like(q)
-    lse = None
-    if return_lse:
-        lse = torch.empty((problem.batch, problem.heads_q, problem.q_len), dtype=torch.float32, device=q.device)
-    q_strides, o_strides = bshd_strides(q), bshd_strides(out)
-    k_strides, v_strides = bshd_strides(k_cache), bshd_strides(v_cache)
+    out = _output(out, q)
     args = DecodeArgs(
-        q=q.data_ptr(), o=out.data_ptr(), lse=None if lse is None else lse.data_ptr(), k_cache=k_cache.data_ptr(),
-        v_cache=v_cache.data_ptr(), seqlens_k=seqlens_k.data_ptr(),
-        page_table=None if page_table is None else page_table.data_ptr(), batch=problem.batch, q_len=problem.q_len,
-        heads_q=problem.heads_q, heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
-        max_seqlen_k=problem.max_seqlen_k, layout=problem.layout, cache_seqlen=problem.cache_seqlen,
-        num_pages=problem.num_pages, page_size=problem.page_size, max_pages_per_seq=problem.max_pages_per_seq,
-        q_strides=Strides(*q_strides), o_strides=Strides(*o_strides), k_strides=Strides(*k_strides),
-        v_strides=Strides(*v_strides), window_left=window_left, softmax_scale=scale, num_splits=num_splits,
-        stream=_stream_handle(stream, q.device), split_merge=split_merge)
-    lib = _library.load()
-    key = (str(q.device), problem, q_strides, o_strides, k_strides, v_strides, window_left, num_splits, split_merge)
-    needed = _workspace_bytes.get(key)
-    if needed is None:
-        needed = lib.flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
-        if needed < 0:
-            _runtime.raise_for(-needed)
-        if len(_workspace_bytes) >= _MAX_REMEMBERED:
-            _workspace_bytes.clear()
-        _workspace_bytes[key] = needed
+        batch=problem.batch, q_len=problem.q_len, heads_q=problem.heads_q, heads_kv=problem.heads_kv,
+        head_dim=problem.head_dim, dtype=problem.dtype, max_seqlen_k=problem.max_seqlen_k, layout=problem.layout,
+        cache_seqlen=problem.cache_seqlen, num_pages=problem.num_pages, page_size=problem.page_size,
+        max_pages_per_seq=problem.max_pages_per_seq, q_strides=Strides(*bshd_strides(q)),
+        o_strides=Strides(*bshd_strides(out)), k_strides=Strides(*bshd_strides(k_cache)),
+        v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
+        num_splits=num_splits, split_merge=split_merge)
+    # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
+    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table))
+    needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
+    if needed < 0:
+        _runtime.raise_for(-needed)
+    _set_addresses(args, 0, 0, 0, 0, 0, 0)
+    return (bytes(args), needed, (problem.batch, problem.heads_q, problem.q_len)), out
+
+
+def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table):
+    args.q, args.o, args.k_cache, args.v_cache, args.seqlens_k, args.page_table = (q, o, k_cache, v_cache, seqlens_k,
+                                                                                   page_table)
+
+
+def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
+                 split_merge, max_seqlen_k, stream):
+    """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
+    every check on the first call of a key (_memo), the addresses' alignment on every call."""
+    key = _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits,
+                    split_merge, max_seqlen_k)
+    checked = _calls.get(key)
+    if checked is not None:
+        addresses = _addresses(q, out, k_cache, v_cache, seqlens_k, page_table)
+        if not _memo.aligned(addresses[:4], addresses[4:]):
+            checked = None  # the checks name the misaligned tensor
+    if checked is None:
+        checked, out = _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out,
+                                     num_splits, split_merge, max_seqlen_k)
+        _calls.put(key, checked)
+        addresses = _addresses(q, out, k_cache, v_cache, seqlens_k, page_table)
+    elif out is None:
+        out = _output(out, q)
+        addresses = (addresses[0], out.data_ptr()) + addresses[2:]
+    template, needed, lse_shape = checked
+    args = DecodeArgs.from_buffer_copy(template)
+    _set_addresses(args, *addresses)
+    lse = None
+    if return_lse or needed > 0:
+        import torch
+    if return_lse:
+        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+        args.lse = lse.data_ptr()
+    args.stream = _stream_handle(stream, q.device)
     workspace = None
     if needed > 0:
-        import torch
         # On the current stream: the caching allocator reuses it only after this stream's decode is done, and
         # inside graph capture it comes from the graph's pool.
         workspace = torch.empty(needed, dtype=torch.uint8, device=q.device)
@@ -135,22 +177,55 @@ def merge(outs, lses, *, out=None, return_lse=False, stream=None):
 
     Asynchronous. The first call for a dtype and head dim loads its kernel: make one outside CUDA-graph capture
     before capturing merge."""
+    key = _merge_key(outs, lses, out)
+    checked = _merges.get(key)
+    if checked is not None:
+        o_in, lse_in = [o.data_ptr() for o in outs], [t.data_ptr() for t in lses]
+        if not _memo.aligned((), lse_in) or (out is not None and out.data_ptr() in o_in):
+            checked = None  # the checks name the misaligned or aliased tensor
+    if checked is None:
+        checked, out = _checked_merge(outs, lses, out)
+        _merges.put(key, checked)
+        o_in, lse_in = [o.data_ptr() for o in outs], [t.data_ptr() for t in lses]
+    elif out is None:
+        import torch
+        out = torch.empty_like(outs[0])
+    template, lse_shape = checked
+    args = MergeArgs.from_buffer_copy(template)
+    args.o_in = (ctypes.c_void_p * len(o_in))(*o_in)  # kept alive by args
+    args.lse_in = (ctypes.c_void_p * len(lse_in))(*lse_in)
+    args.o = out.data_ptr()
+    lse = None
+    if return_lse:
+        import torch
+        lse = torch.empty(lse_shape, dtype=torch.float32, device=out.device)
+        args.lse = lse.data_ptr()
+    args.stream = _stream_handle(stream, out.device)
+    _runtime.check(_library.load().flashjit_merge(_runtime.handle(), ctypes.byref(args)))
+    return (out, lse) if return_lse else out
+
+
+def _merge_key(outs, lses, out):
+    if type(outs) not in (list, tuple) or type(lses) not in (list, tuple):
+        return None
+    key = _memo.tensor_key
+    try:
+        return (tuple(key(o) for o in outs), tuple(key(t) for t in lses), None if out is None else key(out))
+    except Exception:  # noqa: BLE001  (not tensors: the checks say what is wrong)
+        return None
+
+
+def _checked_merge(outs, lses, out):
+    """Every check, then (MergeArgs bytes without addresses or stream, LSE shape) and out (allocated like
+    outs[0] when None)."""
     problem = check_merge_inputs(outs, lses)
     first = outs[0]
     if out is not None:
         check_merge_out(out, first, outs)
-    if out is None or return_lse:
+    else:
         import torch
-    if out is None:
         out = torch.empty_like(first)
-    lse = None
-    if return_lse:
-        lse = torch.empty((problem.batch, problem.heads, problem.seqlen), dtype=torch.float32, device=first.device)
-    o_in = (ctypes.c_void_p * problem.num_states)(*[o.data_ptr() for o in outs])
-    lse_in = (ctypes.c_void_p * problem.num_states)(*[t.data_ptr() for t in lses])
     args = MergeArgs(dtype=problem.dtype, batch=problem.batch, seqlen=problem.seqlen, heads=problem.heads,
-                     head_dim=problem.head_dim, num_states=problem.num_states, o_in=o_in, lse_in=lse_in,
-                     o=out.data_ptr(), in_strides=Strides(*bshd_strides(first)), o_strides=Strides(*bshd_strides(out)),
-                     lse=None if lse is None else lse.data_ptr(), stream=_stream_handle(stream, first.device))
-    _runtime.check(_library.load().flashjit_merge(_runtime.handle(), ctypes.byref(args)))
-    return (out, lse) if return_lse else out
+                     head_dim=problem.head_dim, num_states=problem.num_states,
+                     in_strides=Strides(*bshd_strides(first)), o_strides=Strides(*bshd_strides(out)))
+    return (bytes(args), (problem.batch, problem.heads, problem.seqlen)), out

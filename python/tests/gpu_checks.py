@@ -601,13 +601,46 @@ def check_merge_graph_capture():
     expect_close(out, None, reference(q, k, v)[0], None, FP16, "merge graph replay")
 
 
+def check_repeat_calls_on_new_tensors_and_streams():
+    """Calls of one kind (the second and later reuse the first's checks, _memo) on fresh tensors, lengths and
+    streams are each right; a view at an address that breaks the alignment is still refused after a hit;
+    the default stream handle is torch's current stream, inside a stream context too."""
+    from flashjit import _attention
+    case = DecodeCase((300, 77), 1, 32, 8, 128, BF16, page_size=16, capacity=512)
+    side = torch.cuda.Stream()
+    for i, stream in enumerate((None, side, None)):
+        q, k, v, lens, table, per_seq = decode_inputs(case)
+        with torch.cuda.stream(stream if stream is not None else torch.cuda.current_stream()):
+            assert _attention._stream_handle(None, q.device) == torch.cuda.current_stream().cuda_stream
+            o, lse = flashjit.decode(q, k, v, lens, page_table=table, return_lse=True)
+        torch.cuda.synchronize()
+        ref_o, ref_lse = decode_reference(q, per_seq)
+        expect_close(o, lse, ref_o, ref_lse, BF16, f"paged decode, call {i} of one kind")
+    for i in range(2):
+        q, k, v = (torch.randn(2, 130, h, 64, device="cuda", dtype=FP16) for h in (8, 2, 2))
+        o = flashjit.attention(q, k, v, causal=True)
+        expect_close(o, None, reference(q, k, v, causal=True)[0], None, FP16, f"attention, call {i} of one kind")
+    if torch.cuda.device_count() > 1:
+        dev = torch.device("cuda", 1)
+        with torch.cuda.device(dev):
+            assert _attention._stream_handle(None, dev) == torch.cuda.current_stream(dev).cuda_stream
+    base = torch.randn(2 * 130 * 8 * 64 + 4, device="cuda", dtype=FP16)
+    odd = base[4:].view(2, 130, 8, 64)  # 8 bytes past a 16-byte boundary, same metadata as q
+    try:
+        flashjit.attention(odd, k, v, causal=True)
+    except ValueError as e:
+        assert "not 16-byte aligned" in str(e), str(e)
+    else:
+        raise AssertionError("a misaligned q was accepted after a call of its kind")
+
+
 CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_capture_and_replay,
           check_varlen_views_out_and_scale, check_varlen_graph_capture_and_replay,
           check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config,
           check_decode_out_and_strided_q, check_decode_graph_capture_and_replay,
           check_decode_capture_without_prepare_is_an_error, check_prepare_decode_covers_shorter_caches,
           check_merge_states, check_decode_cascade_merge,
-          check_merge_graph_capture]
+          check_merge_graph_capture, check_repeat_calls_on_new_tensors_and_streams]
 
 
 def main():
