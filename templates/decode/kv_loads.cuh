@@ -167,6 +167,23 @@ struct KvLoads {
     copy(s_v, v_base, v_pass, v_off, page_ok, n0, k1);
   }
 
+  // Zeroes the loader's rows of keys [from, to) in the stage tile at s_tile (K or V of the tile at n0), which
+  // its own copies wrote: call after those copies landed (cp_async_wait), before the barrier that shows the
+  // tile to its readers.
+  __device__ __forceinline__ void zero_rows(unsigned s_tile, int n0, int from, int to) const {
+    if constexpr (kActive < kThreads) {
+      if (!active) return;
+    }
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j) {
+      const int key = n0 + row0 + j * kPassRows + row;
+      if (key >= from && key < to) {
+#pragma unroll
+        for (int i = 0; i < kCopies; ++i) ptx::st_shared_zero_16(s_tile + dst(j, i));
+      }
+    }
+  }
+
  private:
   __device__ __forceinline__ void copy(unsigned s_dst, const unsigned short* base, long long pass,
                                        const long long (&off)[kLookups], const bool (&page_ok)[kLookups], int n0,

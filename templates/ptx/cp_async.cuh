@@ -14,6 +14,11 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool 
                : "memory");
 }
 
+// Writes 16 zero bytes now (what cp_async_16 writes when !valid), e.g. over a landed copy this thread made.
+__device__ __forceinline__ void st_shared_zero_16(unsigned dst) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
+}
+
 // Brings the 128-byte line holding `p` into L2 (no register result, nothing waits on it).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
