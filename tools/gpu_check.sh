@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # One command for a GPU machine: builds flashjit, runs the CPU, GPU and Python GPU test suites, then the
 # benchmarks (flashjit alone with host overheads; then flashjit and torch's kernels in one process, with
-# plots), writing logs and results into OUTDIR and printing a summary last.
+# plots; then the Python layer's host time per call), writing logs and results into OUTDIR and printing a summary last.
 #   tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep] [--steps a,b,...]
 # --steps runs only the named steps (build cpu_tests gpu_tests python_gpu_tests bench python_bench
-# tile_sweep), e.g. to split the whole check over several commands on one machine (the build folder and
-# the kernel cache persist between them): `--steps build,cpu_tests,gpu_tests` then
-# `--steps python_gpu_tests,bench,python_bench`. A step other than build needs an earlier build.
+# host_overhead tile_sweep), e.g. to split the whole check over several commands on one machine (the build
+# folder and the kernel cache persist between them): `--steps build,cpu_tests,gpu_tests` then
+# `--steps python_gpu_tests,bench,python_bench,host_overhead`. A step other than build needs an earlier build.
 set -uo pipefail
 usage="usage: tools/gpu_check.sh OUTDIR [--quick] [--tile-sweep] [--steps a,b,...]"
 out=${1:?$usage}
@@ -68,6 +68,9 @@ else
   step python_bench "${pybench[@]}" --sweep llama3 --sweep fa3 --sweep decode --sweep decode-batches --sweep decode-short \
     --flex-min-seqlen 16384
 fi
+# Host time per call of flashjit's Python functions and of SDPA (what an eager serving loop pays per call).
+step host_overhead env PYTHONPATH="$root/python" FLASHJIT_LIBRARY="$build/libflashjit.so" python3 \
+  "$root/tools/bench/host_overhead.py" --out "$out/host-overhead.md"
 for f in "$out"/*.md; do [ -f "$f" ] && cat "$f"; done
 grep -h overheads "$bench" 2>/dev/null
 [ -f "$out/tiles.jsonl" ] && python3 -c "
