@@ -66,7 +66,7 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
     lse = None
     if return_lse:
         import torch
-        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+        lse = q.new_empty(lse_shape, dtype=torch.float32)
         args.lse = lse.data_ptr()
     args.stream = _stream_handle(stream, q.device)
     _runtime.check(_library.load().flashjit_forward(_runtime.handle(), ctypes.byref(args)))

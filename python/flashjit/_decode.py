@@ -102,14 +102,14 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
     if return_lse or needed > 0:
         import torch
     if return_lse:
-        lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+        lse = q.new_empty(lse_shape, dtype=torch.float32)
         args.lse = lse.data_ptr()
     args.stream = _stream_handle(stream, q.device)
     workspace = None
     if needed > 0:
         # On the current stream: the caching allocator reuses it only after this stream's decode is done, and
         # inside graph capture it comes from the graph's pool.
-        workspace = torch.empty(needed, dtype=torch.uint8, device=q.device)
+        workspace = q.new_empty((needed,), dtype=torch.uint8)
         if stream is not None:  # used on another stream than the one it was allocated on
             workspace.record_stream(_torch_stream(stream, q.device))
         args.workspace, args.workspace_bytes = workspace.data_ptr(), needed
@@ -198,7 +198,7 @@ def merge(outs, lses, *, out=None, return_lse=False, stream=None):
     lse = None
     if return_lse:
         import torch
-        lse = torch.empty(lse_shape, dtype=torch.float32, device=out.device)
+        lse = out.new_empty(lse_shape, dtype=torch.float32)
         args.lse = lse.data_ptr()
     args.stream = _stream_handle(stream, out.device)
     _runtime.check(_library.load().flashjit_merge(_runtime.handle(), ctypes.byref(args)))
