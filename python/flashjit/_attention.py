@@ -47,30 +47,26 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config), the
     addresses' alignment on every call."""
-    checked = _calls.get(key)
-    if checked is not None:
-        addresses = _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k)
-        if not _memo.aligned(addresses[:4], addresses[4:]):
-            checked = None  # the checks name the misaligned tensor
-    if checked is None:
-        checked, out = check(out)
-        _calls.put(key, checked)
-        addresses = _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k)
-    elif out is None:
-        out = _output(out, q)
-        addresses = addresses[:3] + (out.data_ptr(),) + addresses[4:]
+    checked, out, addresses = _calls.checked(key, check, out, lambda: _output(None, q),
+                                             lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
     args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k = addresses
     args.config_json = None if config is None else config_json(config)  # checked by check()
+    return _call("flashjit_forward", args, out, q, lse_shape if return_lse else None, stream)
+
+
+def _call(function, args, out, like, lse_shape, stream):
+    """Sets args' LSE (a new float32 tensor of lse_shape on like's device, when lse_shape is not None) and stream
+    (like's device's current one when None), calls the library's `function` with them: out, or (out, lse)."""
     lse = None
-    if return_lse:
+    if lse_shape is not None:
         import torch
-        lse = q.new_empty(lse_shape, dtype=torch.float32)
+        lse = like.new_empty(lse_shape, dtype=torch.float32)
         args.lse = lse.data_ptr()
-    args.stream = _stream_handle(stream, q.device)
-    _runtime.check(_library.load().flashjit_forward(_runtime.handle(), ctypes.byref(args)))
-    return (out, lse) if return_lse else out
+    args.stream = _stream_handle(stream, like.device)
+    _runtime.check(getattr(_library.load(), function)(_runtime.handle(), ctypes.byref(args)))
+    return out if lse is None else (out, lse)
 
 
 def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
@@ -78,6 +74,18 @@ def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
     return (q.data_ptr(), k.data_ptr(), v.data_ptr(), 0 if out is None else out.data_ptr(),
             0 if cu_seqlens_q is None else cu_seqlens_q.data_ptr(),
             0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr())
+
+
+def _checked_options(q, out, out_dims, causal, window, softmax_scale, config):
+    """The checks a forward call makes after its tensors' (mask, scale, out like q with strides over out_dims,
+    config): (mask, window_left, window_right, softmax_scale, out allocated when None)."""
+    mask, left, right = mask_of(causal, window)
+    scale = scale_of(softmax_scale)
+    if out is not None:
+        check_out(out, q, strides=out_dims)
+    if config is not None:
+        config_json(config)  # raises on a bad config; passed per call (never part of the memo)
+    return mask, left, right, scale, _output(out, q)
 
 
 def _output(out, q):
@@ -110,13 +118,8 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, ret
     """
     def check(out):
         problem = check_inputs(q, k, v)
-        mask, left, right = mask_of(causal, window)
-        scale = scale_of(softmax_scale)
-        if out is not None:
-            check_out(out, q)
-        if config is not None:
-            config_json(config)  # raises on a bad config (after the tensors' checks)
-        out = _output(out, q)
+        mask, left, right, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal, window,
+                                                         softmax_scale, config)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
@@ -150,13 +153,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """
     def check(out):
         problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-        mask, left, right = mask_of(causal, window)
-        scale = scale_of(softmax_scale)
-        if out is not None:
-            check_out(out, q, strides=("sequence", "head"))
-        if config is not None:
-            config_json(config)  # raises on a bad config (after the tensors' checks)
-        out = _output(out, q)
+        mask, left, right, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window, softmax_scale,
+                                                         config)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,

@@ -8,7 +8,7 @@ import ctypes
 
 from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _output, _stream_handle
+from ._attention import _call, _output, _stream_handle
 from ._checks import (bshd_strides, check_decode_inputs, check_decode_options, check_merge_inputs, check_merge_out,
                       check_out, scale_of)
 
@@ -82,19 +82,10 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
     every check on the first call of a key (_memo), the addresses' alignment on every call."""
     key = _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits,
                     split_merge, max_seqlen_k)
-    checked = _calls.get(key)
-    if checked is not None:
-        addresses = _addresses(q, out, k_cache, v_cache, seqlens_k, page_table)
-        if not _memo.aligned(addresses[:4], addresses[4:]):
-            checked = None  # the checks name the misaligned tensor
-    if checked is None:
-        checked, out = _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out,
-                                     num_splits, split_merge, max_seqlen_k)
-        _calls.put(key, checked)
-        addresses = _addresses(q, out, k_cache, v_cache, seqlens_k, page_table)
-    elif out is None:
-        out = _output(out, q)
-        addresses = (addresses[0], out.data_ptr()) + addresses[2:]
+    checked, out, addresses = _calls.checked(
+        key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
+                                     num_splits, split_merge, max_seqlen_k),
+        out, lambda: _output(None, q), lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
     _set_addresses(args, *addresses)
@@ -195,14 +186,7 @@ def merge(outs, lses, *, out=None, return_lse=False, stream=None):
     args.o_in = (ctypes.c_void_p * len(o_in))(*o_in)  # kept alive by args
     args.lse_in = (ctypes.c_void_p * len(lse_in))(*lse_in)
     args.o = out.data_ptr()
-    lse = None
-    if return_lse:
-        import torch
-        lse = out.new_empty(lse_shape, dtype=torch.float32)
-        args.lse = lse.data_ptr()
-    args.stream = _stream_handle(stream, out.device)
-    _runtime.check(_library.load().flashjit_merge(_runtime.handle(), ctypes.byref(args)))
-    return (out, lse) if return_lse else out
+    return _call("flashjit_merge", args, out, out, lse_shape if return_lse else None, stream)
 
 
 def _merge_key(outs, lses, out):
