@@ -130,9 +130,10 @@ struct KvLoads {
 
   // Copies the loader's rows of keys [n0, n0 + kBN) (keys n0 + row0 ... n0 + row0 + kRows - 1) into the
   // stage at s_k / s_v, K's rows first, then `between()` (the caller's commit: K and V land as two cp.async
-  // groups, so that Q·Kᵀ need not wait for V), then V's rows; rows at or past k1 are zero-filled, unread.
+  // groups, so that Q·Kᵀ need not wait for V), then V's rows; rows at or past `limit` (the sequence's end, or
+  // a bound past it whose extra rows the caller keeps out of use) are zero-filled, unread.
   template <class Between>
-  __device__ __forceinline__ void load(unsigned s_k, unsigned s_v, int n0, int k1, const Pages& pages,
+  __device__ __forceinline__ void load(unsigned s_k, unsigned s_v, int n0, int limit, const Pages& pages,
                                        Between&& between) const {
     if constexpr (kActive < kThreads) {
       if (!active) {  // a zero fill of its rows would land on other threads' rows or past the tile
@@ -162,9 +163,9 @@ struct KvLoads {
         v_off[s] = (n0 + row0) * v_seq;
       }
     }
-    copy(s_k, k_base, k_pass, k_off, page_ok, n0, k1);
+    copy(s_k, k_base, k_pass, k_off, page_ok, n0, limit);
     between();
-    copy(s_v, v_base, v_pass, v_off, page_ok, n0, k1);
+    copy(s_v, v_base, v_pass, v_off, page_ok, n0, limit);
   }
 
   // Zeroes the loader's rows of keys [from, to) in the stage tile at s_tile (K or V of the tile at n0), which
@@ -187,13 +188,13 @@ struct KvLoads {
  private:
   __device__ __forceinline__ void copy(unsigned s_dst, const unsigned short* base, long long pass,
                                        const long long (&off)[kLookups], const bool (&page_ok)[kLookups], int n0,
-                                       int k1) const {
+                                       int limit) const {
     const unsigned short* src = nullptr;
 #pragma unroll
     for (int j = 0; j < kPasses; ++j) {
       const int s = j / kPassesPerLookup;
       if (j % kPassesPerLookup == 0) src = base + off[s];
-      const bool valid = page_ok[s] && n0 + row0 + j * kPassRows + row < k1;
+      const bool valid = page_ok[s] && n0 + row0 + j * kPassRows + row < limit;
 #pragma unroll
       for (int i = 0; i < kCopies; ++i) ptx::cp_async_16(s_dst + dst(j, i), src + i * kRowThreads * 8, valid);
       src += pass;

@@ -155,62 +155,89 @@ struct SplitKernel {
       sp.num_tiles = sp.k1 > sp.k0 ? (sp.k1 - sp.k0 + kBN - 1) / kBN : 0;
       return sp;
     };
-    // Contiguous caches without a window: the split's first key does not depend on the length, and the cache
-    // holds max_seqlen_k rows of every sequence, so Q and the first tiles are copied against that bound
-    // (copy_k1) before the length is used: its read and the copies share one memory round trip instead of
-    // taking two in turn (H200, µs per call: B16 Sk 32 3.73 -> 3.49, B1 Sk 1k 5.75 -> 5.43). In program order
-    // the length's first use sits below the copies, and ptxas keeps it there; with it above them, the warps
-    // stalled on the read before the first copy (and B16 Sk 32 gained 0.1 µs only). The rows between the
-    // sequence's end and the bound are masked out of the scores, but P·V would carry a NaN or Inf of theirs
-    // into O: their V rows are zeroed before P·V reads them (main loop).
-    constexpr bool kEarly = !kPaged && !kWindow;
-    Span span{};
-    if constexpr (!kEarly) span = span_of(seqlen_read);
-    const int k0 = kEarly ? split * p.keys_per_split : span.k0;
-    const int copy_k1 = kEarly ? min(p.max_seqlen_k, k0 + p.keys_per_split) : span.k1;
-    const int copy_tiles = copy_k1 > k0 ? (copy_k1 - k0 + kBN - 1) / kBN : 0;
-
-    const auto* q = static_cast<const unsigned short*>(p.q) + batch * p.q_batch;
-
-    // Q rows: row r is query head kv_head * group + r % group of token r / group; padding rows are zero.
-    for (int i = tid; i < kRows * QTile::kChunks; i += kThreads) {
-      const int r = i / QTile::kChunks, chunk = i % QTile::kChunks;
-      const bool valid = r < rows_valid && copy_tiles > 0;
-      const unsigned short* src =
-          q + (valid ? (r / p.group) * p.q_seq + (kv_head * p.group + r % p.group) * p.q_head + chunk * 8 : 0);
-      ptx::cp_async_16(s_q + QTile::offset(r, chunk), src, valid);
-    }
-    if constexpr (kPaged) {
-      // The split's page-table entries into L2 now: Loads::read then finds them there one tile ahead,
-      // instead of paying an HBM round trip per tile on the path to the next K/V loads.
-      if (span.num_tiles > 0) {
-        const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
-        const auto begin = reinterpret_cast<unsigned long long>(table + k0 / kPageSize) & ~127ull;
-        const auto end = reinterpret_cast<unsigned long long>(table + (span.k1 - 1) / kPageSize);
-        for (unsigned long long a = begin + 128ull * tid; a <= end; a += 128ull * kThreads)
-          ptx::prefetch_l2(reinterpret_cast<const void*>(a));
-      }
-    }
-    // The first kStages - 1 tiles in flight (with a window their page-table entries are read now, all before
-    // the first copy). In the main loop each tile's entries are read one tile ahead of its copies, under a
-    // tile of compute.
-    if constexpr (kWindow) {
-#pragma unroll
-      for (int s = 0; s < kStages; ++s) loads.read(k0 + s * kBN, span.k1, first[s]);
-    }
-    // Each tile's K and V are two commit groups (K first, with Q in tile 0's): Q·Kᵀ waits for K only.
+    // Q, the page-table prefetch, a window's table reads and the first kStages - 1 tiles, copied for keys
+    // [k0, copy_k1) of span sp (paged and windowed caches use sp; contiguous ones without a window need it
+    // only when copy_k1 is the sequence's end).
     const auto commit = [] { ptx::cp_async_commit(); };
+    const auto prologue = [&](const Span& sp, int k0, int copy_k1) {
+      const int copy_tiles = copy_k1 > k0 ? (copy_k1 - k0 + kBN - 1) / kBN : 0;
+      const auto* q = static_cast<const unsigned short*>(p.q) + batch * p.q_batch;
+      // Q rows: row r is query head kv_head * group + r % group of token r / group; padding rows are zero.
+      for (int i = tid; i < kRows * QTile::kChunks; i += kThreads) {
+        const int r = i / QTile::kChunks, chunk = i % QTile::kChunks;
+        const bool valid = r < rows_valid && copy_tiles > 0;
+        const unsigned short* src =
+            q + (valid ? (r / p.group) * p.q_seq + (kv_head * p.group + r % p.group) * p.q_head + chunk * 8 : 0);
+        ptx::cp_async_16(s_q + QTile::offset(r, chunk), src, valid);
+      }
+      if constexpr (kPaged) {
+        // The split's page-table entries into L2 now: Loads::read then finds them there one tile ahead,
+        // instead of paying an HBM round trip per tile on the path to the next K/V loads.
+        if (sp.num_tiles > 0) {
+          const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
+          const auto begin = reinterpret_cast<unsigned long long>(table + k0 / kPageSize) & ~127ull;
+          const auto end = reinterpret_cast<unsigned long long>(table + (sp.k1 - 1) / kPageSize);
+          for (unsigned long long a = begin + 128ull * tid; a <= end; a += 128ull * kThreads)
+            ptx::prefetch_l2(reinterpret_cast<const void*>(a));
+        }
+      }
+      // The first kStages - 1 tiles in flight (with a window their page-table entries are read now, all before
+      // the first copy). In the main loop each tile's entries are read one tile ahead of its copies, under a
+      // tile of compute.
+      if constexpr (kWindow) {
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
-      if (s < copy_tiles)
-        loads.load(s_k + s * KVTile::kBytes, s_v + s * KVTile::kBytes, k0 + s * kBN, copy_k1, first[s], commit);
-      else
+        for (int s = 0; s < kStages; ++s) loads.read(k0 + s * kBN, sp.k1, first[s]);
+      }
+      // Each tile's K and V are two commit groups (K first, with Q in tile 0's): Q·Kᵀ waits for K only.
+#pragma unroll
+      for (int s = 0; s < kStages - 1; ++s) {
+        if (s < copy_tiles)
+          loads.load(s_k + s * KVTile::kBytes, s_v + s * KVTile::kBytes, k0 + s * kBN, copy_k1, first[s], commit);
+        else
+          commit();
         commit();
-      commit();
+      }
+    };
+    // Unsplit decodes of contiguous caches without a window: the first key (0) does not depend on the length,
+    // and the cache holds max_seqlen_k rows of every sequence, so Q and the first tiles are copied against that
+    // bound before the length is used: its read and the copies share one memory round trip instead of taking
+    // two in turn (H200, µs per call: B16 Sk 32 3.74 -> 3.51, B64 Sk 256 18.84 -> 18.53). The length's first
+    // use must sit below the copies in program order (above them, ptxas kept it there and the warps stalled on
+    // the read before the first copy). The rows between the sequence's end and the bound are masked out of the
+    // scores, but P·V would carry a NaN or Inf of theirs into O: their V rows are zeroed before P·V reads them
+    // (main loop). Split decodes do not: with max_seqlen_k above the lengths (the cache's capacity, say) every
+    // split past a sequence's end would read its first tiles too, a burst that slowed the real splits' streams
+    // more than the round trip saved (B1 over a 32k cache holding 1k keys: 12.2 -> 13.2 µs in 16 splits).
+    constexpr bool kEarly = !kPaged && !kWindow;
+    const bool early = kEarly && p.num_splits == 1;
+    Span span;
+    int copy_k1;
+    if (early) {
+      const int k0 = span_of(0).k0;  // without a window, k0 does not depend on the length
+      copy_k1 = min(p.max_seqlen_k, k0 + p.keys_per_split);
+      prologue(span_of(0), k0, copy_k1);
+      span = span_of(seqlen_read);
+    } else {
+      span = span_of(seqlen_read);
+      copy_k1 = span.k1;
+      prologue(span, span.k0, copy_k1);
     }
     typename Loads::Pages pages = first[kStages - 1];
-    if constexpr (kEarly) span = span_of(seqlen_read);
-    const int a_min = span.a_min, a_max = span.a_max, k1 = span.k1, num_tiles = span.num_tiles;
+    const int a_min = span.a_min, a_max = span.a_max, k0 = span.k0, k1 = span.k1, num_tiles = span.num_tiles;
+    if constexpr (kEarly) {
+      // A sequence shorter than the early prologue's tiles: zero the V rows copied past its end, each thread its
+      // own copies once they landed; the main loop's first barrier shows them to the readers. (Here, not in
+      // the main loop: only sequences of a tile or two pay the wait, and the loop is the same as without early
+      // copies.)
+      if (early && k1 < min(copy_k1, k0 + (kStages - 1) * kBN)) {
+        ptx::cp_async_wait<0>();
+#pragma unroll
+        for (int s = 0; s < kStages - 1; ++s) {
+          const int n0 = k0 + s * kBN;
+          if (n0 + kBN > k1 && n0 < copy_k1) loads.zero_rows(s_v + s * KVTile::kBytes, n0, k1, copy_k1);
+        }
+      }
+    }
 
     // Key groups and column groups do not mix (static_assert above): the other index is a constant 0.
     const int mt = warp % kMT, key_group = kColGroups > 1 ? 0 : warp / kMT, col_group = kColGroups > 1 ? warp / kMT : 0;
@@ -303,9 +330,6 @@ struct SplitKernel {
       }
       // This tile's V (groups issued after it: the K and V of the kStages - 1 tiles after it).
       ptx::cp_async_wait<2 * kStages - 2>();
-      if constexpr (kEarly) {
-        if (it < kStages - 1 && n0 + kBN > k1 && copy_k1 > k1) loads.zero_rows(v_tile, n0, k1, copy_k1);
-      }
       loads_visible();
 #pragma unroll
       for (int kk = 0; kk < kNT / 2; ++kk) {
@@ -331,8 +355,8 @@ struct SplitKernel {
     if constexpr (kKeyGroups == 1) {
       // Each warp saw every key of its rows: it normalizes and stores them (its columns of them) from its
       // registers, with no merge through shared memory (and no barrier but the cluster merge's). No copy may
-      // still be landing in shared memory when the CTA exits (without a key, Q's zero fill was never waited
-      // for).
+      // still be landing in shared memory when the CTA exits or the cluster buffer takes the K/V stages: Q's
+      // zero fill without a key, and prologue tiles copied past the sequence's last tile, were never waited for.
       ptx::cp_async_wait<0>();
       if (to_cluster) __syncthreads();  // the cluster buffer takes the K/V stages, which other warps may read
       float inv[2], lse[2];
