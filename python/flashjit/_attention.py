@@ -52,7 +52,7 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
     args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k = addresses
-    args.config_json = None if config is None else config_json(config)  # checked by check()
+    args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
     return _call("flashjit_forward", args, out, q, lse_shape if return_lse else None, stream)
 
 
@@ -76,15 +76,14 @@ def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
             0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr())
 
 
-def _checked_options(q, out, out_dims, causal, window, softmax_scale, config):
-    """The checks a forward call makes after its tensors' (mask, scale, out like q with strides over out_dims,
-    config): (mask, window_left, window_right, softmax_scale, out allocated when None)."""
+def _checked_options(q, out, out_dims, causal, window, softmax_scale):
+    """The checks a forward call makes after its tensors' (mask, scale, out like q with strides over out_dims):
+    (mask, window_left, window_right, softmax_scale, out allocated when None). An explicit config is checked
+    as _forward reads it, per call (it is never part of the memo)."""
     mask, left, right = mask_of(causal, window)
     scale = scale_of(softmax_scale)
     if out is not None:
         check_out(out, q, strides=out_dims)
-    if config is not None:
-        config_json(config)  # raises on a bad config; passed per call (never part of the memo)
     return mask, left, right, scale, _output(out, q)
 
 
@@ -119,7 +118,7 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, ret
     def check(out):
         problem = check_inputs(q, k, v)
         mask, left, right, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal, window,
-                                                         softmax_scale, config)
+                                                         softmax_scale)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
@@ -153,8 +152,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """
     def check(out):
         problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-        mask, left, right, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window, softmax_scale,
-                                                         config)
+        mask, left, right, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window, softmax_scale)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,

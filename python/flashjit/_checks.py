@@ -9,6 +9,7 @@ from . import _abi
 
 DTYPES = {"torch.bfloat16": _abi.DTYPE_BF16, "torch.float16": _abi.DTYPE_FP16}
 MAX_HEAD_DIM = 256
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,12 @@ def scale_of(softmax_scale):
         return 0.0
     try:
         scale = float(softmax_scale)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"softmax_scale must be a positive number or None, got {softmax_scale!r}") from None
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"softmax_scale must be a positive finite number or None, got {softmax_scale!r}")
+    if scale > FLOAT32_MAX:  # the C ABI's float would be infinite
+        raise ValueError(f"softmax_scale must be at most {FLOAT32_MAX:.6g} (a float32), got {softmax_scale!r}")
     return scale
 
 

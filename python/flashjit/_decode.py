@@ -179,8 +179,7 @@ def merge(outs, lses, *, out=None, return_lse=False, stream=None):
         _merges.put(key, checked)
         o_in, lse_in = [o.data_ptr() for o in outs], [t.data_ptr() for t in lses]
     elif out is None:
-        import torch
-        out = torch.empty_like(outs[0])
+        out = _output(None, outs[0])
     template, lse_shape = checked
     args = MergeArgs.from_buffer_copy(template)
     args.o_in = (ctypes.c_void_p * len(o_in))(*o_in)  # kept alive by args
@@ -206,9 +205,7 @@ def _checked_merge(outs, lses, out):
     first = outs[0]
     if out is not None:
         check_merge_out(out, first, outs)
-    else:
-        import torch
-        out = torch.empty_like(first)
+    out = _output(out, first)
     args = MergeArgs(dtype=problem.dtype, batch=problem.batch, seqlen=problem.seqlen, heads=problem.heads,
                      head_dim=problem.head_dim, num_states=problem.num_states,
                      in_strides=Strides(*bshd_strides(first)), o_strides=Strides(*bshd_strides(out)))

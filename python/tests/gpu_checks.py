@@ -610,6 +610,7 @@ def check_repeat_calls_on_new_tensors_and_streams():
     side = torch.cuda.Stream()
     for i, stream in enumerate((None, side, None)):
         q, k, v, lens, table, per_seq = decode_inputs(case)
+        side.wait_stream(torch.cuda.current_stream())  # the inputs, written on the default stream
         with torch.cuda.stream(stream if stream is not None else torch.cuda.current_stream()):
             assert _attention._stream_handle(None, q.device) == torch.cuda.current_stream().cuda_stream
             o, lse = flashjit.decode(q, k, v, lens, page_table=table, return_lse=True)
@@ -621,9 +622,19 @@ def check_repeat_calls_on_new_tensors_and_streams():
         o = flashjit.attention(q, k, v, causal=True)
         expect_close(o, None, reference(q, k, v, causal=True)[0], None, FP16, f"attention, call {i} of one kind")
     if torch.cuda.device_count() > 1:
+        # Another device's current stream, a non-default one, while device 0 is current.
         dev = torch.device("cuda", 1)
         with torch.cuda.device(dev):
-            assert _attention._stream_handle(None, dev) == torch.cuda.current_stream(dev).cuda_stream
+            other = torch.cuda.Stream()
+        current, before = torch.cuda.current_device(), torch.cuda.current_stream(dev)
+        torch.cuda.set_stream(other)  # makes device 1 current too
+        torch.cuda.set_device(current)
+        try:
+            assert current != 1 and torch.cuda.current_stream(dev).cuda_stream == other.cuda_stream
+            assert _attention._stream_handle(None, dev) == other.cuda_stream
+        finally:
+            torch.cuda.set_stream(before)
+            torch.cuda.set_device(current)
     base = torch.randn(2 * 130 * 8 * 64 + 4, device="cuda", dtype=FP16)
     odd = base[4:].view(2, 130, 8, 64)  # 8 bytes past a 16-byte boundary, same metadata as q
     try:
