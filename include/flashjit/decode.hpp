@@ -58,7 +58,9 @@ struct DecodeProblem {
   const int* seqlens_k = nullptr;    // [B] int32 on the device
   // A host-side bound on every seqlens_k entry: the split planner divides this many keys, and the kernels
   // clamp each length to it (a larger entry is a caller error, never a read past the cache). Contiguous: at
-  // most the cache's capacity max_seq; paged: at most max_pages_per_seq * page_size; and kMaxDecodeSeqlen.
+  // most the cache's capacity max_seq, whose rows must all be allocated: a contiguous decode may read rows
+  // between a sequence's length and this bound (and never uses them); paged: at most max_pages_per_seq *
+  // page_size; and kMaxDecodeSeqlen.
   int max_seqlen_k = 0;
 
   // Contiguous cache: its sequence capacity (the max_seq dimension); 0 means max_seqlen_k.

@@ -171,7 +171,9 @@ typedef enum flashjit_split_merge {
  *                 sequence b is token j % page_size of page page_table[b * max_pages_per_seq + j / page_size]
  *   seqlens_k     [B] int32 on the device, read by the kernels only (never by the host, unless check_pages)
  * max_seqlen_k is a host-side bound on every seqlens_k entry (the split planner divides this many keys;
- * the kernels clamp each length to it): at most cache_seqlen, or max_pages_per_seq * page_size, and 2^30. */
+ * the kernels clamp each length to it): at most cache_seqlen, or max_pages_per_seq * page_size, and 2^30.
+ * A contiguous cache's rows up to cache_seqlen must be allocated: decode may read rows between a sequence's
+ * length and max_seqlen_k (and never uses them). */
 typedef struct flashjit_decode_args {
   size_t struct_size; /* sizeof(flashjit_decode_args) */
   const void* q;
