@@ -204,8 +204,8 @@ struct SplitKernel {
     // two in turn (H200, µs per call: B16 Sk 32 3.74 -> 3.51, B64 Sk 256 18.84 -> 18.53). The length's first
     // use must sit below the copies in program order (above them, ptxas kept it there and the warps stalled on
     // the read before the first copy). The rows between the sequence's end and the bound are masked out of the
-    // scores, but P·V would carry a NaN or Inf of theirs into O: their V rows are zeroed before P·V reads them
-    // (main loop). Split decodes do not: with max_seqlen_k above the lengths (the cache's capacity, say) every
+    // scores, but P·V would carry a NaN or Inf of theirs into O: their V rows are zeroed before the main loop.
+    // Split decodes do not: with max_seqlen_k above the lengths (the cache's capacity, say) every
     // split past a sequence's end would read its first tiles too, a burst that slowed the real splits' streams
     // more than the round trip saved (B1 over a 32k cache holding 1k keys: 12.2 -> 13.2 µs in 16 splits).
     constexpr bool kEarly = !kPaged && !kWindow;
@@ -213,9 +213,9 @@ struct SplitKernel {
     Span span;
     int copy_k1;
     if (early) {
-      const int k0 = span_of(0).k0;  // without a window, k0 does not depend on the length
-      copy_k1 = min(p.max_seqlen_k, k0 + p.keys_per_split);
-      prologue(span_of(0), k0, copy_k1);
+      const Span at0 = span_of(0);  // without a window, k0 does not depend on the length
+      copy_k1 = min(p.max_seqlen_k, at0.k0 + p.keys_per_split);
+      prologue(at0, at0.k0, copy_k1);
       span = span_of(seqlen_read);
     } else {
       span = span_of(seqlen_read);
