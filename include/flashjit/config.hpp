@@ -1,11 +1,16 @@
-// KernelConfig: what is compiled. Only the config (canonical JSON) plus the template texts, NVRTC version,
-// compile options and flashjit version form a kernel's cache key. Mask *constants* (window sizes, chunk
-// size) are run-time arguments of the problem, so one compiled kernel serves every window.
+// Kernel configs: what is compiled. One struct per kind of kernel (prefill, decode split, combine), each
+// declared once with its fields (src/config/kinds.hpp): the canonical JSON, the parsers with their
+// field-by-field errors, the readable name, equality and hashing all follow from that declaration. Only the
+// canonical JSON (plus the template texts, NVRTC version, compile options and flashjit version) forms a
+// kernel's cache key. Mask *constants* (window sizes, chunk size) are run-time arguments of the problem, so
+// one compiled kernel serves every window.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "flashjit/error.hpp"
@@ -18,15 +23,18 @@ enum class MaskKind { none, causal, sliding_window, chunked, chunked_causal };
 // grid: one tile per CTA (heavy tiles first for causal masks); persistent (fa3): one CTA per SM strides
 // over all tiles.
 enum class Scheduler { grid, persistent };
+enum class KvLayout { contiguous, paged };
 
 const char* to_string(Algorithm a);
 const char* to_string(DType d);
 const char* to_string(MaskKind m);
 const char* to_string(Scheduler s);
+const char* to_string(KvLayout layout);
 std::optional<Algorithm> parse_algorithm(std::string_view s);
 std::optional<DType> parse_dtype(std::string_view s);
 std::optional<MaskKind> parse_mask(std::string_view s);
 std::optional<Scheduler> parse_scheduler(std::string_view s);
+std::optional<KvLayout> parse_kv_layout(std::string_view s);
 
 // A CUDA target: sm_80, sm_86, sm_89, sm_90, sm_90a, ...
 struct Arch {
@@ -38,22 +46,94 @@ struct Arch {
   bool operator==(const Arch&) const = default;
 };
 
+// Prefill (templates/fa2, fa3, reference). Which fields a config has depends on its algorithm: `warps`
+// belongs to fa2 and naive, `consumer_warpgroups` to fa3; the other is not part of the config (not in its
+// JSON, its name, its equality or hash). Default member values are fa2's; a parsed config starts from the
+// defaults of the algorithm it names (KernelConfig::defaults).
 struct KernelConfig {
   Algorithm algorithm = Algorithm::fa2;
   Arch arch{};
   DType dtype = DType::bf16;
   int head_dim = 128;
-  int block_m = 128;   // query rows per CTA
+  int block_m = 128;   // query rows per CTA (naive: 1)
   int block_n = 64;    // keys per main-loop step
-  int stages = 2;      // K/V shared-memory pipeline depth (cp.async groups in flight)
-  int warps = 4;       // warps per CTA (fa2, naive); consumer warpgroups for fa3
+  int stages = 2;      // K/V shared-memory pipeline depth
+  int warps = 4;                // fa2, naive: warps per CTA
+  int consumer_warpgroups = 2;  // fa3: consumer warpgroups (64 query rows each) beside the producer warpgroup
   MaskKind mask = MaskKind::none;
   Scheduler scheduler = Scheduler::grid;
   // Ragged batches (AttentionProblem::cu_seqlens_q/k): per-sequence offsets and lengths read by the kernel.
   // A compile-time variant, so fixed-length kernels keep their code; the dispatcher sets it from the problem.
   bool varlen = false;
 
-  bool operator==(const KernelConfig&) const = default;
+  // The tiles an algorithm's config has when none are given (naive: its only shape; fa2 / fa3: the d128
+  // tiles). The dispatcher's heuristics choose per head dim and problem instead (Runtime::resolve).
+  static KernelConfig defaults(Algorithm algorithm);
+};
+// Equal when every field the algorithm has is equal.
+bool operator==(const KernelConfig& a, const KernelConfig& b);
+
+// Decode split-KV kernel (templates/decode/split_kv.cuh).
+struct DecodeKernelConfig {
+  Arch arch{};
+  DType dtype = DType::bf16;
+  int head_dim = 128;
+  int rows = 16;      // query rows per CTA: group * q_len rounded up to 16 (one m-tile per 16 rows)
+  int block_n = 64;   // keys per pipeline step
+  int stages = 3;     // cp.async K/V stages
+  int warps = 4;      // a multiple of rows / 16: warps beyond one per m-tile split each tile's keys ...
+  int column_groups = 1;  // ... or, above 1, O's columns: rows / 16 x column_groups warps, each on every key
+  KvLayout layout = KvLayout::contiguous;
+  int page_size = 0;  // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
+  bool window = false;
+  // sm_90+: the splits of one (sequence, KV head) run as one thread-block cluster and merge their states
+  // through distributed shared memory (no workspace, no combine kernel); launched with cluster dims
+  // (num_splits, 1, 1), at most DecodeParams::kMaxClusterSplits splits.
+  bool cluster_merge = false;
+
+  bool operator==(const DecodeKernelConfig&) const = default;
+};
+
+// Combine / merge kernel (templates/decode/combine.cuh): fp32 split partials (split-KV) or states in `dtype`
+// (the merge API).
+struct CombineKernelConfig {
+  Arch arch{};
+  DType dtype = DType::bf16;  // output type
+  bool fp32_inputs = true;    // false: the merge API's inputs, in `dtype`
+  int head_dim = 128;
+  int warps = 4;              // output rows per CTA (one warp each)
+
+  bool operator==(const CombineKernelConfig&) const = default;
+};
+
+enum class KernelKind { prefill, decode, combine };
+const char* to_string(KernelKind kind);
+
+// A config of any kind: what the runtime's kernel map, the cache, the CLI, the C ABI and the compile pool
+// pass around. Told apart in JSON by the "kernel" field: absent (or "prefill"), "decode", "combine".
+class AnyKernelConfig {
+ public:
+  using Variant = std::variant<KernelConfig, DecodeKernelConfig, CombineKernelConfig>;
+
+  AnyKernelConfig() = default;
+  AnyKernelConfig(const KernelConfig& c) : config_(c) {}         // NOLINT: implicit on purpose
+  AnyKernelConfig(const DecodeKernelConfig& c) : config_(c) {}   // NOLINT
+  AnyKernelConfig(const CombineKernelConfig& c) : config_(c) {}  // NOLINT
+
+  KernelKind kind() const { return static_cast<KernelKind>(config_.index()); }
+  const Variant& variant() const { return config_; }
+  template <class Config>
+  const Config* get_if() const { return std::get_if<Config>(&config_); }
+  template <class Config>
+  Config* get_if() { return std::get_if<Config>(&config_); }
+  template <class F>
+  decltype(auto) visit(F&& f) const { return std::visit(std::forward<F>(f), config_); }
+  const Arch& arch() const;
+
+  bool operator==(const AnyKernelConfig&) const = default;
+
+ private:
+  Variant config_;
 };
 
 struct ConfigIssue {
@@ -64,21 +144,64 @@ struct ConfigIssue {
 // Every problem with the config, each naming its field; empty when valid. Shared by the dispatcher, the
 // CLI and the autotuner.
 std::vector<ConfigIssue> validate(const KernelConfig& config);
+std::vector<ConfigIssue> validate(const DecodeKernelConfig& config);
+std::vector<ConfigIssue> validate(const CombineKernelConfig& config);
+std::vector<ConfigIssue> validate(const AnyKernelConfig& config);
 // validate() as a Status (invalid_config, one line per issue).
 Status check(const KernelConfig& config);
+Status check(const DecodeKernelConfig& config);
+Status check(const CombineKernelConfig& config);
+Status check(const AnyKernelConfig& config);
 
-// Shared memory the kernel needs, in bytes (dynamic allocation).
+// Resources: dynamic shared memory in bytes, threads per CTA.
 int shared_memory_bytes(const KernelConfig& config);
-// Threads per CTA.
+int shared_memory_bytes(const DecodeKernelConfig& config);
+int shared_memory_bytes(const CombineKernelConfig& config);
+int shared_memory_bytes(const AnyKernelConfig& config);
 int threads_per_cta(const KernelConfig& config);
+int threads_per_cta(const DecodeKernelConfig& config);
+int threads_per_cta(const CombineKernelConfig& config);
+int threads_per_cta(const AnyKernelConfig& config);
 
-// Canonical JSON: every field, by name, in a fixed order, no whitespace. Round-trips through parse.
+// Canonical JSON: every field of the config, by name, in declaration order, no whitespace; decode and
+// combine configs start with their "kernel" field. Round-trips through the parsers.
 std::string to_json(const KernelConfig& config);
-// Accepts canonical JSON or any JSON object with a subset of the fields (missing ones keep defaults).
-Result<KernelConfig> config_from_json(std::string_view json);
-// "key=value" pairs (algorithm=fa2 head_dim=64 ...), the CLI's inline form.
-Result<KernelConfig> config_from_pairs(const std::vector<std::string>& pairs);
-// Readable name: fa2_bf16_d128_bm128_bn64_s2_w4_causal_sm90a (…_causal_varlen_sm90a for a varlen kernel).
+std::string to_json(const DecodeKernelConfig& config);
+std::string to_json(const CombineKernelConfig& config);
+std::string to_json(const AnyKernelConfig& config);
+// Readable names: fa3_bf16_d128_bm128_bn128_s2_wg2_causal_persistent_sm90a,
+// decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a.
 std::string readable_name(const KernelConfig& config);
+std::string readable_name(const DecodeKernelConfig& config);
+std::string readable_name(const CombineKernelConfig& config);
+std::string readable_name(const AnyKernelConfig& config);
+// Hash over the config's fields (the runtime's loaded-kernel map).
+std::size_t hash_of(const AnyKernelConfig& config);
+
+// A config as a text named it: the named fields set on the defaults of its kind (for prefill, of the
+// algorithm it names), and the names given. Runtime::resolve completes it: every field not named takes the
+// dispatcher's choice for the arch (heuristic tiles of the head dim; algorithm auto resolved).
+struct PartialConfig {
+  AnyKernelConfig config;
+  std::vector<std::string> given;  // field names, as written
+  bool has(std::string_view field) const;
+};
+
+// Parse a JSON object or key=value pairs (head_dim=64 mask=causal ...): "kernel" picks the kind (absent:
+// prefill). Unknown fields, fields the kind (or the algorithm) does not have and bad values are errors
+// (invalid_config) naming the field: "config field 'layout': 'ring' is not one of contiguous, paged". The
+// config is not validated here (validate() does that).
+Result<PartialConfig> parse_config_json(std::string_view json);
+Result<PartialConfig> parse_config_pairs(const std::vector<std::string>& pairs);
+// The same, as the config alone (fields not named keep the defaults).
+Result<AnyKernelConfig> any_config_from_json(std::string_view json);
+Result<AnyKernelConfig> any_config_from_pairs(const std::vector<std::string>& pairs);
+// One kind only ("kernel", when given, must name it).
+Result<KernelConfig> config_from_json(std::string_view json);
+Result<KernelConfig> config_from_pairs(const std::vector<std::string>& pairs);
+Result<DecodeKernelConfig> decode_config_from_json(std::string_view json);
+Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs);
+Result<CombineKernelConfig> combine_config_from_json(std::string_view json);
+Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs);
 
 }  // namespace flashjit

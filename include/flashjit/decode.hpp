@@ -21,9 +21,6 @@
 
 namespace flashjit {
 
-enum class KvLayout { contiguous, paged };
-const char* to_string(KvLayout layout);
-
 // How the partial states of a split decode merge into O and LSE: as the planner decides; in a combine
 // kernel behind the split kernel (partials in the workspace); or inside the split kernel, the splits of one
 // (sequence, KV head) forming one thread-block cluster (sm_90+, at most kMaxDecodeClusterSplits splits).

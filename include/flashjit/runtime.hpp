@@ -12,6 +12,7 @@
 #include "flashjit/config.hpp"
 #include "flashjit/decode.hpp"
 #include "flashjit/error.hpp"
+#include "flashjit/kernel_info.hpp"
 #include "flashjit/problem.hpp"
 
 namespace flashjit {
@@ -23,34 +24,6 @@ struct RuntimeOptions {
   std::optional<std::uint64_t> cache_max_mb;
   // false: precompiled-only, a cache miss is an error; default FLASHJIT_JIT (unset or 1: true).
   std::optional<bool> jit;
-};
-
-// ptxas resource report of a compiled kernel.
-struct PtxasStats {
-  int registers = -1;
-  int spill_stores = 0;  // bytes
-  int spill_loads = 0;   // bytes
-  int stack_frame = 0;   // bytes
-  int static_smem = 0;   // bytes
-  bool setmaxnreg_ignored = false;  // ptxas warning C7508
-};
-
-// What compile() reports about a kernel.
-struct KernelInfo {
-  std::string name;       // readable name
-  std::string key;        // cache key (hex)
-  bool cache_hit = false; // found on disk (or in memory)
-  double compile_ms = 0;  // NVRTC time when compiled now, else the time recorded in the cache entry
-  PtxasStats ptxas;
-  int dynamic_smem = 0;   // bytes requested at launch
-  std::string log;        // NVRTC log
-};
-
-// What the disk cache holds.
-struct CacheStats {
-  std::uint64_t entries = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t max_bytes = 0;  // size cap, 0: none
 };
 
 class Runtime {
@@ -97,10 +70,20 @@ class Runtime {
 
   // The config forward() would use for this problem on its device.
   Result<KernelConfig> select(const AttentionProblem& problem) const;
-  // Compiles (or finds in the cache) without a device: the CLI's compile and precompile.
-  Result<KernelInfo> compile(const KernelConfig& config);
-  // The generated CUDA source of a config.
-  Result<std::string> emit(const KernelConfig& config) const;
+
+  // Kernels of any kind (prefill, decode split, combine), without a device.
+  // A config as a text gave it (parse_config_json / parse_config_pairs) completed by the dispatcher: fields
+  // not given take its choice for the config's arch (the heuristic tiles of the algorithm and head dim;
+  // algorithm auto: fa3 where the arch and head dim allow it, else fa2, else naive). Not validated.
+  static AnyKernelConfig resolve(const PartialConfig& config);
+  // Compiles (or finds in the cache): the CLI's compile and precompile.
+  Result<KernelInfo> compile(const AnyKernelConfig& config);
+  // The generated CUDA source of a valid config.
+  static Result<std::string> emit(const AnyKernelConfig& config);
+  // The PTX NVRTC makes of it for the config's arch (what ptxas then turns into the cubin).
+  static Result<std::string> emit_ptx(const AnyKernelConfig& config);
+  // The cache key (hex) of a valid config: what compile() stores it under.
+  static Result<std::string> kernel_key(const AnyKernelConfig& config);
 
   const std::filesystem::path& cache_dir() const;
   bool cache_writable() const;

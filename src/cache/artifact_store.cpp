@@ -1,4 +1,4 @@
-#include "runtime/artifacts.hpp"
+#include "cache/artifact_store.hpp"
 
 #include <fmt/format.h>
 
@@ -6,13 +6,12 @@
 #include <fstream>
 
 #include "codegen/embedded_templates.hpp"
-#include "codegen/decode_generate.hpp"
 #include "codegen/generate.hpp"
 #include "common/log.hpp"
 #include "compile/key.hpp"
 #include "compile/nvrtc.hpp"
 
-namespace flashjit::runtime {
+namespace flashjit::cache {
 namespace {
 
 nlohmann::json ptxas_json(const PtxasStats& s) {
@@ -34,21 +33,12 @@ PtxasStats ptxas_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
-template <class Config>
-KernelSpec spec_for(const Config& config) {
-  return KernelSpec{config.arch, to_json(config), shared_memory_bytes(config),
-                    [config] { return codegen::generate(config); }};
-}
-
-KernelSpec spec_of(const KernelConfig& config) { return spec_for(config); }
-KernelSpec spec_of(const DecodeKernelConfig& config) { return spec_for(config); }
-KernelSpec spec_of(const CombineKernelConfig& config) { return spec_for(config); }
-
-Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spec) {
-  const auto options = compile::options_for(spec.arch);
-  auto source = spec.generate();
+Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const AnyKernelConfig& config) {
+  FLASHJIT_TRY(check(config));
+  const auto options = compile::options_for(config.arch());
+  auto source = codegen::generate(config);
   if (!source.ok()) return std::move(source).error();
-  const std::string key = compile::kernel_key(spec.json, source->text, options);
+  const std::string key = compile::kernel_key(to_json(config), source->text, options);
   std::shared_future<Result<std::shared_ptr<const Artifact>>> future;
   bool builder = false;
   std::promise<Result<std::shared_ptr<const Artifact>>> promise;
@@ -64,7 +54,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spe
     }
   }
   if (builder) {
-    auto result = build(spec, *source, key, options);
+    auto result = build(config, *source, key, options);
     promise.set_value(result);
     if (!result.ok()) {  // let a later call retry (the cache folder may have been fixed meanwhile)
       std::lock_guard lock(mutex_);
@@ -75,7 +65,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const KernelSpec& spe
   return future.get();
 }
 
-Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& spec,
+Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConfig& config,
                                                              const codegen::GeneratedSource& source,
                                                              const std::string& key,
                                                              const std::vector<std::string>& options) {
@@ -84,7 +74,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& s
   KernelInfo& info = artifact->info;
   info.name = source.name;
   info.key = key;
-  info.dynamic_smem = spec.dynamic_smem;
+  info.dynamic_smem = shared_memory_bytes(config);
 
   auto t0 = std::chrono::steady_clock::now();
   if (auto hit = disk_.load(key)) {
@@ -116,12 +106,12 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const KernelSpec& s
   log::info("compiled {} in {:.0f} ms ({} registers, {} bytes spilled)", info.name, info.compile_ms,
             info.ptxas.registers, info.ptxas.spill_stores);
 
-  cache::Entry entry;
+  Entry entry;
   entry.key = key;
   entry.cubin = artifact->cubin;
   entry.source = source.text;
   entry.meta = {{"name", info.name},
-                {"config", nlohmann::json::parse(spec.json)},
+                {"config", nlohmann::json::parse(to_json(config))},
                 {"entry", source.entry},
                 {"options", options},
                 {"flashjit", FLASHJIT_VERSION},
@@ -149,4 +139,4 @@ std::string ArtifactStore::save_failed_source(const std::string& name, const std
   return path.string();
 }
 
-}  // namespace flashjit::runtime
+}  // namespace flashjit::cache

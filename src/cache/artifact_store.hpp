@@ -1,6 +1,6 @@
 // Kernel artifacts: config -> generated source -> cubin, through the disk cache (or NVRTC on a miss).
-// Concurrent requests for the same kernel compile it once. Any kernel kind (prefill, decode, combine) goes
-// through the same store as a KernelSpec: its canonical JSON keys the cache, its generator makes the source.
+// Concurrent requests for the same kernel compile it once. Every kernel kind goes through it: its canonical
+// JSON and generated source key the cache (compile/key.hpp).
 #pragma once
 
 #include <functional>
@@ -12,11 +12,10 @@
 
 #include "cache/disk_cache.hpp"
 #include "codegen/generate.hpp"
-#include "config/decode_config.hpp"
 #include "flashjit/config.hpp"
-#include "flashjit/runtime.hpp"
+#include "flashjit/kernel_info.hpp"
 
-namespace flashjit::runtime {
+namespace flashjit::cache {
 
 struct Artifact {
   std::string cubin;
@@ -24,33 +23,18 @@ struct Artifact {
   KernelInfo info;
 };
 
-// What the store needs of a kernel: built from a valid config by spec_of().
-struct KernelSpec {
-  Arch arch;
-  std::string json;  // canonical config JSON (names the kernel kind)
-  int dynamic_smem = 0;
-  std::function<Result<codegen::GeneratedSource>()> generate;
-};
-KernelSpec spec_of(const KernelConfig& config);
-KernelSpec spec_of(const DecodeKernelConfig& config);
-KernelSpec spec_of(const CombineKernelConfig& config);
-
 class ArtifactStore {
  public:
-  ArtifactStore(cache::DiskCache disk, bool jit) : disk_(std::move(disk)), jit_(jit) {}
+  ArtifactStore(DiskCache disk, bool jit) : disk_(std::move(disk)), jit_(jit) {}
 
-  // The cubin of a valid config: from memory, the disk cache, or compiled now (and stored).
-  template <class Config>
-  Result<std::shared_ptr<const Artifact>> get(const Config& config) {
-    FLASHJIT_TRY(check(config));
-    return get(spec_of(config));
-  }
-  Result<std::shared_ptr<const Artifact>> get(const KernelSpec& spec);
+  // The cubin of a valid config: from the disk cache, or compiled now (and stored). Concurrent calls for one
+  // kernel build it once.
+  Result<std::shared_ptr<const Artifact>> get(const AnyKernelConfig& config);
 
   const cache::DiskCache& disk() const { return disk_; }
 
  private:
-  Result<std::shared_ptr<const Artifact>> build(const KernelSpec& spec, const codegen::GeneratedSource& source,
+  Result<std::shared_ptr<const Artifact>> build(const AnyKernelConfig& config, const codegen::GeneratedSource& source,
                                                 const std::string& key, const std::vector<std::string>& options);
   std::string save_failed_source(const std::string& name, const std::string& text) const;
 
@@ -60,4 +44,4 @@ class ArtifactStore {
   std::unordered_map<std::string, std::shared_future<Result<std::shared_ptr<const Artifact>>>> builds_;
 };
 
-}  // namespace flashjit::runtime
+}  // namespace flashjit::cache

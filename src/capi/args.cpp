@@ -209,27 +209,46 @@ Result<MergeProblem> read_merge_args(const flashjit_merge_args* args) {
 
 #undef FLASHJIT_PRESENT
 
-Result<KernelConfig> read_config(const char* json) {
+namespace {
+
+Result<PartialConfig> parse(const char* json) {
   if (json == nullptr) return Error(ErrorCode::invalid_argument, "config_json is NULL");
-  auto config = config_from_json(json);
+  auto config = parse_config_json(json);
   if (!config.ok()) return std::move(config).error().with("in config_json");
   return config;
 }
 
+}  // namespace
+
+Result<AnyKernelConfig> read_config(const char* json) {
+  auto partial = parse(json);
+  if (!partial.ok()) return std::move(partial).error();
+  return Runtime::resolve(*partial);
+}
+
 Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& problem, const Runtime& runtime) {
-  auto config = read_config(json);
-  if (!config.ok()) return config;
-  const auto given = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);  // an object: read_config checked
-  if (!given.contains("dtype")) config->dtype = problem.dtype;
-  if (!given.contains("head_dim")) config->head_dim = problem.head_dim;
-  if (!given.contains("mask")) config->mask = problem.mask;
-  if (!given.contains("varlen")) config->varlen = problem.varlen();
-  if (!given.contains("arch")) {
+  auto partial = parse(json);
+  if (!partial.ok()) return std::move(partial).error();
+  auto* config = partial->config.get_if<KernelConfig>();
+  if (config == nullptr)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("config_json names a {} kernel; an attention call runs prefill kernels",
+                             to_string(partial->config.kind())));
+  auto from_problem = [&](const char* field, auto value, auto& member) {
+    if (partial->has(field)) return;
+    member = value;
+    partial->given.push_back(field);
+  };
+  from_problem("dtype", problem.dtype, config->dtype);
+  from_problem("head_dim", problem.head_dim, config->head_dim);
+  from_problem("mask", problem.mask, config->mask);
+  from_problem("varlen", problem.varlen(), config->varlen);
+  if (!partial->has("arch")) {
     auto picked = runtime.select(problem);  // checks the problem and finds its device
     if (!picked.ok()) return std::move(picked).error();
-    config->arch = picked->arch;
+    from_problem("arch", picked->arch, config->arch);
   }
-  return config;
+  return *Runtime::resolve(*partial).get_if<KernelConfig>();
 }
 
 }  // namespace flashjit::capi

@@ -33,11 +33,12 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args);
 // A merge problem from flashjit_merge_args: num_states is checked before the o_in and lse_in arrays are read.
 Result<MergeProblem> read_merge_args(const flashjit_merge_args* args);
 
-// A config from JSON (fields the object lacks keep KernelConfig's defaults).
-Result<KernelConfig> read_config(const char* json);
+// A config of any kind from JSON, completed by Runtime::resolve (fields the object lacks take the
+// dispatcher's choice for its arch).
+Result<AnyKernelConfig> read_config(const char* json);
 
-// An explicit config for a problem: the fields the JSON object lacks among dtype, head_dim, mask and varlen are
-// taken from the problem, and arch from the problem's device.
+// An explicit prefill config for a problem: the fields the JSON object lacks among dtype, head_dim, mask and
+// varlen are taken from the problem, arch from the problem's device, and the rest by Runtime::resolve.
 Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& problem, const Runtime& runtime);
 
 }  // namespace flashjit::capi

@@ -13,7 +13,6 @@
 
 #include "capi/args.hpp"
 #include "capi/json.hpp"
-#include "codegen/generate.hpp"
 
 struct flashjit_runtime {
   std::unique_ptr<flashjit::Runtime> impl;
@@ -284,9 +283,7 @@ int64_t flashjit_emit(const char* config_json, char* out, size_t cap) {
   return run_text("flashjit_emit", out, cap, [&]() -> Result<std::string> {
     auto config = read_config(config_json);
     if (!config.ok()) return std::move(config).error();
-    auto source = codegen::generate(*config);
-    if (!source.ok()) return std::move(source).error();
-    return std::move(source->text);
+    return Runtime::emit(*config);
   });
 }
 

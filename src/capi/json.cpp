@@ -12,7 +12,7 @@ std::string dump(const nlohmann::ordered_json& j) {
 
 }  // namespace
 
-std::string kernel_info_json(const KernelConfig& config, const KernelInfo& info) {
+std::string kernel_info_json(const AnyKernelConfig& config, const KernelInfo& info) {
   const nlohmann::ordered_json j = {{"name", info.name},
                                     {"key", info.key},
                                     {"config", nlohmann::ordered_json::parse(to_json(config))},

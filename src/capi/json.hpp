@@ -9,7 +9,7 @@ namespace flashjit::capi {
 
 // name, key, config, cache_hit, compile_ms, registers, spill_stores, spill_loads, stack_frame, static_smem,
 // dynamic_smem.
-std::string kernel_info_json(const KernelConfig& config, const KernelInfo& info);
+std::string kernel_info_json(const AnyKernelConfig& config, const KernelInfo& info);
 
 // dir, writable, entries, bytes, max_bytes.
 std::string cache_info_json(const Runtime& runtime, const CacheStats& stats);

@@ -1,4 +1,4 @@
-#include "codegen/decode_generate.hpp"
+#include "codegen/generate.hpp"
 
 #include <fmt/format.h>
 

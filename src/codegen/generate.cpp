@@ -26,7 +26,7 @@ std::string kernel_type(const KernelConfig& c) {
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*block_n=*/{block_n}, /*stages=*/{stages},\n"
           "    /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent}, /*varlen=*/{varlen}>",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
-          fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.warps),
+          fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.consumer_warpgroups),
           fmt::arg("mask", mask_enum(c.mask)), fmt::arg("persistent", c.scheduler == Scheduler::persistent),
           fmt::arg("varlen", c.varlen));
     case Algorithm::naive:
@@ -63,6 +63,10 @@ Result<GeneratedSource> generate(const KernelConfig& config) {
   return render(Frame{readable_name(config), to_json(config), kernel_header(config.algorithm), kernel_type(config),
                       parameters(config.algorithm), config.algorithm == Algorithm::fa3 ? "params, maps" : "params",
                       shared_memory_bytes(config), threads_per_cta(config)});
+}
+
+Result<GeneratedSource> generate(const AnyKernelConfig& config) {
+  return config.visit([](const auto& c) { return generate(c); });
 }
 
 }  // namespace flashjit::codegen

@@ -1,5 +1,6 @@
-// Code generation: a small, readable translation unit per KernelConfig (constants from the config, the
-// mask policy, one extern "C" entry); all logic lives in the embedded templates.
+// Code generation: a small, readable translation unit per config of any kind (constants from the config,
+// the mask policy, one extern "C" entry); all logic lives in the embedded templates. One generator per kind:
+// prefill in generate.cpp, decode and combine in decode_generate.cpp.
 #pragma once
 
 #include <string>
@@ -17,5 +18,8 @@ struct GeneratedSource {
 
 // The config must be valid (check(config) is called and its error returned).
 Result<GeneratedSource> generate(const KernelConfig& config);
+Result<GeneratedSource> generate(const DecodeKernelConfig& config);
+Result<GeneratedSource> generate(const CombineKernelConfig& config);
+Result<GeneratedSource> generate(const AnyKernelConfig& config);
 
 }  // namespace flashjit::codegen

@@ -21,7 +21,7 @@ std::string kernel_key(std::string_view config_json, std::string_view source, co
   return h.hex_digest();
 }
 
-std::string kernel_key(const KernelConfig& config, const std::vector<std::string>& options) {
+std::string kernel_key(const AnyKernelConfig& config, const std::vector<std::string>& options) {
   const auto source = codegen::generate(config);
   return kernel_key(to_json(config), source.ok() ? std::string_view(source->text) : std::string_view(), options);
 }

@@ -14,7 +14,7 @@ namespace flashjit::compile {
 // Any kernel by its canonical config JSON (prefill, decode, combine: each JSON names its kernel kind).
 // `source`: the generated translation unit (codegen::generate's text).
 std::string kernel_key(std::string_view config_json, std::string_view source, const std::vector<std::string>& options);
-// A prefill config's key over its generated source (an empty source when the config does not generate).
-std::string kernel_key(const KernelConfig& config, const std::vector<std::string>& options);
+// A config's key over its generated source (an empty source when the config does not generate).
+std::string kernel_key(const AnyKernelConfig& config, const std::vector<std::string>& options);
 
 }  // namespace flashjit::compile

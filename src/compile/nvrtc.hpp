@@ -8,7 +8,7 @@
 
 #include "codegen/generate.hpp"
 #include "flashjit/config.hpp"
-#include "flashjit/runtime.hpp"
+#include "flashjit/kernel_info.hpp"
 
 namespace flashjit::compile {
 

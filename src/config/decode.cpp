@@ -1,24 +1,17 @@
-// validate(), resources, names and JSON of the decode kernel configs.
-#include "config/decode_config.hpp"
+// The decode and combine kinds' contracts beside their field declarations (kinds.hpp): validate(),
+// resources (shared memory, threads, CTAs per SM) and readable names.
+#include "config/occupancy.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "config/fields.hpp"
 #include "config/limits.hpp"
-#include "config/text_fields.hpp"
+#include "flashjit/decode.hpp"
 
 namespace flashjit {
 namespace {
-
-int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }  // fa2::SmemTile's row padding
-
-Status as_status(const std::vector<ConfigIssue>& issues, const std::string& name) {
-  if (issues.empty()) return {};
-  std::string msg = fmt::format("config {} is invalid:", name);
-  for (const auto& i : issues) msg += fmt::format("\n  {}: {}", i.field, i.message);
-  return Error(ErrorCode::invalid_config, msg);
-}
 
 std::string arch_tag(const Arch& a) {
   std::string s = a.to_string();
@@ -26,114 +19,11 @@ std::string arch_tag(const Arch& a) {
   return s;
 }
 
-using config::bad_field;
-
-// Text-valued field setters (shared by JSON and key=value parsing), as serialize.cpp does for KernelConfig.
-Status set_int(const std::string& key, const std::string& value, int& dst) {
-  try {
-    std::size_t used = 0;
-    const int v = std::stoi(value, &used);
-    if (used != value.size()) return bad_field(key, fmt::format("'{}' is not an integer", value));
-    dst = v;
-    return {};
-  } catch (const std::exception&) {
-    return bad_field(key, fmt::format("'{}' is not an integer", value));
-  }
-}
-
-Status set_bool(const std::string& key, const std::string& value, bool& dst) {
-  if (value == "true" || value == "1") {
-    dst = true;
-  } else if (value == "false" || value == "0") {
-    dst = false;
-  } else {
-    return bad_field(key, fmt::format("'{}' is not one of true, false", value));
-  }
-  return {};
-}
-
-Status set_common(const std::string& key, const std::string& value, Arch& arch, DType& dtype) {
-  if (key == "arch") {
-    auto a = Arch::parse(value);
-    if (!a) return bad_field(key, fmt::format("'{}' is not a CUDA target like sm_80 or sm_90a", value));
-    arch = *a;
-  } else {
-    auto d = parse_dtype(value);
-    if (!d) return bad_field(key, fmt::format("'{}' is not one of bf16, fp16", value));
-    dtype = *d;
-  }
-  return {};
-}
-
-Status check_kind(const std::string& value, const char* kind) {
-  if (value != kind)
-    return bad_field("kernel", fmt::format("'{}' is not '{}' (this parses {} kernel configs)", value, kind, kind));
-  return {};
-}
-
-Status set_field(DecodeKernelConfig& c, const std::string& key, const std::string& value) {
-  if (key == "kernel") return check_kind(value, "decode");
-  if (key == "arch" || key == "dtype") return set_common(key, value, c.arch, c.dtype);
-  if (key == "head_dim") return set_int(key, value, c.head_dim);
-  if (key == "rows") return set_int(key, value, c.rows);
-  if (key == "block_n") return set_int(key, value, c.block_n);
-  if (key == "stages") return set_int(key, value, c.stages);
-  if (key == "warps") return set_int(key, value, c.warps);
-  if (key == "column_groups") return set_int(key, value, c.column_groups);
-  if (key == "window") return set_bool(key, value, c.window);
-  if (key == "cluster_merge") return set_bool(key, value, c.cluster_merge);
-  if (key == "page_size") return set_int(key, value, c.page_size);
-  if (key == "layout") {
-    auto l = parse_kv_layout(value);
-    if (!l) return bad_field(key, fmt::format("'{}' is not one of contiguous, paged", value));
-    c.layout = *l;
-    return {};
-  }
-  return bad_field(key, "unknown field of a decode config (known: kernel, arch, dtype, head_dim, rows, block_n, "
-                        "stages, warps, column_groups, layout, page_size, window, cluster_merge)");
-}
-
-Status set_field(CombineKernelConfig& c, const std::string& key, const std::string& value) {
-  if (key == "kernel") return check_kind(value, "combine");
-  if (key == "arch" || key == "dtype") return set_common(key, value, c.arch, c.dtype);
-  if (key == "head_dim") return set_int(key, value, c.head_dim);
-  if (key == "warps") return set_int(key, value, c.warps);
-  if (key == "fp32_inputs") return set_bool(key, value, c.fp32_inputs);
-  return bad_field(key, "unknown field of a combine config (known: kernel, arch, dtype, fp32_inputs, head_dim, warps)");
-}
-
-// Every field of `fields` set on a default Config.
-template <class Config>
-Result<Config> from_fields(Result<config::TextFields> fields) {
-  if (!fields.ok()) return std::move(fields).error();
-  Config c;
-  for (const auto& [key, value] : *fields) FLASHJIT_TRY(set_field(c, key, value));
-  return c;
-}
-
 }  // namespace
-
-std::optional<KvLayout> parse_kv_layout(std::string_view s) {
-  if (s == "contiguous") return KvLayout::contiguous;
-  if (s == "paged") return KvLayout::paged;
-  return std::nullopt;
-}
-
-Result<DecodeKernelConfig> decode_config_from_json(std::string_view json) {
-  return from_fields<DecodeKernelConfig>(config::json_text_fields(json));
-}
-Result<CombineKernelConfig> combine_config_from_json(std::string_view json) {
-  return from_fields<CombineKernelConfig>(config::json_text_fields(json));
-}
-Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs) {
-  return from_fields<DecodeKernelConfig>(config::pair_text_fields(pairs));
-}
-Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs) {
-  return from_fields<CombineKernelConfig>(config::pair_text_fields(pairs));
-}
 
 int threads_per_cta(const DecodeKernelConfig& c) { return 32 * c.warps; }
 int threads_per_cta(const CombineKernelConfig& c) { return 32 * c.warps; }
+int shared_memory_bytes(const CombineKernelConfig&) { return 0; }  // registers and shuffles only
 
 int ctas_per_sm(const DecodeKernelConfig& c) {
   // Registers are not known before compiling. ptxas (NVRTC 13.0, sm_90a) gives the kernels without column
@@ -152,7 +42,7 @@ int ctas_per_sm(const DecodeKernelConfig& c) {
 }
 
 int shared_memory_bytes(const DecodeKernelConfig& c) {
-  const int dp = padded_head_dim(c.head_dim);
+  const int dp = config::padded_head_dim(c.head_dim);
   const int q = c.rows * dp * 2, kv = 2 * c.stages * c.block_n * dp * 2;
   const int m_tiles = std::max(c.rows / 16, 1), column_groups = std::max(c.column_groups, 1);
   const int key_groups = std::max(c.warps / (m_tiles * column_groups), 1);
@@ -227,8 +117,8 @@ std::vector<ConfigIssue> validate(const CombineKernelConfig& c) {
   return out;
 }
 
-Status check(const DecodeKernelConfig& c) { return as_status(validate(c), readable_name(c)); }
-Status check(const CombineKernelConfig& c) { return as_status(validate(c), readable_name(c)); }
+Status check(const DecodeKernelConfig& c) { return config::as_status(validate(c), readable_name(c)); }
+Status check(const CombineKernelConfig& c) { return config::as_status(validate(c), readable_name(c)); }
 
 std::string readable_name(const DecodeKernelConfig& c) {
   const std::string layout =
@@ -242,19 +132,6 @@ std::string readable_name(const DecodeKernelConfig& c) {
 std::string readable_name(const CombineKernelConfig& c) {
   return fmt::format("combine_{}_{}_d{}_w{}_{}", c.fp32_inputs ? "f32" : to_string(c.dtype), to_string(c.dtype),
                      c.head_dim, c.warps, arch_tag(c.arch));
-}
-
-std::string to_json(const DecodeKernelConfig& c) {
-  return fmt::format(R"({{"kernel":"decode","arch":"{}","dtype":"{}","head_dim":{},"rows":{},"block_n":{},)"
-                     R"("stages":{},"warps":{},"column_groups":{},"layout":"{}","page_size":{},"window":{},)"
-                     R"("cluster_merge":{}}})",
-                     c.arch.to_string(), to_string(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps,
-                     c.column_groups, to_string(c.layout), c.page_size, c.window, c.cluster_merge);
-}
-
-std::string to_json(const CombineKernelConfig& c) {
-  return fmt::format(R"({{"kernel":"combine","arch":"{}","dtype":"{}","fp32_inputs":{},"head_dim":{},"warps":{}}})",
-                     c.arch.to_string(), to_string(c.dtype), c.fp32_inputs, c.head_dim, c.warps);
 }
 
 }  // namespace flashjit

@@ -26,4 +26,8 @@ inline int shared_memory_per_sm(const Arch& arch) {
 }
 inline constexpr int kSharedMemoryReservedPerBlock = 1024;
 
+// Shared-memory rows of the fa2 and decode kernels are padded to a multiple of 64 elements so the 128-byte
+// XOR swizzle applies (fa2::SmemTile).
+inline constexpr int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }
+
 }  // namespace flashjit::config

@@ -1,7 +1,9 @@
-// validate(): every problem with a KernelConfig, each naming its field. Resource formulas (shared memory,
-// threads, an estimate of registers) live here too, so the dispatcher, CLI and autotuner agree.
+// The prefill kind's contract beside its field declaration (kinds.hpp): validate(), every problem with a
+// KernelConfig, each naming its field; resources (shared memory, threads, the register estimates), so the
+// dispatcher, CLI and autotuner agree; the readable name.
 #include <fmt/format.h>
 
+#include "config/fields.hpp"
 #include "config/limits.hpp"
 #include "flashjit/config.hpp"
 
@@ -9,11 +11,6 @@ namespace flashjit {
 namespace {
 
 constexpr int kMaxRegisters = 255;
-
-int round_up(int x, int m) { return (x + m - 1) / m * m; }
-
-// Shared-memory rows are padded to a multiple of 64 elements so the 128-byte XOR swizzle applies.
-int padded_head_dim(int head_dim) { return round_up(head_dim, 64); }
 
 // Rough per-thread register need of the FA2 kernel: O and S accumulators, Q fragments when kept in
 // registers, plus addressing and softmax state. ptxas has the last word (CI checks for spills).
@@ -58,20 +55,21 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
     add("arch", fmt::format("fa3 needs sm_90a (wgmma, setmaxnreg, TMA), got {}", c.arch.to_string()));
   if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
     add("head_dim", fmt::format("fa3 supports head_dim 64, 128 or 256, got {}", c.head_dim));
-  if (c.warps < 1 || c.warps > 3)
-    add("warps", fmt::format("fa3 counts consumer warpgroups: 1, 2 or 3, got {}", c.warps));
-  else if (c.block_m != 64 * c.warps)
+  const int wg = c.consumer_warpgroups;
+  if (wg < 1 || wg > 3)
+    add("consumer_warpgroups", fmt::format("fa3 runs 1, 2 or 3 consumer warpgroups, got {}", wg));
+  else if (c.block_m != 64 * wg)
     add("block_m", fmt::format("fa3 gives each consumer warpgroup 64 rows: block_m must be {} for {} warpgroups, got {}",
-                               64 * c.warps, c.warps, c.block_m));
+                               64 * wg, wg, c.block_m));
   if (c.block_n % 16 != 0 || c.block_n < 64 || c.block_n > 256)
     add("block_n", fmt::format("fa3 needs a multiple of 16 in [64, 256] (wgmma N), got {}", c.block_n));
   if (c.stages < 2 || c.stages > 4) add("stages", fmt::format("fa3 needs 2 to 4 stages, got {}", c.stages));
   if (!out.empty()) return;
-  int regs = fa3_consumer_registers(c), budget = fa3_consumer_budget(c.warps);
+  int regs = fa3_consumer_registers(c), budget = fa3_consumer_budget(wg);
   if (regs > budget)
     add("block_n", fmt::format("register budget exceeded: about {} registers per consumer thread for head_dim {} / "
                                "block_n {} (budget {} with {} consumer warpgroups)",
-                               regs, c.head_dim, c.block_n, budget, c.warps));
+                               regs, c.head_dim, c.block_n, budget, wg));
 }
 
 void validate_naive(const KernelConfig& c, std::vector<ConfigIssue>& out) {
@@ -89,14 +87,14 @@ void validate_naive(const KernelConfig& c, std::vector<ConfigIssue>& out) {
 }  // namespace
 
 int threads_per_cta(const KernelConfig& c) {
-  return c.algorithm == Algorithm::fa3 ? 128 * (c.warps + 1) : 32 * c.warps;
+  return c.algorithm == Algorithm::fa3 ? 128 * (c.consumer_warpgroups + 1) : 32 * c.warps;
 }
 
 int shared_memory_bytes(const KernelConfig& c) {
   int elem = 2;
   switch (c.algorithm) {
     case Algorithm::fa2: {
-      int dp = padded_head_dim(c.head_dim);
+      int dp = config::padded_head_dim(c.head_dim);
       return c.block_m * dp * elem + 2 * c.stages * c.block_n * dp * elem;
     }
     case Algorithm::fa3: {
@@ -143,12 +141,20 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
   return out;
 }
 
-Status check(const KernelConfig& c) {
-  auto issues = validate(c);
-  if (issues.empty()) return {};
-  std::string msg = fmt::format("config {} is invalid:", readable_name(c));
-  for (const auto& i : issues) msg += fmt::format("\n  {}: {}", i.field, i.message);
-  return Error(ErrorCode::invalid_config, msg);
+std::string readable_name(const KernelConfig& c) {
+  std::string arch = c.arch.to_string();
+  arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
+  const char* varlen = c.varlen ? "_varlen" : "";
+  if (c.algorithm == Algorithm::naive)
+    return fmt::format("naive_{}_d{}_w{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), varlen,
+                       arch);
+  // fa3 counts consumer warpgroups ("wg"), fa2 warps ("w").
+  const bool fa3 = c.algorithm == Algorithm::fa3;
+  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}{}{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
+                     c.block_m, c.block_n, c.stages, fa3 ? "wg" : "w", fa3 ? c.consumer_warpgroups : c.warps,
+                     to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "", varlen, arch);
 }
+
+Status check(const KernelConfig& c) { return config::as_status(validate(c), readable_name(c)); }
 
 }  // namespace flashjit

@@ -113,6 +113,11 @@ Result<int> device_of_pointer(const void* ptr, const char* what) {
   return ordinal;
 }
 
+bool capturing(const Api& api, CUstream stream) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return api.cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // ContextScope ------------------------------------------------------------------------------------------
 Result<ContextScope> ContextScope::enter(int ordinal) {
   FLASHJIT_API_OR_RETURN(d);

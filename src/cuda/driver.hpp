@@ -42,6 +42,12 @@ Result<DeviceInfo> device_info(int ordinal);
 // The device that owns a device pointer (ErrorCode::invalid_argument for host or unknown pointers).
 Result<int> device_of_pointer(const void* ptr, const char* what);
 
+// Whether work on `stream` would be captured into a CUDA graph. A failing query counts as capturing (e.g. the
+// legacy stream while another thread captures in global mode): then nothing is compiled, loaded or allocated.
+bool capturing(const Api& api, CUstream stream);
+// CU_STREAM_LEGACY and nullptr both name the legacy default stream: nullptr for both.
+inline CUstream canonical_stream(CUstream stream) { return stream == CU_STREAM_LEGACY ? nullptr : stream; }
+
 // Makes the primary context of a device current on this thread for its lifetime, restoring the previous.
 class ContextScope {
  public:

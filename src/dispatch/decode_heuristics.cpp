@@ -338,6 +338,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
     in.model_ctas_per_sm = 1;
   }
   in.max_keys = visible_keys(p, plan.split.block_n);
+  plan.granule = decode_split_granule(in);
   plan.splits = p.num_splits > 0 ? forced_decode_splits(in, p.num_splits) : plan_decode_splits(in);
   if (p.split_merge == SplitMerge::cluster && plan.splits.num_splits > kMaxDecodeClusterSplits)
     plan.splits = forced_decode_splits(in, kMaxDecodeClusterSplits);  // a planned count, to fit one cluster

@@ -5,7 +5,10 @@
 #include <cstddef>
 #include <vector>
 
-#include "config/decode_config.hpp"
+#include "config/occupancy.hpp"
+#include "dispatch/plans.hpp"
+#include "flashjit/decode.hpp"
+#include "flashjit/config.hpp"
 
 namespace flashjit::dispatch {
 
@@ -37,11 +40,6 @@ struct DecodeSplitInputs {
   int model_ctas_per_sm = kMaxModelSplitCtasPerSm;
 };
 
-struct DecodeSplitPlan {
-  int num_splits = 1;      // CTAs along the keys of each (sequence, KV head); 1 means no merge of partials
-  int keys_per_split = 1;  // split s covers keys [s * keys_per_split, (s + 1) * keys_per_split) of the range
-};
-
 // Keys per split are rounded up to the granule lcm(block_n, page_size); a split never starts inside a tile
 // or a page. Non-positive inputs are read as 1 (0 for page_size) and max_keys as at most kMaxDecodeSeqlen,
 // so the functions below are total.
@@ -65,20 +63,6 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
 // decode_heuristics.cpp for the reasons.
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
                                         int page_size, bool window, const Arch& arch);
-
-// Everything a decode call launches: the split kernel's config, the split plan, the combine kernel's
-// config (used when num_splits > 1 and the split kernel does not merge in a cluster) and the workspace the
-// partial states take.
-struct DecodePlan {
-  DecodeKernelConfig split;
-  CombineKernelConfig combine;
-  DecodeSplitPlan splits;
-  // Workspace layout: fp32 O partials [num_splits, B, q_len, Hq, D] at offset 0, then fp32 LSE
-  // [num_splits, B, Hq, q_len] at lse_offset (256-byte aligned). 0 bytes when num_splits == 1 or with a
-  // cluster merge (split.cluster_merge).
-  std::size_t lse_offset = 0;
-  std::size_t workspace_bytes = 0;
-};
 
 // The split kernel plan_decode launches for the problem (decode_kernel_config, then the rules for short caches and
 // for longer ones over more CTAs than SMs).

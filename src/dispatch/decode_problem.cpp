@@ -17,7 +17,6 @@ bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std:
 
 }  // namespace
 
-const char* to_string(KvLayout layout) { return layout == KvLayout::paged ? "paged" : "contiguous"; }
 const char* to_string(SplitMerge merge) {
   switch (merge) {
     case SplitMerge::automatic: return "automatic";

@@ -59,11 +59,11 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
   if (head_dim <= 64) {
     // Three consumer warpgroups (192 rows, 160 registers each): O is only 32 registers, and a third
     // warpgroup keeps the tensor cores busy while two run softmax. 477 / 433 vs 446 / 382 with two.
-    c.block_m = 192, c.warps = 3, c.block_n = 96;
+    c.block_m = 192, c.consumer_warpgroups = 3, c.block_n = 96;
   } else if (head_dim <= 128) {
     // Two consumer warpgroups with 240 registers: O 64 + S 64 + P 32. 672 / 629; 112-176 key tiles land
     // within 2% (176 is FA3's published choice; 128 is as fast here and tested more widely).
-    c.block_m = 128, c.warps = 2, c.block_n = 128;
+    c.block_m = 128, c.consumer_warpgroups = 2, c.block_n = 128;
     // Persistent CTAs, whose producer streams the next work tile's first K/V stages while the consumers
     // run the epilogue of the current one (llama3 shape, same run, grid -> persistent): S 1024 480 -> 488 /
     // 260 -> 305 (non-causal / causal), S 2048 588 -> 596 / 411 -> 449, S 4096 630 -> 664 / 537 -> 553,
@@ -73,7 +73,7 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
   } else {
     // O alone takes 128 registers; 80-key tiles keep S + P at 60 and two stages at 208 KB of shared
     // memory (96 would not fit). 750 / 671 vs 636 / 592 with 64-key tiles.
-    c.block_m = 128, c.warps = 2, c.block_n = 80;
+    c.block_m = 128, c.consumer_warpgroups = 2, c.block_n = 80;
   }
   return c;
 }
@@ -87,7 +87,7 @@ KernelConfig fa3_config(const AttentionProblem& p, const Arch& arch) {
   const long long ctas = 1LL * ((p.seqlen_q + 127) / 128) * p.heads_q * p.batch;
   if (p.head_dim == 128 && ctas < kHalfSms) {
     KernelConfig small = c;
-    small.block_m = 64, small.warps = 1, small.block_n = 64, small.scheduler = Scheduler::grid;
+    small.block_m = 64, small.consumer_warpgroups = 1, small.block_n = 64, small.scheduler = Scheduler::grid;
     if (validate(small).empty()) return small;
   }
   return c;

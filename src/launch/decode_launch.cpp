@@ -4,66 +4,26 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "cuda/driver.hpp"
+#include "launch/launch_kernel.hpp"
 
 namespace flashjit::launch {
 namespace {
 
 static_assert(DecodeParams::kMaxClusterSplits == kMaxDecodeClusterSplits, "the kernel's cluster bound is the API's");
 
-// `after_previous`: programmatic dependent launch (sm_90+): the kernel may start while the previous one on
-// the stream runs and waits for it in-kernel (ptx/griddep.cuh), which hides the launch latency.
-// `cluster_x` > 0: thread-block clusters of (cluster_x, 1, 1) CTAs.
-Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                  int threads, int smem, CUstream stream, void* params, const char* what,
-                  bool after_previous, unsigned cluster_x = 0) {
-  CUlaunchConfig lc{};
-  CUlaunchAttribute attrs[2]{};
-  unsigned n = 0;
-  if (cluster_x > 0) {
-    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[n].value.clusterDim.x = cluster_x, attrs[n].value.clusterDim.y = 1, attrs[n].value.clusterDim.z = 1;
-    ++n;
-  }
-  if (after_previous) {
-    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attrs[n].value.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  lc.attrs = n > 0 ? attrs : nullptr;
-  lc.numAttrs = n;
-  lc.gridDimX = grid_x, lc.gridDimY = grid_y, lc.gridDimZ = grid_z;
-  lc.blockDimX = static_cast<unsigned>(threads), lc.blockDimY = 1, lc.blockDimZ = 1;
-  lc.sharedMemBytes = static_cast<unsigned>(smem);
-  lc.hStream = stream;
-  void* args[] = {params};
-  CUresult r = api.cuLaunchKernelEx(&lc, f, args, nullptr);
-  if (after_previous && (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)) {
-    // A driver or stream that refuses programmatic dependent launch gets a plain launch (the kernel's
-    // wait then passes straight through); any other failure is the plain launch's to report.
-    lc.numAttrs = cluster_x > 0 ? 1 : 0;
-    if (lc.numAttrs == 0) lc.attrs = nullptr;
-    r = api.cuLaunchKernelEx(&lc, f, args, nullptr);
-  }
-  return cuda::check(r, what);
-}
-
 // Decode and merge kernels are launched with programmatic dependent launch on sm_90: each may start (launch,
 // setup) while the kernel before it on the stream finishes, and waits for it in-kernel before its first
-// global access; each lets the kernel behind it start the same way. FLASHJIT_PDL=0 launches them plainly
-// (for drivers or tools that refuse programmatic dependent launches, e.g. under graph capture on old drivers).
-bool pdl_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("FLASHJIT_PDL");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
-}
+// global access; each lets the kernel behind it start the same way.
+bool pdl_for(const Arch& arch, bool pdl) { return arch.sm >= 90 && pdl; }
 
-bool pdl_for(const Arch& arch) { return arch.sm >= 90 && pdl_enabled(); }
+Geometry geometry(Grid grid, int threads, int smem, bool after_previous, unsigned cluster_x = 0) {
+  Geometry g;
+  g.grid = grid, g.threads = threads, g.smem = smem, g.after_previous = after_previous, g.cluster_x = cluster_x;
+  return g;
+}
 
 float scale_of(const DecodeProblem& p) {
   return p.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(p.head_dim)));
@@ -96,7 +56,7 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   d.num_splits = plan.splits.num_splits, d.keys_per_split = plan.splits.keys_per_split;
   d.window_left = p.window_left;
   d.softmax_scale = scale_of(p);
-  d.scale_log2 = d.softmax_scale * 1.4426950408889634f;
+  d.scale_log2 = d.softmax_scale * kLog2e;
   return d;
 }
 
@@ -134,7 +94,7 @@ unsigned combine_blocks(const CombineKernelConfig& config, long long rows) {
 }
 
 Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& p, const dispatch::DecodePlan& plan,
-                     void* workspace) {
+                     void* workspace, bool pdl) {
   // The page size is compiled into the split kernel: a kernel of another page size would read wrong rows.
   const int page_size = p.layout == KvLayout::paged ? p.page_size : 0;
   if (plan.split.layout != p.layout || plan.split.page_size != page_size)
@@ -142,10 +102,9 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
                  fmt::format("decode kernel {} does not match the problem's {} cache{}", readable_name(plan.split),
                              to_string(p.layout), page_size > 0 ? fmt::format(" of {}-token pages", page_size) : ""));
   // The kernel's addressing relies on splits of whole tiles and pages, and on its window flag.
-  dispatch::DecodeSplitInputs granule_in;
-  granule_in.block_n = plan.split.block_n, granule_in.page_size = page_size;
-  const int granule = dispatch::decode_split_granule(granule_in);
-  if (plan.split.window != (p.window_left >= 0) || plan.splits.keys_per_split < 1 ||
+  const int granule = plan.granule;
+  if (granule < 1 || granule % plan.split.block_n != 0 || (page_size > 0 && granule % page_size != 0) ||
+      plan.split.window != (p.window_left >= 0) || plan.splits.keys_per_split < 1 ||
       plan.splits.keys_per_split % granule != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("decode plan for kernel {} is inconsistent: {} keys per split (a multiple of {} needed), "
@@ -161,25 +120,34 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
   DecodeParams params = make_decode_params(p, plan, workspace);
   // A cluster-merge kernel's splits of one (sequence, KV head) form one cluster; it writes O and LSE itself.
   const bool cluster = plan.split.cluster_merge && plan.splits.num_splits > 1;
-  FLASHJIT_TRY(launch_one(**api, split, static_cast<unsigned>(plan.splits.num_splits),
-                          static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch),
-                          threads_per_cta(plan.split), shared_memory_bytes(plan.split), stream, &params,
-                          cluster ? "cuLaunchKernelEx(split-KV decode, clusters)" : "cuLaunchKernelEx(split-KV decode)",
-                          pdl_for(plan.split.arch), cluster ? static_cast<unsigned>(plan.splits.num_splits) : 0));
+  void* split_args[] = {&params};
+  const Grid split_grid{static_cast<unsigned>(plan.splits.num_splits), static_cast<unsigned>(p.heads_kv),
+                        static_cast<unsigned>(p.batch)};
+  FLASHJIT_TRY(launch_kernel(**api, split,
+                             geometry(split_grid, threads_per_cta(plan.split), shared_memory_bytes(plan.split),
+                                      pdl_for(plan.split.arch, pdl),
+                                      cluster ? static_cast<unsigned>(plan.splits.num_splits) : 0),
+                             stream, split_args,
+                             cluster ? "cuLaunchKernelEx(split-KV decode, clusters)" : "cuLaunchKernelEx(split-KV decode)"));
   if (plan.splits.num_splits == 1 || cluster) return {};
   CombineParams cp = make_split_combine_params(p, plan, workspace);
+  void* combine_args[] = {&cp};
   const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
-  return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,
-                    &cp, "cuLaunchKernelEx(decode combine)", pdl_for(plan.combine.arch));
+  return launch_kernel(**api, combine,
+                       geometry({combine_blocks(plan.combine, rows), 1, 1}, threads_per_cta(plan.combine), 0,
+                                pdl_for(plan.combine.arch, pdl)),
+                       stream, combine_args, "cuLaunchKernelEx(decode combine)");
 }
 
-Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p) {
+Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p, bool pdl) {
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   CombineParams cp = make_merge_params(p);
+  void* args[] = {&cp};
   const long long rows = 1LL * p.batch * p.seqlen * p.heads;
-  return launch_one(**api, combine, combine_blocks(config, rows), 1, 1, threads_per_cta(config), 0,
-                    static_cast<CUstream>(p.stream), &cp, "cuLaunchKernelEx(merge)", pdl_for(config.arch));
+  return launch_kernel(**api, combine,
+                       geometry({combine_blocks(config, rows), 1, 1}, threads_per_cta(config), 0, pdl_for(config.arch, pdl)),
+                       static_cast<CUstream>(p.stream), args, "cuLaunchKernelEx(merge)");
 }
 
 }  // namespace flashjit::launch

@@ -6,7 +6,7 @@
 #include <cuda.h>
 
 #include "decode/params.cuh"
-#include "dispatch/decode_heuristics.hpp"
+#include "dispatch/plans.hpp"
 #include "flashjit/decode.hpp"
 
 namespace flashjit::launch {
@@ -21,8 +21,9 @@ CombineParams make_merge_params(const MergeProblem& problem);
 // CTAs of the combine kernel: one warp per output row.
 unsigned combine_blocks(const CombineKernelConfig& config, long long rows);
 
+// `pdl`: programmatic dependent launch where the arch has it (sm_90+); false launches plainly.
 Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& problem,
-                     const dispatch::DecodePlan& plan, void* workspace);
-Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& problem);
+                     const dispatch::DecodePlan& plan, void* workspace, bool pdl);
+Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& problem, bool pdl);
 
 }  // namespace flashjit::launch

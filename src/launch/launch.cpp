@@ -1,8 +1,6 @@
 #include "launch/launch.hpp"
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 
@@ -34,7 +32,7 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.batch = p.batch, a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
   a.heads_q = p.heads_q, a.heads_kv = p.heads_kv, a.group = p.heads_q / p.heads_kv;
   a.softmax_scale = scale;
-  a.scale_log2 = scale * 1.4426950408889634f;
+  a.scale_log2 = scale * kLog2e;
   a.causal_offset = p.seqlen_k - p.seqlen_q;  // varlen kernels use each sequence's own lengths instead
   a.window_left = p.window_left, a.window_right = p.window_right;
   if (p.mask == MaskKind::causal) a.window_left = -1, a.window_right = 0;
@@ -53,22 +51,6 @@ Grid grid_for(const KernelConfig& c, const AttentionProblem& p, int sms) {
   g.y = static_cast<unsigned>(p.heads_q);
   g.z = static_cast<unsigned>(p.batch);
   return g;
-}
-
-// Multiprocessors of the current context's device, queried once per device.
-static Result<int> current_device_sms(const cuda::Api& api) {
-  static std::array<std::atomic<int>, 64> cache{};
-  CUdevice dev = 0;
-  FLASHJIT_TRY(cuda::check(api.cuCtxGetDevice(&dev), "cuCtxGetDevice"));
-  const bool cached = dev >= 0 && dev < static_cast<int>(cache.size());
-  if (cached) {
-    if (int n = cache[dev].load(std::memory_order_relaxed); n > 0) return n;
-  }
-  int n = 0;
-  FLASHJIT_TRY(cuda::check(api.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-                           "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"));
-  if (cached) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
 }
 
 static_assert(sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) == alignof(CUtensorMap),
@@ -116,7 +98,7 @@ static Status encode_packed(const cuda::Api& api, TensorMap& map, const char* na
   return {};
 }
 
-Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem) {
+Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem, int sms) {
   if (config.varlen != problem.varlen())
     return Error(ErrorCode::invalid_argument,
                  fmt::format("kernel {} is {}varlen but the problem is {}varlen", readable_name(config),
@@ -145,20 +127,12 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
                                problem.heads_kv, problem.batch, v, config.block_n));
     }
   }
-  int sms = 0;
-  if (config.scheduler == Scheduler::persistent) {
-    auto n = current_device_sms(**api);
-    if (!n.ok()) return n.error();
-    sms = *n;
-  }
-  Grid g = grid_for(config, problem, sms);
-  CUlaunchConfig lc{};
-  lc.gridDimX = g.x, lc.gridDimY = g.y, lc.gridDimZ = g.z;
-  lc.blockDimX = static_cast<unsigned>(threads_per_cta(config)), lc.blockDimY = 1, lc.blockDimZ = 1;
-  lc.sharedMemBytes = static_cast<unsigned>(shared_memory_bytes(config));
-  lc.hStream = static_cast<CUstream>(problem.stream);
+  Geometry g;
+  g.grid = grid_for(config, problem, sms);
+  g.threads = threads_per_cta(config);
+  g.smem = shared_memory_bytes(config);
   void* args[] = {&params, &maps};  // kernels without a second parameter ignore the extra pointer
-  return cuda::check((*api)->cuLaunchKernelEx(&lc, function, args, nullptr), "cuLaunchKernelEx");
+  return launch_kernel(**api, function, g, static_cast<CUstream>(problem.stream), args, "cuLaunchKernelEx");
 }
 
 }  // namespace flashjit::launch

@@ -6,18 +6,16 @@
 #include "attention/params.cuh"
 #include "flashjit/config.hpp"
 #include "flashjit/problem.hpp"
+#include "launch/launch_kernel.hpp"
 
 namespace flashjit::launch {
 
 AttentionParams make_params(const AttentionProblem& problem);
 
-struct Grid {
-  unsigned x = 1, y = 1, z = 1;
-};
 // The launch grid; a persistent config gets min(work tiles, `sms`) CTAs.
 Grid grid_for(const KernelConfig& config, const AttentionProblem& problem, int sms);
 
-// Launches `function` (compiled from `config`) with dynamic shared memory from the config.
-Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem);
+// Launches `function` (compiled from `config`) on a device of `sms` multiprocessors.
+Status launch(CUfunction function, const KernelConfig& config, const AttentionProblem& problem, int sms);
 
 }  // namespace flashjit::launch

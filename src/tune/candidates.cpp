@@ -79,7 +79,8 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
             for (Scheduler sched : schedulers) {
               KernelConfig c;
               c.algorithm = a, c.arch = arch, c.dtype = shape.dtype, c.head_dim = shape.head_dim, c.mask = shape.mask;
-              c.warps = w, c.block_m = bm, c.block_n = bn, c.stages = st, c.scheduler = sched;
+              c.block_m = bm, c.block_n = bn, c.stages = st, c.scheduler = sched;
+              (a == Algorithm::fa3 ? c.consumer_warpgroups : c.warps) = w;
               add(c);
             }
     }

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "cache/disk_cache.hpp"
-#include "runtime/artifacts.hpp"
+#include "cache/artifact_store.hpp"
 #include "tune/subprocess.hpp"
 #include "tune/worker_protocol.hpp"
 
@@ -208,8 +208,8 @@ Result<KernelInfo> compile_in_cache(const std::optional<std::filesystem::path>& 
                                     const AnyKernelConfig& config, bool jit) {
   auto disk = open_disk(cache_dir);
   if (!disk.ok()) return std::move(disk).error();
-  runtime::ArtifactStore store(std::move(*disk), jit);
-  auto artifact = config.visit([&](const auto& c) { return store.get(c); });
+  cache::ArtifactStore store(std::move(*disk), jit);
+  auto artifact = store.get(config);
   if (!artifact.ok()) return std::move(artifact).error();
   return (*artifact)->info;
 }

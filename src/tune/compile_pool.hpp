@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "config/any_config.hpp"
+#include "flashjit/config.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/runtime.hpp"

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "config/any_config.hpp"
+#include "flashjit/config.hpp"
 #include "flashjit/config.hpp"
 #include "tune/sweep.hpp"
 #include "tune/tuned_table.hpp"

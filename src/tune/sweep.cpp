@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "config/decode_config.hpp"
+#include "flashjit/config.hpp"
 
 namespace flashjit::tune {
 namespace {

@@ -156,8 +156,12 @@ static void test_compile(const char* root) {
   expect(flashjit_cache_info(rt, info, sizeof info) > 0 && contains(info, "\"entries\":1") &&
              contains(info, "\"writable\":true"),
          "cache_info counts the entry");
-  expect(flashjit_compile(rt, "{\"algorithm\":\"auto\"}", info, sizeof info) == -FLASHJIT_ERROR_INVALID_CONFIG,
-         "compile of algorithm auto is an invalid config");
+  expect(flashjit_compile(rt, "{\"algorithm\":\"fa3\",\"head_dim\":96}", info, sizeof info) ==
+             -FLASHJIT_ERROR_INVALID_CONFIG,
+         "compile of an fa3 head dim it lacks is an invalid config");
+  expect(flashjit_compile(rt, "{\"algorithm\":\"auto\",\"head_dim\":64,\"arch\":\"sm_80\"}", info, sizeof info) > 0 &&
+             contains(info, "\"name\":\"fa2_bf16_d64_"),
+         "algorithm auto is resolved by the dispatcher for the arch (fa2 on sm_80)");
   expect(flashjit_compile(NULL, kFa2, info, sizeof info) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "compile without runtime");
   expect(flashjit_cache_info(NULL, info, sizeof info) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "cache_info without runtime");
   flashjit_runtime_destroy(rt);

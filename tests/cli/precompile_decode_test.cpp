@@ -12,7 +12,7 @@
 #include "cli/cli_runner.hpp"
 #include "cuda/driver.hpp"
 #include "dispatch/decode_heuristics.hpp"
-#include "runtime/artifacts.hpp"
+#include "cache/artifact_store.hpp"
 #include "support/catch.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/precompile_plan.hpp"
@@ -70,7 +70,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
   // What Runtime::decode / merge do with FLASHJIT_JIT=0: the artifact store over the cache, JIT off.
   auto disk = flashjit::cache::DiskCache::open({cli.cache(), 0});
   REQUIRE(disk.ok());
-  flashjit::runtime::ArtifactStore store(std::move(*disk), /*jit=*/false);
+  flashjit::cache::ArtifactStore store(std::move(*disk), /*jit=*/false);
   auto split = store.get(plan.decode[0]);
   auto combine = store.get(plan.combine[0]);
   auto merge = store.get(plan.merge[0]);

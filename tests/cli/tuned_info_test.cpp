@@ -14,7 +14,7 @@ TEST_CASE("cli: info counts the tuned tables and says why one is ignored", "[cli
   Cli cli;
   TunedEntry e;
   e.problem.seqlen_q = e.problem.seqlen_k = 4096, e.problem.heads_q = 32, e.problem.heads_kv = 8;
-  e.best.algorithm = flashjit::Algorithm::fa3, e.best.block_m = 128, e.best.warps = 2, e.best.block_n = 128;
+  e.best.algorithm = flashjit::Algorithm::fa3, e.best.block_m = 128, e.best.consumer_warpgroups = 2, e.best.block_n = 128;
   const TunedTable current{system_stamp("NVIDIA H200", flashjit::Arch{90, true}, 13000), "llama3", {e, e}};
   REQUIRE(save_table(current, cli.cache() / "tuned" / "h200.json").ok());
   TunedTable old = current;

@@ -9,7 +9,6 @@
 #include <tuple>
 #include <vector>
 
-#include "codegen/decode_generate.hpp"
 #include "compile/nvrtc.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "support/catch.hpp"

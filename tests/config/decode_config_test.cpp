@@ -5,8 +5,7 @@
 #include <tuple>
 #include <vector>
 
-#include "config/any_config.hpp"
-#include "config/decode_config.hpp"
+#include "flashjit/config.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "support/catch.hpp"
 #include "support/checks.hpp"

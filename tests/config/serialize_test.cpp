@@ -44,7 +44,10 @@ TEST_CASE("to_json -> config_from_json round-trips", "[config]") {
   c.arch = arch;
   c.dtype = dtype;
   c.mask = mask;
-  c.head_dim = d, c.block_m = bm, c.block_n = bn, c.stages = s, c.warps = w;
+  c.head_dim = d, c.block_m = bm, c.block_n = bn, c.stages = s;
+  // fa3 counts consumer warpgroups, the others warps.
+  const bool fa3 = algorithm == Algorithm::fa3;
+  (fa3 ? c.consumer_warpgroups : c.warps) = w;
   c.scheduler = Scheduler::grid;
   c.varlen = varlen;
 
@@ -59,7 +62,7 @@ TEST_CASE("to_json -> config_from_json round-trips", "[config]") {
   auto pairs = flashjit::config_from_pairs(
       {std::string("algorithm=") + to_string(algorithm), "arch=" + arch.to_string(),
        std::string("dtype=") + to_string(dtype), "head_dim=" + std::to_string(d), "block_m=" + std::to_string(bm),
-       "block_n=" + std::to_string(bn), "stages=" + std::to_string(s), "warps=" + std::to_string(w),
+       "block_n=" + std::to_string(bn), "stages=" + std::to_string(s), (fa3 ? "consumer_warpgroups=" : "warps=") + std::to_string(w),
        std::string("mask=") + to_string(mask), "scheduler=grid", varlen ? "varlen=true" : "varlen=false"});
   REQUIRE(pairs.ok());
   CHECK(*pairs == c);
@@ -87,12 +90,12 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
   SECTION("varlen fa3") {
     KernelConfig c;
     c.algorithm = Algorithm::fa3;
-    c.head_dim = 128, c.block_m = 128, c.block_n = 128, c.stages = 2, c.warps = 2;
+    c.head_dim = 128, c.block_m = 128, c.block_n = 128, c.stages = 2, c.consumer_warpgroups = 2;
     c.scheduler = Scheduler::persistent;
     c.varlen = true;
     CHECK(to_json(c) ==
           R"({"algorithm":"fa3","arch":"sm_90a","dtype":"bf16","head_dim":128,"block_m":128,"block_n":128,)"
-          R"("stages":2,"warps":2,"mask":"none","scheduler":"persistent","varlen":true})");
+          R"("stages":2,"consumer_warpgroups":2,"mask":"none","scheduler":"persistent","varlen":true})");
   }
   SECTION("the same config always gives the same text; a different one a different text") {
     KernelConfig a, b;

@@ -91,7 +91,7 @@ TEST_CASE("validate: fa3 constraints", "[config]") {
   // The sm_90a d128 tile: 2 consumer warpgroups of 64 rows, 128 keys, 2 stages.
   KernelConfig base = fa2_base();
   base.algorithm = Algorithm::fa3;
-  base.block_m = 128, base.warps = 2, base.block_n = 128, base.stages = 2;
+  base.block_m = 128, base.consumer_warpgroups = 2, base.block_n = 128, base.stages = 2;
   REQUIRE(validate(base).empty());
   auto [field, mutate] = GENERATE(table<std::string, void (*)(KernelConfig&)>({
       {"arch", [](KernelConfig& c) { c.arch = Arch{90, false}; }},
@@ -99,8 +99,8 @@ TEST_CASE("validate: fa3 constraints", "[config]") {
       {"arch", [](KernelConfig& c) { c.arch = Arch{100, true}; }},
       {"head_dim", [](KernelConfig& c) { c.head_dim = 96; }},
       {"head_dim", [](KernelConfig& c) { c.head_dim = 32; }},
-      {"warps", [](KernelConfig& c) { c.warps = 0; }},
-      {"warps", [](KernelConfig& c) { c.warps = 4; }},
+      {"consumer_warpgroups", [](KernelConfig& c) { c.consumer_warpgroups = 0; }},
+      {"consumer_warpgroups", [](KernelConfig& c) { c.consumer_warpgroups = 4; }},
       {"block_m", [](KernelConfig& c) { c.block_m = 64; }},  // 2 warpgroups need 128 rows
       {"block_n", [](KernelConfig& c) { c.block_n = 48; }},
       {"block_n", [](KernelConfig& c) { c.block_n = 72; }},
@@ -108,7 +108,7 @@ TEST_CASE("validate: fa3 constraints", "[config]") {
       {"stages", [](KernelConfig& c) { c.stages = 1; }},
       {"stages", [](KernelConfig& c) { c.stages = 5; }},
       // register budget: 3 consumer warpgroups get 160 registers; d256 with 128 keys needs about 264
-      {"block_n", [](KernelConfig& c) { c.warps = 3, c.block_m = 192, c.head_dim = 256; }},
+      {"block_n", [](KernelConfig& c) { c.consumer_warpgroups = 3, c.block_m = 192, c.head_dim = 256; }},
       // shared memory: d256, 80 keys, 4 stages is over sm_90a's 227 KiB
       {"stages", [](KernelConfig& c) { c.head_dim = 256, c.block_n = 80, c.stages = 4; }},
   }));

@@ -422,7 +422,7 @@ TEST_CASE("fa3_config: 64-row tiles when 128-row tiles fill less than half the S
   p.seqlen_q = p.seqlen_k = 256;  // 2 m-blocks x 32 heads = 64 CTAs of 128 rows
   KernelConfig c = fa3_config(p, kSm90a);
   CHECK(c.block_m == 64);
-  CHECK(c.warps == 1);
+  CHECK(c.consumer_warpgroups == 1);
   CHECK(c.scheduler == flashjit::Scheduler::grid);
   CHECK(validate(c).empty());
   p.seqlen_q = p.seqlen_k = 512;  // 128 CTAs: the heuristic's tile

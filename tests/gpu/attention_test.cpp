@@ -152,13 +152,13 @@ TEST_CASE("non-heuristic fa2 configs (tiles, warps, stages) match float64", "[fa
 
 TEST_CASE("non-heuristic fa3 configs (tiles, consumer warpgroups, stages, scheduler) match float64", "[fa3][gpu]") {
   check_configs({
-      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=176 stages=2",
-      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=64 stages=4",
-      "algorithm=fa3 head_dim=128 block_m=64 warps=1 block_n=128 stages=3",
-      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=2",
-      "algorithm=fa3 head_dim=256 block_m=128 warps=2 block_n=64 stages=2",
-      "algorithm=fa3 head_dim=128 block_m=128 warps=2 block_n=128 scheduler=persistent",
-      "algorithm=fa3 head_dim=64 block_m=192 warps=3 block_n=96 stages=3 scheduler=persistent",
+      "algorithm=fa3 head_dim=128 block_m=128 consumer_warpgroups=2 block_n=176 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 consumer_warpgroups=2 block_n=64 stages=4",
+      "algorithm=fa3 head_dim=128 block_m=64 consumer_warpgroups=1 block_n=128 stages=3",
+      "algorithm=fa3 head_dim=64 block_m=192 consumer_warpgroups=3 block_n=96 stages=2",
+      "algorithm=fa3 head_dim=256 block_m=128 consumer_warpgroups=2 block_n=64 stages=2",
+      "algorithm=fa3 head_dim=128 block_m=128 consumer_warpgroups=2 block_n=128 scheduler=persistent",
+      "algorithm=fa3 head_dim=64 block_m=192 consumer_warpgroups=3 block_n=96 stages=3 scheduler=persistent",
   });
 }
 

@@ -1,7 +1,6 @@
 // NVRTC on a machine with a driver: NVRTC 12.9+ would serve a repeat compile from the driver's compute cache
 // without running ptxas, and so without the report (registers, spills) that compile reports, the disk cache's
 // entries and the autotuner's spill filter rely on. Every compile must report, the repeats too.
-#include "codegen/decode_generate.hpp"
 #include "compile/nvrtc.hpp"
 #include "cuda/driver.hpp"
 #include "dispatch/decode_heuristics.hpp"

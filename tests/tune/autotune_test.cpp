@@ -24,7 +24,7 @@ namespace {
 KernelConfig fa3(int block_n) {
   KernelConfig c;
   c.algorithm = Algorithm::fa3, c.arch = Arch{90, true}, c.head_dim = 128, c.mask = MaskKind::causal;
-  c.block_m = 128, c.warps = 2, c.block_n = block_n, c.stages = 2;
+  c.block_m = 128, c.consumer_warpgroups = 2, c.block_n = block_n, c.stages = 2;
   return c;
 }
 

@@ -46,7 +46,7 @@ TEST_CASE("candidates: fa3 default space on sm_90a", "[tune][candidates]") {
     INFO(readable_name(k));
     CHECK(validate(k).empty());
     CHECK(k.algorithm == Algorithm::fa3);
-    CHECK(k.block_m == 64 * k.warps);
+    CHECK(k.block_m == 64 * k.consumer_warpgroups);
     CHECK(k.block_n % 16 == 0);
     CHECK(k.head_dim == 128);
     CHECK(k.mask == MaskKind::causal);
@@ -93,7 +93,7 @@ TEST_CASE("candidates: the sweep's space overrides the defaults", "[tune][candid
   CHECK(has(c.invalid, [] {
     KernelConfig k;
     k.algorithm = Algorithm::fa3, k.arch = kSm90a, k.head_dim = 128, k.mask = MaskKind::causal;
-    k.warps = 4, k.block_m = 256, k.block_n = 64, k.stages = 2;
+    k.consumer_warpgroups = 4, k.block_m = 256, k.block_n = 64, k.stages = 2;
     return k;
   }()));
   const auto algorithms = std::count_if(c.valid.begin(), c.valid.end(), [](const KernelConfig& k) { return k.algorithm == Algorithm::fa2; });
@@ -101,7 +101,7 @@ TEST_CASE("candidates: the sweep's space overrides the defaults", "[tune][candid
 
   CandidateSpace fixed_m;
   fixed_m.block_m = {128};
-  for (const auto& k : enumerate(shape(128), fixed_m, kSm90a).valid) CHECK((k.block_m == 128 && k.warps == 2));
+  for (const auto& k : enumerate(shape(128), fixed_m, kSm90a).valid) CHECK((k.block_m == 128 && k.consumer_warpgroups == 2));
 }
 
 TEST_CASE("candidates: spills and stack frames disqualify", "[tune][candidates]") {

@@ -30,7 +30,7 @@ TunedEntry entry(const ProblemShape& s) {
   TunedEntry e;
   e.problem = s;
   e.best.algorithm = Algorithm::fa3, e.best.arch = kSm90a, e.best.mask = s.mask;
-  e.best.block_m = 128, e.best.warps = 2, e.best.block_n = 128;
+  e.best.block_m = 128, e.best.consumer_warpgroups = 2, e.best.block_n = 128;
   return e;
 }
 

@@ -9,6 +9,7 @@
 
 #include "compile/nvrtc.hpp"
 #include "dispatch/heuristics.hpp"
+#include "flashjit/runtime.hpp"
 #include "support/catch.hpp"
 #include "support/temp_dir.hpp"
 #include "tune/tuned_table.hpp"
@@ -36,7 +37,7 @@ ProblemShape shape(int seqlen, MaskKind mask = MaskKind::causal, int batch = 1) 
 KernelConfig fa3(int block_n, MaskKind mask = MaskKind::causal) {
   KernelConfig c;
   c.algorithm = Algorithm::fa3, c.arch = kSm90a, c.head_dim = 128, c.mask = mask;
-  c.block_m = 128, c.warps = 2, c.block_n = block_n, c.stages = 2;
+  c.block_m = 128, c.consumer_warpgroups = 2, c.block_n = block_n, c.stages = 2;
   return c;
 }
 

@@ -7,7 +7,6 @@
 
 #include "cli.hpp"
 #include "config_args.hpp"
-#include "tune/compile_pool.hpp"
 
 namespace flashjit::cli {
 namespace {
@@ -69,11 +68,7 @@ int run_compile(const Globals& globals, const std::vector<std::string>& tokens, 
   std::vector<Outcome> outcomes;
   int rc = kOk;
   for (const auto& c : args.configs) {
-    // Prefill configs through the Runtime; decode and combine kernels through the same artifact store that
-    // Runtime::decode and merge use (the cache, or NVRTC when JIT is on).
-    const KernelConfig* prefill = c.config.get_if<KernelConfig>();
-    outcomes.push_back({&c, prefill ? (*runtime)->compile(*prefill)
-                                    : tune::compile_in_cache((*runtime)->cache_dir(), c.config, jit_enabled())});
+    outcomes.push_back({&c, (*runtime)->compile(c.config)});
     if (!outcomes.back().info.ok()) rc = report(outcomes.back().info.error());  // the full error, NVRTC log too
   }
   if (json) {

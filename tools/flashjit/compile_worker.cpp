@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "cli.hpp"
-#include "config/any_config.hpp"
+#include "flashjit/config.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/worker_protocol.hpp"
 

@@ -23,20 +23,22 @@ Result<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-// Parses one config and runs validate() on it; issues are printed, each with its field.
-bool add_config(Result<AnyKernelConfig> parsed, std::string origin, std::vector<NamedConfig>& out) {
+// Completes a parsed config (Runtime::resolve: the fields not given take the dispatcher's choice) and runs
+// validate() on it; issues are printed, each with its field.
+bool add_config(Result<PartialConfig> parsed, std::string origin, std::vector<NamedConfig>& out) {
   if (!parsed.ok()) {
     report(std::move(parsed).error().with(fmt::format("in config {}", origin)));
     return false;
   }
-  auto issues = validate(*parsed);
+  const AnyKernelConfig config = Runtime::resolve(*parsed);
+  auto issues = validate(config);
   if (!issues.empty()) {
     std::string text = fmt::format("flashjit: invalid config {}:\n", origin);
     for (const auto& issue : issues) text += fmt::format("  {}: {}\n", issue.field, issue.message);
     std::fputs(text.c_str(), stderr);
     return false;
   }
-  out.push_back({std::move(origin), *parsed});
+  out.push_back({std::move(origin), config});
   return true;
 }
 
@@ -65,7 +67,7 @@ ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_
     return result;
   }
   bool ok = true;
-  if (!pairs.empty()) ok &= add_config(any_config_from_pairs(pairs), fmt::format("{}", fmt::join(pairs, " ")), result.configs);
+  if (!pairs.empty()) ok &= add_config(parse_config_pairs(pairs), fmt::format("{}", fmt::join(pairs, " ")), result.configs);
   for (const auto& f : files) {
     auto text = read_file(f);
     if (!text.ok()) {
@@ -73,7 +75,7 @@ ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_
       ok = false;
       continue;
     }
-    ok &= add_config(any_config_from_json(*text), f, result.configs);
+    ok &= add_config(parse_config_json(*text), f, result.configs);
   }
   if (!ok) result.exit_code = kFailure;
   return result;

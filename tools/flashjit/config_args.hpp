@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "config/any_config.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit::cli {

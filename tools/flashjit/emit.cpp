@@ -5,9 +5,6 @@
 #include <limits>
 
 #include "cli.hpp"
-#include "codegen/decode_generate.hpp"
-#include "codegen/generate.hpp"
-#include "compile/nvrtc.hpp"
 #include "config_args.hpp"
 
 namespace flashjit::cli {
@@ -18,23 +15,13 @@ int run_emit(const std::vector<std::string>& tokens, bool ptx) {
   if (args.exit_code != kOk) return args.exit_code;
   int rc = kOk;
   for (const auto& c : args.configs) {
-    auto source = c.config.visit([](const auto& config) { return codegen::generate(config); });
-    if (!source.ok()) {
-      rc = report(source.error());
+    auto text = ptx ? Runtime::emit_ptx(c.config) : Runtime::emit(c.config);
+    if (!text.ok()) {
+      rc = report(text.error());
       continue;
     }
-    std::string text = source->text;
-    if (ptx) {
-      const Arch arch = c.config.visit([](const auto& config) { return config.arch; });
-      auto compiled = compile::compile_ptx(*source, arch);
-      if (!compiled.ok()) {
-        rc = report(compiled.error());
-        continue;
-      }
-      text = std::move(*compiled);
-    }
-    if (args.configs.size() > 1) fmt::print("// ===== {} ({}) =====\n", source->name, c.origin);
-    fmt::print("{}", text);
+    if (args.configs.size() > 1) fmt::print("// ===== {} ({}) =====\n", readable_name(c.config), c.origin);
+    fmt::print("{}", *text);
   }
   return rc;
 }

@@ -1,0 +1,49 @@
+// The declaration of each config kind's fields, in canonical-JSON order. Adding a field to a kind is one
+// line here (and its member in flashjit/config.hpp); the JSON, parsers, names of known fields, equality and
+// hash follow.
+#pragma once
+
+#include "config/fields.hpp"
+
+namespace flashjit::config {
+
+inline bool has_warps(const KernelConfig& c) { return c.algorithm != Algorithm::fa3; }
+inline bool has_consumer_warpgroups(const KernelConfig& c) { return c.algorithm == Algorithm::fa3; }
+
+template <>
+struct Kind<KernelConfig> {
+  static constexpr const char* tag = nullptr;  // prefill JSON has no "kernel" field
+  using C = KernelConfig;
+  static constexpr auto fields = std::make_tuple(
+      Field<C, Algorithm>{"algorithm", &C::algorithm}, Field<C, Arch>{"arch", &C::arch},
+      Field<C, DType>{"dtype", &C::dtype}, Field<C, int>{"head_dim", &C::head_dim},
+      Field<C, int>{"block_m", &C::block_m}, Field<C, int>{"block_n", &C::block_n},
+      Field<C, int>{"stages", &C::stages}, Field<C, int>{"warps", &C::warps, has_warps},
+      Field<C, int>{"consumer_warpgroups", &C::consumer_warpgroups, has_consumer_warpgroups},
+      Field<C, MaskKind>{"mask", &C::mask}, Field<C, Scheduler>{"scheduler", &C::scheduler},
+      Field<C, bool>{"varlen", &C::varlen});
+};
+
+template <>
+struct Kind<DecodeKernelConfig> {
+  static constexpr const char* tag = "decode";
+  using C = DecodeKernelConfig;
+  static constexpr auto fields = std::make_tuple(
+      Field<C, Arch>{"arch", &C::arch}, Field<C, DType>{"dtype", &C::dtype}, Field<C, int>{"head_dim", &C::head_dim},
+      Field<C, int>{"rows", &C::rows}, Field<C, int>{"block_n", &C::block_n}, Field<C, int>{"stages", &C::stages},
+      Field<C, int>{"warps", &C::warps}, Field<C, int>{"column_groups", &C::column_groups},
+      Field<C, KvLayout>{"layout", &C::layout}, Field<C, int>{"page_size", &C::page_size},
+      Field<C, bool>{"window", &C::window}, Field<C, bool>{"cluster_merge", &C::cluster_merge});
+};
+
+template <>
+struct Kind<CombineKernelConfig> {
+  static constexpr const char* tag = "combine";
+  using C = CombineKernelConfig;
+  static constexpr auto fields = std::make_tuple(
+      Field<C, Arch>{"arch", &C::arch}, Field<C, DType>{"dtype", &C::dtype},
+      Field<C, bool>{"fp32_inputs", &C::fp32_inputs}, Field<C, int>{"head_dim", &C::head_dim},
+      Field<C, int>{"warps", &C::warps});
+};
+
+}  // namespace flashjit::config
