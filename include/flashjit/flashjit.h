@@ -61,7 +61,8 @@ typedef enum flashjit_mask {
   FLASHJIT_MASK_CHUNKED_CAUSAL = 4
 } flashjit_mask;
 
-/* Diagnostics on stderr; DEFAULT keeps FLASHJIT_LOG (default: warnings). The level is process-wide. */
+/* Diagnostics of one runtime, on stderr; DEFAULT: FLASHJIT_LOG decides (unset: warnings). A runtime reports
+ * the messages of its level and of the more severe ones. */
 typedef enum flashjit_log_level {
   FLASHJIT_LOG_DEFAULT = 0,
   FLASHJIT_LOG_ERROR = 1,

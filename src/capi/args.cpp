@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <optional>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
@@ -68,13 +69,13 @@ Result<MaskKind> mask_of(int v) {
   }
 }
 
-Result<std::optional<log::Level>> log_level_of(int v) {
+Result<std::optional<LogLevel>> log_level_of(int v) {
   switch (v) {
-    case FLASHJIT_LOG_DEFAULT: return std::optional<log::Level>{};
-    case FLASHJIT_LOG_ERROR: return std::optional{log::Level::error};
-    case FLASHJIT_LOG_WARN: return std::optional{log::Level::warn};
-    case FLASHJIT_LOG_INFO: return std::optional{log::Level::info};
-    case FLASHJIT_LOG_DEBUG: return std::optional{log::Level::debug};
+    case FLASHJIT_LOG_DEFAULT: return std::optional<LogLevel>{};
+    case FLASHJIT_LOG_ERROR: return std::optional{LogLevel::error};
+    case FLASHJIT_LOG_WARN: return std::optional{LogLevel::warn};
+    case FLASHJIT_LOG_INFO: return std::optional{LogLevel::info};
+    case FLASHJIT_LOG_DEBUG: return std::optional{LogLevel::debug};
     default:
       return Error(ErrorCode::invalid_argument,
                    fmt::format("log_level {} is not a flashjit_log_level (0 default, 1 error .. 4 debug)", v));
@@ -83,23 +84,23 @@ Result<std::optional<log::Level>> log_level_of(int v) {
 
 }  // namespace
 
-Result<CreateOptions> read_options(const flashjit_runtime_options* options) {
-  CreateOptions out;
+Result<RuntimeOptions> read_options(const flashjit_runtime_options* options) {
+  RuntimeOptions out;
   if (options == nullptr) return out;
   const flashjit_runtime_options& o = *options;
   FLASHJIT_TRY(check_struct_size(o, FLASHJIT_RUNTIME_OPTIONS_MIN_SIZE, "flashjit_runtime_options"));
   if (FLASHJIT_PRESENT(o, cache_dir) && o.cache_dir != nullptr) {
     if (*o.cache_dir == '\0')
       return Error(ErrorCode::invalid_argument, "cache_dir is an empty string (NULL selects the default folder)");
-    out.runtime.cache_dir = std::filesystem::path(o.cache_dir);
+    out.cache_dir = std::filesystem::path(o.cache_dir);
   }
   if (FLASHJIT_PRESENT(o, log_level)) {
     auto level = log_level_of(o.log_level);
     if (!level.ok()) return std::move(level).error();
     out.log_level = *level;
   }
-  if (FLASHJIT_PRESENT(o, precompiled_only) && o.precompiled_only != 0) out.runtime.jit = false;
-  if (FLASHJIT_PRESENT(o, cache_max_mb) && o.cache_max_mb != 0) out.runtime.cache_max_mb = o.cache_max_mb;
+  if (FLASHJIT_PRESENT(o, precompiled_only) && o.precompiled_only != 0) out.jit = false;
+  if (FLASHJIT_PRESENT(o, cache_max_mb) && o.cache_max_mb != 0) out.cache_max_mb = o.cache_max_mb;
   return out;
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "cuda/driver.hpp"
@@ -53,17 +52,9 @@ Status launch_one(const cuda::Api& api, CUfunction f, unsigned grid_x, unsigned 
 
 // Decode and merge kernels are launched with programmatic dependent launch on sm_90: each may start (launch,
 // setup) while the kernel before it on the stream finishes, and waits for it in-kernel before its first
-// global access; each lets the kernel behind it start the same way. FLASHJIT_PDL=0 launches them plainly
-// (for drivers or tools that refuse programmatic dependent launches, e.g. under graph capture on old drivers).
-bool pdl_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("FLASHJIT_PDL");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
-}
-
-bool pdl_for(const Arch& arch) { return arch.sm >= 90 && pdl_enabled(); }
+// global access; each lets the kernel behind it start the same way. pdl false (FLASHJIT_PDL=0) launches them
+// plainly (for drivers or tools that refuse programmatic dependent launches, e.g. under graph capture on old drivers).
+bool pdl_for(const Arch& arch, bool pdl) { return arch.sm >= 90 && pdl; }
 
 float scale_of(const DecodeProblem& p) {
   return p.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(p.head_dim)));
@@ -134,7 +125,7 @@ unsigned combine_blocks(const CombineKernelConfig& config, long long rows) {
 }
 
 Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& p, const dispatch::DecodePlan& plan,
-                     void* workspace) {
+                     void* workspace, bool pdl) {
   // The page size is compiled into the split kernel: a kernel of another page size would read wrong rows.
   const int page_size = p.layout == KvLayout::paged ? p.page_size : 0;
   if (plan.split.layout != p.layout || plan.split.page_size != page_size)
@@ -165,21 +156,21 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
                           static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch),
                           threads_per_cta(plan.split), shared_memory_bytes(plan.split), stream, &params,
                           cluster ? "cuLaunchKernelEx(split-KV decode, clusters)" : "cuLaunchKernelEx(split-KV decode)",
-                          pdl_for(plan.split.arch), cluster ? static_cast<unsigned>(plan.splits.num_splits) : 0));
+                          pdl_for(plan.split.arch, pdl), cluster ? static_cast<unsigned>(plan.splits.num_splits) : 0));
   if (plan.splits.num_splits == 1 || cluster) return {};
   CombineParams cp = make_split_combine_params(p, plan, workspace);
   const long long rows = 1LL * p.batch * p.q_len * p.heads_q;
   return launch_one(**api, combine, combine_blocks(plan.combine, rows), 1, 1, threads_per_cta(plan.combine), 0, stream,
-                    &cp, "cuLaunchKernelEx(decode combine)", pdl_for(plan.combine.arch));
+                    &cp, "cuLaunchKernelEx(decode combine)", pdl_for(plan.combine.arch, pdl));
 }
 
-Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p) {
+Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& p, bool pdl) {
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   CombineParams cp = make_merge_params(p);
   const long long rows = 1LL * p.batch * p.seqlen * p.heads;
   return launch_one(**api, combine, combine_blocks(config, rows), 1, 1, threads_per_cta(config), 0,
-                    static_cast<CUstream>(p.stream), &cp, "cuLaunchKernelEx(merge)", pdl_for(config.arch));
+                    static_cast<CUstream>(p.stream), &cp, "cuLaunchKernelEx(merge)", pdl_for(config.arch, pdl));
 }
 
 }  // namespace flashjit::launch

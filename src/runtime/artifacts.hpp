@@ -12,6 +12,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "codegen/generate.hpp"
+#include "common/log.hpp"
 #include "config/decode_config.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/runtime.hpp"
@@ -37,7 +38,9 @@ KernelSpec spec_of(const CombineKernelConfig& config);
 
 class ArtifactStore {
  public:
-  ArtifactStore(cache::DiskCache disk, bool jit) : disk_(std::move(disk)), jit_(jit) {}
+  // Compiles and cache hits are logged through `logger` (info, debug).
+  ArtifactStore(cache::DiskCache disk, bool jit, log::Logger logger)
+      : disk_(std::move(disk)), jit_(jit), logger_(std::move(logger)) {}
 
   // The cubin of a valid config: from memory, the disk cache, or compiled now (and stored).
   template <class Config>
@@ -56,6 +59,7 @@ class ArtifactStore {
 
   cache::DiskCache disk_;
   bool jit_;
+  log::Logger logger_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_future<Result<std::shared_ptr<const Artifact>>>> builds_;
 };

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,20 +22,11 @@
 #include "launch/launch.hpp"
 #include "runtime/artifacts.hpp"
 #include "runtime/config_hash.hpp"
+#include "runtime/settings.hpp"
 #include "tune/tuned_table.hpp"
 
 namespace flashjit {
 namespace {
-
-bool jit_from_env() {
-  const char* v = std::getenv("FLASHJIT_JIT");
-  return !(v && std::string(v) == "0");
-}
-
-bool check_pages_from_env() {
-  const char* v = std::getenv("FLASHJIT_CHECK_PAGES");
-  return v && std::string(v) == "1";
-}
 
 // Whether work on `stream` would be captured. A failing query counts as capturing (e.g. the legacy stream
 // while another thread captures in global mode): then nothing is compiled, loaded or allocated.
@@ -111,17 +101,17 @@ Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& pl
 }  // namespace
 
 struct Runtime::Impl {
+  runtime::Settings settings;  // resolved once, in create()
   runtime::ArtifactStore artifacts;
   tune::TunedTables tuned;  // loaded once; each device keeps those stamped for it
-  bool check_pages_always;  // FLASHJIT_CHECK_PAGES=1
   std::shared_mutex mutex;  // guards devices and the loaded tables
   std::map<int, Device> devices;
   std::tuple<LoadedTable<KernelConfig>, LoadedTable<DecodeKernelConfig>, LoadedTable<CombineKernelConfig>> loaded;
   std::mutex workspace_mutex;
   std::map<StreamKey, std::shared_ptr<Workspace>> workspaces;  // entries under workspace_mutex
 
-  Impl(cache::DiskCache disk, bool jit, tune::TunedTables tables)
-      : artifacts(std::move(disk), jit), tuned(std::move(tables)), check_pages_always(check_pages_from_env()) {}
+  Impl(runtime::Settings s, cache::DiskCache disk, tune::TunedTables tables)
+      : settings(std::move(s)), artifacts(std::move(disk), settings.jit, settings.logger), tuned(std::move(tables)) {}
 
   template <class Config>
   LoadedTable<Config>& table() { return std::get<LoadedTable<Config>>(loaded); }
@@ -164,8 +154,8 @@ struct Runtime::Impl {
     FLASHJIT_TRY(cuda::check((*api)->cuDeviceGet(&d, ordinal), "cuDeviceGet"));
     Device dev{*info, nullptr, tuned.for_device(info->name, info->arch)};
     FLASHJIT_TRY(cuda::check((*api)->cuDevicePrimaryCtxRetain(&dev.context, d), "cuDevicePrimaryCtxRetain"));
-    log::debug("device {} ({}): {} tuned table(s), {} entries", ordinal, info->name, dev.tuned.size(),
-               dev.tuned.entry_count());
+    settings.logger.debug("device {} ({}): {} tuned table(s), {} entries", ordinal, info->name, dev.tuned.size(),
+                          dev.tuned.entry_count());
     return &devices.emplace(ordinal, std::move(dev)).first->second;
   }
 
@@ -404,7 +394,7 @@ struct Runtime::Impl {
         }
       }
       // Before the workspace is held: the check synchronizes the stream.
-      if (launch_it && (p.check_pages || check_pages_always)) FLASHJIT_TRY(check_page_table(p));
+      if (launch_it && (p.check_pages || settings.check_pages)) FLASHJIT_TRY(check_page_table(p));
       void* ws = nullptr;
       WorkspaceLease lease;  // held until the kernels are launched
       if (reserve > 0) {
@@ -422,7 +412,7 @@ struct Runtime::Impl {
         }
       }
       if (!launch_it) return {};
-      return launch::launch_decode(*split, combine, p, plan, ws);
+      return launch::launch_decode(*split, combine, p, plan, ws, settings.pdl);
     });
     if (!st.ok())
       return std::move(st).error().with(fmt::format("while {} {} ({} split{})", launch_it ? "running" : "preparing",
@@ -446,7 +436,7 @@ struct Runtime::Impl {
     Status st = in_context(**dev, [&]() -> Status {
       auto fn = function(config, **dev, static_cast<CUstream>(p.stream));
       if (!fn.ok()) return std::move(fn).error();
-      return launch::launch_merge(*fn, config, p);
+      return launch::launch_merge(*fn, config, p, settings.pdl);
     });
     if (!st.ok()) return std::move(st).error().with(fmt::format("while merging {} states", p.num_states));
     return {};
@@ -485,14 +475,13 @@ Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
-  cache::CacheOptions co;
-  co.dir = options.cache_dir.value_or(cache::DiskCache::default_dir());
-  co.max_bytes = options.cache_max_mb ? *options.cache_max_mb * 1024 * 1024 : cache::DiskCache::default_max_bytes();
-  auto disk = cache::DiskCache::open(co);
+  runtime::Settings settings = runtime::resolve(options);
+  auto disk = cache::DiskCache::open(runtime::cache_options(settings));
   if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
-  bool jit = options.jit.value_or(jit_from_env());
-  auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(disk->dir()));
-  return std::unique_ptr<Runtime>(new Runtime(std::make_unique<Impl>(std::move(*disk), jit, std::move(tables))));
+  auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(settings.tuned_tables, disk->dir()),
+                                        settings.logger);
+  return std::unique_ptr<Runtime>(
+      new Runtime(std::make_unique<Impl>(std::move(settings), std::move(*disk), std::move(tables))));
 }
 
 Status Runtime::forward(const AttentionProblem& problem) {

@@ -73,7 +73,8 @@ int run_compile(const Globals& globals, const std::vector<std::string>& tokens, 
     // Runtime::decode and merge use (the cache, or NVRTC when JIT is on).
     const KernelConfig* prefill = c.config.get_if<KernelConfig>();
     outcomes.push_back({&c, prefill ? (*runtime)->compile(*prefill)
-                                    : tune::compile_in_cache((*runtime)->cache_dir(), c.config, jit_enabled())});
+                                    : tune::compile_in_cache(runtime::cache_options(globals.settings), c.config,
+                                                             globals.settings.jit)});
     if (!outcomes.back().info.ok()) rc = report(outcomes.back().info.error());  // the full error, NVRTC log too
   }
   if (json) {
