@@ -8,7 +8,7 @@
 
 namespace flashjit::capi {
 
-// NULL: every default.
+// NULL: every default. A log_callback becomes a LogCallback that calls it with log_user.
 Result<RuntimeOptions> read_options(const flashjit_runtime_options* options);
 
 struct ForwardArgs {
