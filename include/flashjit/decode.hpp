@@ -82,7 +82,8 @@ struct DecodeProblem {
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   // Debug: copy seqlens_k and the page table to the host (synchronizing the stream) and check every page
-  // index a sequence uses against num_pages before launching; also on when FLASHJIT_CHECK_PAGES=1.
+  // index a sequence uses against num_pages before launching; also on when the runtime's check_pages is
+  // (RuntimeOptions::check_pages, default FLASHJIT_CHECK_PAGES=1).
   bool check_pages = false;
   void* stream = nullptr;
 };

@@ -61,7 +61,8 @@ typedef enum flashjit_mask {
   FLASHJIT_MASK_CHUNKED_CAUSAL = 4
 } flashjit_mask;
 
-/* Diagnostics on stderr; DEFAULT keeps FLASHJIT_LOG (default: warnings). The level is process-wide. */
+/* Diagnostics of one runtime (on stderr, or to its log_callback); DEFAULT: FLASHJIT_LOG decides (unset:
+ * warnings). A runtime reports the messages of its level and of the more severe ones. */
 typedef enum flashjit_log_level {
   FLASHJIT_LOG_DEFAULT = 0,
   FLASHJIT_LOG_ERROR = 1,
@@ -72,13 +73,26 @@ typedef enum flashjit_log_level {
 
 typedef struct flashjit_runtime flashjit_runtime;
 
-/* Runtime options; every field is optional (zero = default). */
+/* Receives one diagnostic of a runtime: level is a flashjit_log_level (ERROR .. DEBUG), message one line
+ * without a newline, valid during the call only; user is the options' log_user. Called from any thread the
+ * runtime works in, possibly from several at once. */
+typedef void (*flashjit_log_callback)(int level, const char* message, void* user);
+
+/* Runtime options; every field is optional (zero = default). The environment is read once, at
+ * flashjit_runtime_create, for what the options leave at their defaults. */
 typedef struct flashjit_runtime_options {
   size_t struct_size;    /* sizeof(flashjit_runtime_options) */
   const char* cache_dir; /* NULL: FLASHJIT_CACHE_DIR, else $XDG_CACHE_HOME/flashjit, else ~/.cache/flashjit */
   int log_level;         /* flashjit_log_level */
   int precompiled_only;  /* nonzero: a cache miss is an error (no NVRTC); 0: FLASHJIT_JIT decides */
   uint64_t cache_max_mb; /* disk cache size cap in MiB; 0: FLASHJIT_CACHE_MAX_MB (unset: no cap) */
+  /* Tuned tables, ':'-separated files or folders, read before <cache dir>/tuned (which is read when it exists);
+   * NULL: FLASHJIT_TUNED; "": none. */
+  const char* tuned_tables;
+  int pdl;         /* programmatic dependent launch of decode and merge (sm_90+): 1 on, -1 off, 0: FLASHJIT_PDL (on) */
+  int check_pages; /* check every decode's page table on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_PAGES (off) */
+  flashjit_log_callback log_callback; /* NULL: diagnostics on stderr */
+  void* log_user;                     /* passed to log_callback */
 } flashjit_runtime_options;
 
 #define FLASHJIT_RUNTIME_OPTIONS_MIN_SIZE (offsetof(flashjit_runtime_options, cache_dir))
@@ -209,7 +223,8 @@ typedef struct flashjit_decode_args {
   void* workspace;
   size_t workspace_bytes;
   /* Debug: copy seqlens_k and page_table to the host (synchronizing the stream) and check every page index
-   * against num_pages before launching; also on with FLASHJIT_CHECK_PAGES=1. Not graph-capturable. */
+   * against num_pages before launching; also on with the runtime's check_pages (FLASHJIT_CHECK_PAGES=1).
+   * Not graph-capturable. */
   int check_pages;
   void* stream; /* CUstream; NULL: the legacy default stream */
   int split_merge; /* flashjit_split_merge; default AUTO */

@@ -13,17 +13,34 @@
 #include "flashjit/decode.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/kernel_info.hpp"
+#include "flashjit/log.hpp"
 #include "flashjit/problem.hpp"
 
 namespace flashjit {
 
+// What a Runtime runs with. Every field is optional: an unset one takes the environment variable named in its
+// comment (read once, in Runtime::create), else the default given there. See README "Caches and environment".
 struct RuntimeOptions {
   // Disk cache folder; default FLASHJIT_CACHE_DIR, else $XDG_CACHE_HOME/flashjit, else ~/.cache/flashjit.
   std::optional<std::filesystem::path> cache_dir;
-  // Size cap of the disk cache in MiB (0: none); default FLASHJIT_CACHE_MAX_MB.
+  // Size cap of the disk cache in MiB (0: none); default FLASHJIT_CACHE_MAX_MB (unset: none).
   std::optional<std::uint64_t> cache_max_mb;
-  // false: precompiled-only, a cache miss is an error; default FLASHJIT_JIT (unset or 1: true).
+  // false: precompiled-only, a cache miss is an error; default FLASHJIT_JIT (unset or anything but 0: true).
   std::optional<bool> jit;
+  // Tuned tables (files, or folders of *.json), read in this order before <cache dir>/tuned/*.json (which is
+  // always read when it exists); default FLASHJIT_TUNED (':'-separated; unset: none).
+  std::optional<std::vector<std::filesystem::path>> tuned_tables;
+  // Programmatic dependent launch of the decode and merge kernels on sm_90+ (false: plain launches); default
+  // FLASHJIT_PDL (unset or anything but 0: true).
+  std::optional<bool> pdl;
+  // DecodeProblem::check_pages for every decode (a debug check on the host that synchronizes the stream; a
+  // problem's own check_pages still applies when this is false); default FLASHJIT_CHECK_PAGES (1: true, else false).
+  std::optional<bool> check_pages;
+  // Messages of this level and the more severe ones are reported; default FLASHJIT_LOG (debug, info, warn or
+  // error; unset or another value: warn).
+  std::optional<LogLevel> log_level;
+  // Receives this Runtime's messages (see LogCallback); null (default): "flashjit LEVEL: message" lines on stderr.
+  LogCallback log_callback;
 };
 
 class Runtime {

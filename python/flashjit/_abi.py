@@ -30,6 +30,36 @@ SPLIT_MERGE_CLUSTER = 2
 
 MAX_MERGE_STATES = 32
 
+LOG_DEFAULT = 0  # flashjit_log_level
+LOG_ERROR = 1
+LOG_WARN = 2
+LOG_INFO = 3
+LOG_DEBUG = 4
+
+# flashjit_log_callback: (level, message, user)
+LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class RuntimeOptions(ctypes.Structure):
+    """flashjit_runtime_options; zero fields take the defaults (the environment). pdl and check_pages: 1 on, -1 off.
+    A log_callback must stay referenced for as long as the runtime lives."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("cache_dir", ctypes.c_char_p),
+        ("log_level", ctypes.c_int),
+        ("precompiled_only", ctypes.c_int),
+        ("cache_max_mb", ctypes.c_uint64),
+        ("tuned_tables", ctypes.c_char_p),
+        ("pdl", ctypes.c_int),
+        ("check_pages", ctypes.c_int),
+        ("log_callback", LogCallback),
+        ("log_user", ctypes.c_void_p),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__(**{"struct_size": ctypes.sizeof(RuntimeOptions), **fields})
+
 
 class Strides(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_int64), ("seq", ctypes.c_int64), ("head", ctypes.c_int64)]

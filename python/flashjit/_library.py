@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from ._abi import AttentionArgs, DecodeArgs, MergeArgs
+from ._abi import AttentionArgs, DecodeArgs, MergeArgs, RuntimeOptions
 from ._errors import FlashjitError
 
 LIBRARY = "libflashjit.so"
@@ -33,7 +33,7 @@ def _declare(lib):
         "flashjit_version": (c.c_char_p, []),
         "flashjit_status_string": (c.c_char_p, [c.c_int]),
         "flashjit_last_error": (c.c_char_p, []),
-        "flashjit_runtime_create": (c.c_int, [c.c_void_p, c.POINTER(c.c_void_p)]),
+        "flashjit_runtime_create": (c.c_int, [c.POINTER(RuntimeOptions), c.POINTER(c.c_void_p)]),
         "flashjit_runtime_destroy": (None, [c.c_void_p]),
         "flashjit_forward": (c.c_int, [c.c_void_p, c.POINTER(AttentionArgs)]),
         "flashjit_prepare": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),

@@ -199,3 +199,23 @@ def test_merge_args_struct_matches_the_header():
     args.lse, args.o_strides = None, _abi.Strides(-5, 0, 0)
     assert lib.flashjit_merge(flashjit._runtime.handle(), ctypes.byref(args)) == _abi.ERROR_INVALID_ARGUMENT
     assert "o_strides batch stride must be positive" in lib.flashjit_last_error().decode()
+
+
+def test_runtime_options_struct_matches_the_header(tmp_path):
+    # The ctypes mirror's last fields land where libflashjit reads them: the tuned table list, the log callback
+    # with its user pointer, and pdl / check_pages (a bad value is named).
+    lib = _library.load()
+    seen = []
+    callback = _abi.LogCallback(lambda level, message, user: seen.append((level, message.decode(), user)))
+    missing = tmp_path / "missing.json"
+    options = _abi.RuntimeOptions(cache_dir=str(tmp_path / "cache").encode(), log_level=_abi.LOG_DEBUG,
+                                  tuned_tables=f"{missing}::".encode(), pdl=-1, check_pages=1,
+                                  log_callback=callback, log_user=1234)
+    created = ctypes.c_void_p()
+    assert lib.flashjit_runtime_create(ctypes.byref(options), ctypes.byref(created)) == _abi.OK
+    lib.flashjit_runtime_destroy(created)
+    assert any(level == _abi.LOG_WARN and "ignoring tuned table" in text and str(missing) in text and user == 1234
+               for level, text, user in seen)
+    options.pdl = 2
+    assert lib.flashjit_runtime_create(ctypes.byref(options), ctypes.byref(created)) == _abi.ERROR_INVALID_ARGUMENT
+    assert "pdl is 2" in lib.flashjit_last_error().decode()

@@ -83,8 +83,8 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConf
     info.compile_ms = hit->meta.value("compile_ms", 0.0);
     info.log = hit->meta.value("log", std::string());
     if (hit->meta.contains("ptxas")) info.ptxas = ptxas_from_json(hit->meta["ptxas"]);
-    log::debug("cache hit {} ({}) in {:.2f} ms", info.name, key.substr(0, 12),
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    logger_.debug("cache hit {} ({}) in {:.2f} ms", info.name, key.substr(0, 12),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return std::shared_ptr<const Artifact>(artifact);
   }
   if (!jit_)
@@ -93,8 +93,8 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConf
                              "precompile it with `flashjit compile` or `flashjit precompile`",
                              info.name, key.substr(0, 16), disk_.dir().string()));
 
-  log::info("compiling {} ...", info.name);
-  auto compiled = compile::compile(source, options);
+  logger_.info("compiling {} ...", info.name);
+  auto compiled = compile::compile(source, options, logger_);
   if (!compiled.ok()) {
     std::string path = save_failed_source(source.name, source.text);
     return std::move(compiled).error().with(fmt::format("generated source saved to {}", path));
@@ -103,8 +103,8 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConf
   info.compile_ms = compiled->compile_ms;
   info.ptxas = compiled->ptxas;
   info.log = compiled->log;
-  log::info("compiled {} in {:.0f} ms ({} registers, {} bytes spilled)", info.name, info.compile_ms,
-            info.ptxas.registers, info.ptxas.spill_stores);
+  logger_.info("compiled {} in {:.0f} ms ({} registers, {} bytes spilled)", info.name, info.compile_ms,
+               info.ptxas.registers, info.ptxas.spill_stores);
 
   Entry entry;
   entry.key = key;
@@ -123,7 +123,7 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConf
                 {"created", std::chrono::duration_cast<std::chrono::seconds>(
                                 std::chrono::system_clock::now().time_since_epoch()).count()}};
   if (auto st = disk_.store(entry); !st.ok())
-    log::warn("could not store {} in the cache: {}", info.name, st.error().to_string());
+    logger_.warn("could not store {} in the cache: {}", info.name, st.error().to_string());
   return std::shared_ptr<const Artifact>(artifact);
 }
 

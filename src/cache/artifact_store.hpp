@@ -12,6 +12,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "codegen/generate.hpp"
+#include "common/log.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/kernel_info.hpp"
 
@@ -25,7 +26,9 @@ struct Artifact {
 
 class ArtifactStore {
  public:
-  ArtifactStore(DiskCache disk, bool jit) : disk_(std::move(disk)), jit_(jit) {}
+  // Compiles and cache hits are logged through `logger` (info, debug).
+  ArtifactStore(DiskCache disk, bool jit, log::Logger logger)
+      : disk_(std::move(disk)), jit_(jit), logger_(std::move(logger)) {}
 
   // The cubin of a valid config: from the disk cache, or compiled now (and stored). Concurrent calls for one
   // kernel build it once.
@@ -38,8 +41,9 @@ class ArtifactStore {
                                                 const std::string& key, const std::vector<std::string>& options);
   std::string save_failed_source(const std::string& name, const std::string& text) const;
 
-  cache::DiskCache disk_;
+  DiskCache disk_;
   bool jit_;
+  log::Logger logger_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_future<Result<std::shared_ptr<const Artifact>>>> builds_;
 };

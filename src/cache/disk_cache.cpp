@@ -12,13 +12,11 @@
 #include "cache/disk_cache.hpp"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -58,11 +56,6 @@ Error io_error(const std::string& what, const fs::path& path, int err) {
 bool valid_key(std::string_view key) {
   auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
   return key.size() == 64 && std::all_of(key.begin(), key.end(), hex);
-}
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
 }
 
 // Creates `dir` (mode exactly 0700) unless it exists; parents get the default mode.
@@ -300,7 +293,7 @@ Status remove_stale_temps(const std::vector<fs::path>& temps) {
 }
 
 // Removes least-recently-used entries (oldest mtime first) until the total is <= max_bytes, sparing `keep`.
-Status evict_lru(const fs::path& root, std::uint64_t max_bytes, const std::string& keep) {
+Status evict_lru(const fs::path& root, std::uint64_t max_bytes, const std::string& keep, const log::Logger& logger) {
   auto found = scan(root);
   if (!found) return std::move(found).error();
   FLASHJIT_TRY(remove_stale_temps(found->temps));
@@ -314,7 +307,7 @@ Status evict_lru(const fs::path& root, std::uint64_t max_bytes, const std::strin
     if (total <= max_bytes) break;
     if (e.key == keep) continue;
     if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) return io_error("cannot evict", e.path, errno);
-    log::debug("kernel cache: evicted {} ({}, {} bytes)", e.key, e.name, e.bytes);
+    logger.debug("kernel cache: evicted {} ({}, {} bytes)", e.key, e.name, e.bytes);
     total -= e.bytes;
   }
   return {};
@@ -322,37 +315,13 @@ Status evict_lru(const fs::path& root, std::uint64_t max_bytes, const std::strin
 
 }  // namespace
 
-fs::path DiskCache::default_dir() {
-  if (auto d = env("FLASHJIT_CACHE_DIR"); !d.empty()) return d;
-  if (auto x = env("XDG_CACHE_HOME"); !x.empty() && fs::path(x).is_absolute()) return fs::path(x) / "flashjit";
-  std::string home = env("HOME");
-  if (home.empty()) {
-    struct passwd pw {}, *res = nullptr;
-    char buf[4096];
-    if (::getpwuid_r(::geteuid(), &pw, buf, sizeof buf, &res) == 0 && res && res->pw_dir) home = res->pw_dir;
-  }
-  if (home.empty()) return {};
-  return fs::path(home) / ".cache" / "flashjit";
-}
-
-std::uint64_t DiskCache::default_max_bytes() {
-  std::string v = env("FLASHJIT_CACHE_MAX_MB");
-  if (v.empty()) return 0;
-  std::uint64_t mb = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
-  if (ec != std::errc() || end != v.data() + v.size() || mb > (UINT64_MAX >> 20)) {
-    log::warn("ignoring FLASHJIT_CACHE_MAX_MB='{}': not a whole number of MiB", v);
-    return 0;
-  }
-  return mb << 20;
-}
-
 Result<DiskCache> DiskCache::open(CacheOptions options) {
   if (options.dir.empty())
     return Error(ErrorCode::cache, "no cache directory: set FLASHJIT_CACHE_DIR (HOME is not set either)");
   DiskCache c;
   c.dir_ = std::move(options.dir);
   c.max_bytes_ = options.max_bytes;
+  c.logger_ = std::move(options.logger);
   FLASHJIT_TRY(ensure_private_dir(c.dir_, true));
   FLASHJIT_TRY(check_private(c.dir_));
   const fs::path root = c.dir_ / kVersionDir;
@@ -362,14 +331,14 @@ Result<DiskCache> DiskCache::open(CacheOptions options) {
   std::error_code ec;
   if (fs::exists(root, ec)) FLASHJIT_TRY(check_private(root));
   if (!c.writable_)
-    log::warn("kernel cache directory {} is read-only ({}): cached kernels are used, new ones are not stored",
-              c.dir_.string(), why);
+    c.logger_.warn("kernel cache directory {} is read-only ({}): cached kernels are used, new ones are not stored",
+                   c.dir_.string(), why);
   return c;
 }
 
 std::optional<Entry> DiskCache::load(const std::string& key) {
   if (!valid_key(key)) {
-    log::debug("kernel cache: ignoring invalid key '{}'", key);
+    logger_.debug("kernel cache: ignoring invalid key '{}'", key);
     return std::nullopt;
   }
   const fs::path path = entry_path(dir_ / kVersionDir, key);
@@ -379,8 +348,8 @@ std::optional<Entry> DiskCache::load(const std::string& key) {
     const Error& e = entry.error();
     if (e.code == ErrorCode::not_found) return std::nullopt;
     bool remove = e.code == ErrorCode::cache && writable_;
-    log::warn("kernel cache entry {} at {} is unusable: {}{}", key, path.string(), e.message,
-              remove ? "; removed it" : "");
+    logger_.warn("kernel cache entry {} at {} is unusable: {}{}", key, path.string(), e.message,
+                 remove ? "; removed it" : "");
     if (remove) remove_if_same(path, st);
     return std::nullopt;
   }
@@ -402,8 +371,8 @@ Status DiskCache::store(const Entry& entry) {
   Status s = write_atomically(entry_path(dir_ / kVersionDir, entry.key), bytes);
   if (!s) return std::move(s).error().with(fmt::format("while storing kernel {} in the cache", entry.key));
   if (max_bytes_ > 0) {
-    if (Status ev = evict_lru(dir_ / kVersionDir, max_bytes_, entry.key); !ev)
-      log::warn("kernel cache eviction failed: {}", ev.error().to_string());
+    if (Status ev = evict_lru(dir_ / kVersionDir, max_bytes_, entry.key, logger_); !ev)
+      logger_.warn("kernel cache eviction failed: {}", ev.error().to_string());
   }
   return {};
 }
@@ -455,7 +424,7 @@ Status DiskCache::clear() {
 Status DiskCache::evict(std::uint64_t max_bytes) {
   if (!writable_)
     return Error(ErrorCode::cache, fmt::format("cannot evict from {}: the cache is read-only", dir_.string()));
-  return evict_lru(dir_ / kVersionDir, max_bytes, {});
+  return evict_lru(dir_ / kVersionDir, max_bytes, {}, logger_);
 }
 
 }  // namespace flashjit::cache

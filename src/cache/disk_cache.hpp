@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log.hpp"
 #include "flashjit/error.hpp"
 
 namespace flashjit::cache {
@@ -35,18 +36,15 @@ struct VerifyReport {
   std::vector<std::string> corrupt;  // "KEY: reason"; corrupt entries are removed when the dir is writable
 };
 
+// The folder and cap come from the caller (runtime::Settings: RuntimeOptions or the environment).
 struct CacheOptions {
   std::filesystem::path dir;
   std::uint64_t max_bytes = 0;  // 0: no cap
+  log::Logger logger;           // warnings (corrupt entries, a read-only folder) and evictions (debug)
 };
 
 class DiskCache {
  public:
-  // FLASHJIT_CACHE_DIR, else $XDG_CACHE_HOME/flashjit, else $HOME/.cache/flashjit.
-  static std::filesystem::path default_dir();
-  // FLASHJIT_CACHE_MAX_MB in bytes, 0 when unset.
-  static std::uint64_t default_max_bytes();
-
   // Creates the folder (0700) if missing. Refuses (ErrorCode::cache) a folder writable by group or
   // others, or not owned by the current user: a cubin there is code we would run. A read-only folder is
   // accepted: writable() is false, store() does nothing, and one warning is logged.
@@ -72,6 +70,7 @@ class DiskCache {
   std::filesystem::path dir_;
   std::uint64_t max_bytes_ = 0;
   bool writable_ = true;
+  log::Logger logger_;
 };
 
 }  // namespace flashjit::cache

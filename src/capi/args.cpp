@@ -3,9 +3,14 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
+
+#include "runtime/settings.hpp"
 
 namespace flashjit::capi {
 namespace {
@@ -68,38 +73,81 @@ Result<MaskKind> mask_of(int v) {
   }
 }
 
-Result<std::optional<log::Level>> log_level_of(int v) {
+Result<std::optional<LogLevel>> log_level_of(int v) {
   switch (v) {
-    case FLASHJIT_LOG_DEFAULT: return std::optional<log::Level>{};
-    case FLASHJIT_LOG_ERROR: return std::optional{log::Level::error};
-    case FLASHJIT_LOG_WARN: return std::optional{log::Level::warn};
-    case FLASHJIT_LOG_INFO: return std::optional{log::Level::info};
-    case FLASHJIT_LOG_DEBUG: return std::optional{log::Level::debug};
+    case FLASHJIT_LOG_DEFAULT: return std::optional<LogLevel>{};
+    case FLASHJIT_LOG_ERROR: return std::optional{LogLevel::error};
+    case FLASHJIT_LOG_WARN: return std::optional{LogLevel::warn};
+    case FLASHJIT_LOG_INFO: return std::optional{LogLevel::info};
+    case FLASHJIT_LOG_DEBUG: return std::optional{LogLevel::debug};
     default:
       return Error(ErrorCode::invalid_argument,
                    fmt::format("log_level {} is not a flashjit_log_level (0 default, 1 error .. 4 debug)", v));
   }
 }
 
+int log_level_code(LogLevel level) {
+  switch (level) {
+    case LogLevel::error: return FLASHJIT_LOG_ERROR;
+    case LogLevel::warn: return FLASHJIT_LOG_WARN;
+    case LogLevel::info: return FLASHJIT_LOG_INFO;
+    case LogLevel::debug: return FLASHJIT_LOG_DEBUG;
+  }
+  return FLASHJIT_LOG_DEBUG;
+}
+
+// The pdl and check_pages fields: 1 on, -1 off, 0 the default (nullopt: the environment decides).
+Result<std::optional<bool>> switch_of(int v, const char* field) {
+  switch (v) {
+    case 0: return std::optional<bool>{};
+    case 1: return std::optional{true};
+    case -1: return std::optional{false};
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("{} is {}: 1 turns it on, -1 off, 0 leaves the default", field, v));
+  }
+}
+
+LogCallback log_callback_of(flashjit_log_callback callback, void* user) {
+  return [callback, user](LogLevel level, std::string_view message) {
+    const std::string text(message);  // NUL-terminated
+    callback(log_level_code(level), text.c_str(), user);
+  };
+}
+
 }  // namespace
 
-Result<CreateOptions> read_options(const flashjit_runtime_options* options) {
-  CreateOptions out;
+Result<RuntimeOptions> read_options(const flashjit_runtime_options* options) {
+  RuntimeOptions out;
   if (options == nullptr) return out;
   const flashjit_runtime_options& o = *options;
   FLASHJIT_TRY(check_struct_size(o, FLASHJIT_RUNTIME_OPTIONS_MIN_SIZE, "flashjit_runtime_options"));
   if (FLASHJIT_PRESENT(o, cache_dir) && o.cache_dir != nullptr) {
     if (*o.cache_dir == '\0')
       return Error(ErrorCode::invalid_argument, "cache_dir is an empty string (NULL selects the default folder)");
-    out.runtime.cache_dir = std::filesystem::path(o.cache_dir);
+    out.cache_dir = std::filesystem::path(o.cache_dir);
   }
   if (FLASHJIT_PRESENT(o, log_level)) {
     auto level = log_level_of(o.log_level);
     if (!level.ok()) return std::move(level).error();
     out.log_level = *level;
   }
-  if (FLASHJIT_PRESENT(o, precompiled_only) && o.precompiled_only != 0) out.runtime.jit = false;
-  if (FLASHJIT_PRESENT(o, cache_max_mb) && o.cache_max_mb != 0) out.runtime.cache_max_mb = o.cache_max_mb;
+  if (FLASHJIT_PRESENT(o, precompiled_only) && o.precompiled_only != 0) out.jit = false;
+  if (FLASHJIT_PRESENT(o, cache_max_mb) && o.cache_max_mb != 0) out.cache_max_mb = o.cache_max_mb;
+  if (FLASHJIT_PRESENT(o, tuned_tables) && o.tuned_tables != nullptr)
+    out.tuned_tables = runtime::split_paths(o.tuned_tables);
+  if (FLASHJIT_PRESENT(o, pdl)) {
+    auto on = switch_of(o.pdl, "pdl");
+    if (!on.ok()) return std::move(on).error();
+    out.pdl = *on;
+  }
+  if (FLASHJIT_PRESENT(o, check_pages)) {
+    auto on = switch_of(o.check_pages, "check_pages");
+    if (!on.ok()) return std::move(on).error();
+    out.check_pages = *on;
+  }
+  if (FLASHJIT_PRESENT(o, log_callback) && o.log_callback != nullptr)
+    out.log_callback = log_callback_of(o.log_callback, FLASHJIT_PRESENT(o, log_user) ? o.log_user : nullptr);
   return out;
 }
 

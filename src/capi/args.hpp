@@ -3,21 +3,13 @@
 // configs from JSON.
 #pragma once
 
-#include <optional>
-
-#include "common/log.hpp"
 #include "flashjit/flashjit.h"
 #include "flashjit/runtime.hpp"
 
 namespace flashjit::capi {
 
-struct CreateOptions {
-  RuntimeOptions runtime;
-  std::optional<log::Level> log_level;  // nullopt: keep FLASHJIT_LOG
-};
-
-// NULL: every default.
-Result<CreateOptions> read_options(const flashjit_runtime_options* options);
+// NULL: every default. A log_callback becomes a LogCallback that calls it with log_user.
+Result<RuntimeOptions> read_options(const flashjit_runtime_options* options);
 
 struct ForwardArgs {
   AttentionProblem problem;

@@ -171,8 +171,7 @@ int flashjit_runtime_create(const flashjit_runtime_options* options, flashjit_ru
     *out = nullptr;
     auto read = read_options(options);
     if (!read.ok()) return std::move(read).error();
-    if (read->log_level) log::set_level(*read->log_level);
-    auto rt = Runtime::create(read->runtime);
+    auto rt = Runtime::create(*read);
     if (!rt.ok()) return std::move(rt).error();
     *out = new flashjit_runtime{std::move(*rt)};
     return {};

@@ -73,7 +73,7 @@ namespace {
 
 // Creates the program over the embedded templates and compiles it; the log is kept whatever the outcome.
 Status compile_program(Program& prog, std::string& log, double& ms, const codegen::GeneratedSource& source,
-                       const std::vector<std::string>& options) {
+                       const std::vector<std::string>& options, const log::Logger& logger) {
   const auto& headers = codegen::embedded_templates();
   std::vector<const char*> header_texts, header_names;
   for (const auto& h : headers) {
@@ -87,7 +87,7 @@ Status compile_program(Program& prog, std::string& log, double& ms, const codege
 
   std::vector<const char*> opts;
   for (const auto& o : options) opts.push_back(o.c_str());
-  log::debug("nvrtc compile {} with: {}", source.name, fmt::join(options, " "));
+  logger.debug("nvrtc compile {} with: {}", source.name, fmt::join(options, " "));
 
   auto t0 = std::chrono::steady_clock::now();
   r = nvrtcCompileProgram(prog.handle, static_cast<int>(opts.size()), opts.data());
@@ -101,10 +101,11 @@ Status compile_program(Program& prog, std::string& log, double& ms, const codege
 
 }  // namespace
 
-Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options) {
+Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options,
+                               const log::Logger& logger) {
   Program prog;
   CompiledKernel out;
-  FLASHJIT_TRY(compile_program(prog, out.log, out.compile_ms, source, options));
+  FLASHJIT_TRY(compile_program(prog, out.log, out.compile_ms, source, options, logger));
   size_t size = 0;
   nvrtcResult r = nvrtcGetCUBINSize(prog.handle, &size);
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBINSize");
@@ -117,15 +118,15 @@ Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std
     static std::atomic<bool> warned{false};
     const std::string what =
         fmt::format("no ptxas report in the NVRTC log of {}: registers and spills unknown", source.name);
-    if (!warned.exchange(true)) log::warn("{}", what);
-    else log::debug("{}", what);
+    if (!warned.exchange(true)) logger.warn("{}", what);
+    else logger.debug("{}", what);
   }
-  log::debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out.compile_ms,
+  logger.debug("compiled {} in {:.0f} ms: {} registers, {} bytes spilled", source.name, out.compile_ms,
              out.ptxas.registers, out.ptxas.spill_stores + out.ptxas.spill_loads);
   return out;
 }
 
-Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Arch& arch) {
+Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Arch& arch, const log::Logger& logger) {
   // The virtual arch of the same generation ("compute_90a"), the other options as for the cubin but ptxas's.
   std::vector<std::string> options;
   for (const auto& o : options_for(arch)) {
@@ -135,7 +136,7 @@ Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Ar
   Program prog;
   std::string log;
   double ms = 0;
-  FLASHJIT_TRY(compile_program(prog, log, ms, source, options));
+  FLASHJIT_TRY(compile_program(prog, log, ms, source, options, logger));
   size_t size = 0;
   nvrtcResult r = nvrtcGetPTXSize(prog.handle, &size);
   if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetPTXSize");

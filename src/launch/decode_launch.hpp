@@ -21,7 +21,8 @@ CombineParams make_merge_params(const MergeProblem& problem);
 // CTAs of the combine kernel: one warp per output row.
 unsigned combine_blocks(const CombineKernelConfig& config, long long rows);
 
-// `pdl`: programmatic dependent launch where the arch has it (sm_90+); false launches plainly.
+// `pdl` (runtime::Settings::pdl): programmatic dependent launch where the kernel's arch has it (sm_90+); false:
+// plain launches.
 Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& problem,
                      const dispatch::DecodePlan& plan, void* workspace, bool pdl);
 Status launch_merge(CUfunction combine, const CombineKernelConfig& config, const MergeProblem& problem, bool pdl);

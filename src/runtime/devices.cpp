@@ -4,7 +4,6 @@
 
 #include <mutex>
 
-#include "common/log.hpp"
 
 namespace flashjit::runtime {
 
@@ -43,8 +42,8 @@ Result<const Device*> Devices::get(int ordinal) {
   FLASHJIT_TRY(cuda::check((*api)->cuDeviceGet(&d, ordinal), "cuDeviceGet"));
   Device dev{*info, nullptr, tuned_.for_device(info->name, info->arch)};
   FLASHJIT_TRY(cuda::check((*api)->cuDevicePrimaryCtxRetain(&dev.context, d), "cuDevicePrimaryCtxRetain"));
-  log::debug("device {} ({}): {} tuned table(s), {} entries", ordinal, info->name, dev.tuned.size(),
-             dev.tuned.entry_count());
+  logger_.debug("device {} ({}): {} tuned table(s), {} entries", ordinal, info->name, dev.tuned.size(),
+                dev.tuned.entry_count());
   return &devices_.emplace(ordinal, std::move(dev)).first->second;
 }
 

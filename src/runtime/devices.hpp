@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <utility>
 
+#include "common/log.hpp"
 #include "cuda/driver.hpp"
 #include "tune/tuned_table.hpp"
 
@@ -21,7 +22,7 @@ struct Device {
 
 class Devices {
  public:
-  explicit Devices(tune::TunedTables tuned) : tuned_(std::move(tuned)) {}
+  Devices(tune::TunedTables tuned, log::Logger logger) : tuned_(std::move(tuned)), logger_(std::move(logger)) {}
   Devices(const Devices&) = delete;
   Devices& operator=(const Devices&) = delete;
   // Runs `before_release(ordinal)` in each device's context (to free what lives in it), then releases the
@@ -56,6 +57,7 @@ class Devices {
 
  private:
   tune::TunedTables tuned_;  // loaded once; each device keeps those stamped for it
+  log::Logger logger_;
   mutable std::shared_mutex mutex_;
   std::map<int, Device> devices_;
 };

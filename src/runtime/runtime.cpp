@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "cache/artifact_store.hpp"
@@ -19,16 +18,11 @@
 #include "launch/launch.hpp"
 #include "runtime/devices.hpp"
 #include "runtime/kernels.hpp"
+#include "runtime/settings.hpp"
 #include "runtime/workspace_pool.hpp"
 
 namespace flashjit {
 namespace {
-
-bool flag_from_env(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (!v) return fallback;
-  return std::string(v) == "1" ? true : std::string(v) == "0" ? false : fallback;
-}
 
 using runtime::Device;
 using runtime::Devices;
@@ -46,18 +40,17 @@ Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& pl
 }  // namespace
 
 struct Runtime::Impl {
-  // Declared first, destroyed last: the kernels and workspaces go in their devices' contexts before those
-  // are released (~Impl).
+  runtime::Settings settings;  // resolved once, in create()
+  // Declared before the kernels and workspaces, destroyed after them: those go in their devices' contexts
+  // before the contexts are released (~Impl).
   Devices devices;
   cache::ArtifactStore artifacts;
   runtime::LoadedKernels kernels;
   runtime::WorkspacePool workspaces;
-  bool check_pages_always;  // FLASHJIT_CHECK_PAGES=1
-  bool pdl;                 // FLASHJIT_PDL (default on)
 
-  Impl(cache::DiskCache disk, bool jit, tune::TunedTables tables)
-      : devices(std::move(tables)), artifacts(std::move(disk), jit),
-        check_pages_always(flag_from_env("FLASHJIT_CHECK_PAGES", false)), pdl(flag_from_env("FLASHJIT_PDL", true)) {}
+  Impl(runtime::Settings s, cache::DiskCache disk, tune::TunedTables tables)
+      : settings(std::move(s)), devices(std::move(tables), settings.logger),
+        artifacts(std::move(disk), settings.jit, settings.logger) {}
 
   ~Impl() {
     devices.release([&](int ordinal) {
@@ -118,7 +111,7 @@ struct Runtime::Impl {
         }
       }
       // Before the workspace is held: the check synchronizes the stream.
-      if (launch_it && (p.check_pages || check_pages_always))
+      if (launch_it && (p.check_pages || settings.check_pages))
         FLASHJIT_TRY(dispatch::check_page_table(**cuda::api(), p));
       void* ws = nullptr;
       runtime::WorkspacePool::Lease lease;  // held until the kernels are launched
@@ -137,7 +130,7 @@ struct Runtime::Impl {
         }
       }
       if (!launch_it) return {};
-      return launch::launch_decode(*split, combine, p, plan, ws, pdl);
+      return launch::launch_decode(*split, combine, p, plan, ws, settings.pdl);
     });
     if (!st.ok())
       return std::move(st).error().with(fmt::format("while {} {} ({} split{})", launch_it ? "running" : "preparing",
@@ -162,7 +155,7 @@ struct Runtime::Impl {
     Status st = Devices::in_context(dev, [&]() -> Status {
       auto fn = function(config, dev, static_cast<CUstream>(p.stream));
       if (!fn.ok()) return std::move(fn).error();
-      return launch::launch_merge(*fn, config, p, pdl);
+      return launch::launch_merge(*fn, config, p, settings.pdl);
     });
     if (!st.ok()) return std::move(st).error().with(fmt::format("while merging {} states", p.num_states));
     return {};
@@ -199,14 +192,13 @@ Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
-  cache::CacheOptions co;
-  co.dir = options.cache_dir.value_or(cache::DiskCache::default_dir());
-  co.max_bytes = options.cache_max_mb ? *options.cache_max_mb * 1024 * 1024 : cache::DiskCache::default_max_bytes();
-  auto disk = cache::DiskCache::open(co);
+  runtime::Settings settings = runtime::resolve(options);
+  auto disk = cache::DiskCache::open(runtime::cache_options(settings));
   if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
-  bool jit = options.jit.value_or(flag_from_env("FLASHJIT_JIT", true));
-  auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(disk->dir()));
-  return std::unique_ptr<Runtime>(new Runtime(std::make_unique<Impl>(std::move(*disk), jit, std::move(tables))));
+  auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(settings.tuned_tables, disk->dir()),
+                                        settings.logger);
+  return std::unique_ptr<Runtime>(
+      new Runtime(std::make_unique<Impl>(std::move(settings), std::move(*disk), std::move(tables))));
 }
 
 Status Runtime::forward(const AttentionProblem& problem) {
@@ -269,7 +261,7 @@ Result<std::string> Runtime::emit(const AnyKernelConfig& config) {
 Result<std::string> Runtime::emit_ptx(const AnyKernelConfig& config) {
   auto src = codegen::generate(config);
   if (!src.ok()) return std::move(src).error();
-  return compile::compile_ptx(*src, config.arch());
+  return compile::compile_ptx(*src, config.arch(), log::Logger{});
 }
 
 Result<std::string> Runtime::kernel_key(const AnyKernelConfig& config) {

@@ -168,23 +168,20 @@ std::vector<CompileOutcome> CompilePool::run(const std::vector<AnyKernelConfig>&
 
 namespace {
 
-Result<cache::DiskCache> open_disk(const std::optional<std::filesystem::path>& cache_dir) {
-  cache::CacheOptions options;
-  options.dir = cache_dir.value_or(cache::DiskCache::default_dir());
-  options.max_bytes = cache::DiskCache::default_max_bytes();  // FLASHJIT_CACHE_MAX_MB, as Runtime::create
-  auto disk = cache::DiskCache::open(options);
+Result<cache::DiskCache> open_disk(const cache::CacheOptions& cache) {
+  auto disk = cache::DiskCache::open(cache);
   if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
   return disk;
 }
 
 template <class Config>
-Result<CacheSplitOf<Config>> split(const std::filesystem::path& cache_dir, const std::vector<Config>& configs) {
-  if (auto disk = open_disk(cache_dir); !disk.ok()) return std::move(disk).error();  // no cache: no split
+Result<CacheSplitOf<Config>> split(const cache::CacheOptions& cache, const std::vector<Config>& configs) {
+  if (auto disk = open_disk(cache); !disk.ok()) return std::move(disk).error();  // no cache: no split
   CacheSplitOf<Config> split;
   for (const auto& c : configs) {
     // An artifact store per config (in compile_in_cache): it keeps every cubin it loads, and only the info is
     // wanted here.
-    auto info = compile_in_cache(cache_dir, c, /*jit=*/false);
+    auto info = compile_in_cache(cache, c, /*jit=*/false);
     if (info.ok())
       split.cached.emplace_back(c, std::move(*info));
     else
@@ -195,20 +192,19 @@ Result<CacheSplitOf<Config>> split(const std::filesystem::path& cache_dir, const
 
 }  // namespace
 
-Result<CacheSplit> split_cached(const std::filesystem::path& cache_dir, const std::vector<KernelConfig>& configs) {
-  return split(cache_dir, configs);
+Result<CacheSplit> split_cached(const cache::CacheOptions& cache, const std::vector<KernelConfig>& configs) {
+  return split(cache, configs);
 }
 
-Result<CacheSplitOf<AnyKernelConfig>> split_cached(const std::filesystem::path& cache_dir,
+Result<CacheSplitOf<AnyKernelConfig>> split_cached(const cache::CacheOptions& cache,
                                                    const std::vector<AnyKernelConfig>& configs) {
-  return split(cache_dir, configs);
+  return split(cache, configs);
 }
 
-Result<KernelInfo> compile_in_cache(const std::optional<std::filesystem::path>& cache_dir,
-                                    const AnyKernelConfig& config, bool jit) {
-  auto disk = open_disk(cache_dir);
+Result<KernelInfo> compile_in_cache(const cache::CacheOptions& cache, const AnyKernelConfig& config, bool jit) {
+  auto disk = open_disk(cache);
   if (!disk.ok()) return std::move(disk).error();
-  cache::ArtifactStore store(std::move(*disk), jit);
+  cache::ArtifactStore store(std::move(*disk), jit, cache.logger);
   auto artifact = store.get(config);
   if (!artifact.ok()) return std::move(artifact).error();
   return (*artifact)->info;

@@ -6,13 +6,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "flashjit/config.hpp"
+#include "cache/disk_cache.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/runtime.hpp"
@@ -70,22 +68,21 @@ class CompilePool {
   PoolOptions options_;
 };
 
-// Configs already in the cache at `cache_dir` (with their info, read without compiling) and those that are not.
+// Configs already in the cache `cache` opens (with their info, read without compiling) and those that are not.
 template <class Config>
 struct CacheSplitOf {
   std::vector<std::pair<Config, KernelInfo>> cached;
   std::vector<Config> missing;
 };
 using CacheSplit = CacheSplitOf<KernelConfig>;
-Result<CacheSplit> split_cached(const std::filesystem::path& cache_dir, const std::vector<KernelConfig>& configs);
-Result<CacheSplitOf<AnyKernelConfig>> split_cached(const std::filesystem::path& cache_dir,
+Result<CacheSplit> split_cached(const cache::CacheOptions& cache, const std::vector<KernelConfig>& configs);
+Result<CacheSplitOf<AnyKernelConfig>> split_cached(const cache::CacheOptions& cache,
                                                    const std::vector<AnyKernelConfig>& configs);
 
-// One kernel of any kind compiled into (jit) or looked up in (jit false: a miss is not_found) the disk cache at
-// `cache_dir` (default: the runtime's default folder), through the runtime's artifact store: what
-// Runtime::compile does for a KernelConfig, and what Runtime::decode / merge find for decode and combine
-// kernels. The worker's compile, and `flashjit compile`.
-Result<KernelInfo> compile_in_cache(const std::optional<std::filesystem::path>& cache_dir,
-                                    const AnyKernelConfig& config, bool jit);
+// One kernel of any kind compiled into (jit) or looked up in (jit false: a miss is not_found) the disk cache
+// `cache` opens (runtime::cache_options of the settings), through the runtime's artifact store, which logs
+// through cache.logger: what Runtime::compile does for a KernelConfig, and what Runtime::decode / merge find
+// for decode and combine kernels. The worker's compile, and `flashjit compile`.
+Result<KernelInfo> compile_in_cache(const cache::CacheOptions& cache, const AnyKernelConfig& config, bool jit);
 
 }  // namespace flashjit::tune

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -222,24 +221,16 @@ std::string stamp_mismatch(const Stamp& table, const Stamp& system, bool compare
   return fmt::format("{}", fmt::join(why, "; "));
 }
 
-std::vector<std::filesystem::path> TunedTables::default_sources(const std::filesystem::path& cache_dir) {
-  std::vector<std::filesystem::path> out;
-  if (const char* env = std::getenv("FLASHJIT_TUNED")) {
-    std::string_view list(env);
-    while (!list.empty()) {
-      const std::size_t colon = list.find(':');
-      const std::string_view item = list.substr(0, colon);
-      if (!item.empty()) out.emplace_back(item);
-      list = colon == std::string_view::npos ? std::string_view() : list.substr(colon + 1);
-    }
-  }
+std::vector<std::filesystem::path> TunedTables::default_sources(const std::vector<std::filesystem::path>& tuned,
+                                                                const std::filesystem::path& cache_dir) {
+  std::vector<std::filesystem::path> out = tuned;
   std::error_code ec;
   if (std::filesystem::is_directory(cache_dir / "tuned", ec)) out.push_back(cache_dir / "tuned");
   return out;
 }
 
-TunedTables TunedTables::load(const std::vector<std::filesystem::path>& sources) {
-  TunedTables tables;
+TunedTables TunedTables::load(const std::vector<std::filesystem::path>& sources, log::Logger logger) {
+  TunedTables tables(std::move(logger));
   for (const auto& source : sources) {
     std::error_code ec;
     std::vector<std::filesystem::path> files;
@@ -253,7 +244,7 @@ TunedTables TunedTables::load(const std::vector<std::filesystem::path>& sources)
     for (const auto& f : files) {
       auto t = load_table(f);
       if (!t.ok()) {
-        log::warn("ignoring tuned table: {}", t.error().message);
+        tables.logger_.warn("ignoring tuned table: {}", t.error().message);
         continue;
       }
       tables.add(std::move(*t), f.string());
@@ -265,7 +256,7 @@ TunedTables TunedTables::load(const std::vector<std::filesystem::path>& sources)
 bool TunedTables::add(TunedTable table, const std::string& origin) {
   const Stamp system = system_stamp("", table.stamp.arch, 0);
   if (auto why = stamp_mismatch(table.stamp, system, false); !why.empty()) {
-    log::debug("ignoring tuned table {}: measured with {}", origin, why);
+    logger_.debug("ignoring tuned table {}: measured with {}", origin, why);
     return false;
   }
   auto& entries = table.entries;
@@ -273,8 +264,8 @@ bool TunedTables::add(TunedTable table, const std::string& origin) {
                                [&](const TunedEntry& e) {
                                  auto st = check(e.best);
                                  if (!st.ok())
-                                   log::debug("ignoring an entry of tuned table {} ({}): {}", origin,
-                                              describe(e.problem), st.error().message);
+                                   logger_.debug("ignoring an entry of tuned table {} ({}): {}", origin,
+                                                 describe(e.problem), st.error().message);
                                  return !st.ok();
                                }),
                 entries.end());
@@ -292,11 +283,11 @@ void TunedTables::index(const TunedTable& table) {
 }
 
 TunedTables TunedTables::for_device(const std::string& gpu, const Arch& arch) const {
-  TunedTables out;
+  TunedTables out(logger_);
   const Stamp system = system_stamp(gpu, arch, 0);
   for (const auto& t : tables_) {
     if (auto why = stamp_mismatch(t.table.stamp, system, true); !why.empty()) {
-      log::debug("tuned table {} does not apply to device '{}' ({}): measured on {}", t.origin, gpu, arch.to_string(), why);
+      logger_.debug("tuned table {} does not apply to device '{}' ({}): measured on {}", t.origin, gpu, arch.to_string(), why);
       continue;
     }
     out.index(t.table);

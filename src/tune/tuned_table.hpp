@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/log.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/problem.hpp"
@@ -67,15 +68,21 @@ Stamp system_stamp(const std::string& gpu, const Arch& arch, int driver);
 // name and the arch are compared only with `compare_device`.
 std::string stamp_mismatch(const Stamp& table, const Stamp& system, bool compare_device);
 
-// The tables one Runtime (or one of its devices) uses.
+// The tables one Runtime (or one of its devices) uses. They log (why a table or entry is skipped) through the
+// logger they were made with.
 class TunedTables {
  public:
-  // FLASHJIT_TUNED (files or folders, ':'-separated) first, then <cache_dir>/tuned when it exists.
-  static std::vector<std::filesystem::path> default_sources(const std::filesystem::path& cache_dir);
+  TunedTables() = default;  // logs warnings on stderr
+  explicit TunedTables(log::Logger logger) : logger_(std::move(logger)) {}
+
+  // `tuned` (runtime::Settings::tuned_tables: RuntimeOptions::tuned_tables or FLASHJIT_TUNED) first, then
+  // <cache_dir>/tuned when it exists.
+  static std::vector<std::filesystem::path> default_sources(const std::vector<std::filesystem::path>& tuned,
+                                                            const std::filesystem::path& cache_dir);
   // Reads the tables of files and folders (their *.json, by name), keeping those stamped with this flashjit
   // and NVRTC version. Unreadable or malformed tables are skipped with a warning; version mismatches and
   // entries whose config fails validate() at debug level.
-  static TunedTables load(const std::vector<std::filesystem::path>& sources);
+  static TunedTables load(const std::vector<std::filesystem::path>& sources, log::Logger logger);
 
   // Adds a table as load() does (stamp versions checked, invalid entries dropped); false when it is skipped.
   bool add(TunedTable table, const std::string& origin);
@@ -109,6 +116,7 @@ class TunedTables {
   };
   void index(const TunedTable& table);
 
+  log::Logger logger_;
   std::vector<Loaded> tables_;
   std::vector<Indexed> index_;
 };

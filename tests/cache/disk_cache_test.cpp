@@ -16,10 +16,13 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/hash.hpp"
+#include "support/capture_stderr.hpp"
 #include "support/catch.hpp"
 #include "support/temp_dir.hpp"
 
@@ -31,40 +34,8 @@ using flashjit::cache::Entry;
 
 namespace {
 
+using flashjit::test::capture_stderr;
 using flashjit::test::TempDir;
-
-// Saves an environment variable and restores it at scope exit.
-struct EnvGuard {
-  std::string name;
-  std::optional<std::string> old;
-  explicit EnvGuard(std::string n) : name(std::move(n)) {
-    if (const char* v = std::getenv(name.c_str())) old = v;
-  }
-  ~EnvGuard() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1);
-    else ::unsetenv(name.c_str());
-  }
-};
-
-// Runs fn with stderr redirected to a file; returns what was written there.
-template <class F>
-std::string capture_stderr(F&& fn) {
-  std::fflush(stderr);
-  char tmpl[] = "/tmp/flashjit-cache-stderr-XXXXXX";
-  int fd = ::mkstemp(tmpl);
-  REQUIRE(fd >= 0);
-  int saved = ::dup(STDERR_FILENO);
-  ::dup2(fd, STDERR_FILENO);
-  fn();
-  std::fflush(stderr);
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
-  ::close(fd);
-  std::ifstream in(tmpl);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ::unlink(tmpl);
-  return text;
-}
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -606,28 +577,25 @@ TEST_CASE("disk cache: list, total_bytes and clear", "[cache]") {
   }
 }
 
-TEST_CASE("disk cache: default folder and size cap from the environment", "[cache]") {
-  EnvGuard g1("FLASHJIT_CACHE_DIR"), g2("XDG_CACHE_HOME"), g3("HOME"), g4("FLASHJIT_CACHE_MAX_MB");
-  ::setenv("HOME", "/home/someone", 1);
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  ::setenv("FLASHJIT_CACHE_DIR", "/explicit/dir", 1);
-  CHECK(DiskCache::default_dir() == fs::path("/explicit/dir"));
-  ::unsetenv("FLASHJIT_CACHE_DIR");
-  CHECK(DiskCache::default_dir() == fs::path("/xdg/flashjit"));
-  ::setenv("XDG_CACHE_HOME", "relative", 1);  // the XDG spec says to ignore relative paths
-  CHECK(DiskCache::default_dir() == fs::path("/home/someone/.cache/flashjit"));
-  ::unsetenv("XDG_CACHE_HOME");
-  CHECK(DiskCache::default_dir() == fs::path("/home/someone/.cache/flashjit"));
-
-  ::unsetenv("FLASHJIT_CACHE_MAX_MB");
-  CHECK(DiskCache::default_max_bytes() == 0);
-  ::setenv("FLASHJIT_CACHE_MAX_MB", "5", 1);
-  CHECK(DiskCache::default_max_bytes() == 5ull * 1024 * 1024);
-  for (const char* bad : {"abc", "5MB", "-1", "", "99999999999999999999"}) {
-    INFO("value: " << bad);
-    ::setenv("FLASHJIT_CACHE_MAX_MB", bad, 1);
-    std::uint64_t v = 1;
-    capture_stderr([&] { v = DiskCache::default_max_bytes(); });
-    CHECK(v == 0);
-  }
+TEST_CASE("disk cache: messages go to the logger of its options", "[cache]") {
+  using flashjit::LogLevel;
+  TempDir tmp;
+  const Entry e = make_entry(1);
+  REQUIRE(open_ok(tmp.path).store(e).ok());
+  fs::resize_file(path_of(tmp.path, e.key), 100);
+  std::vector<std::pair<LogLevel, std::string>> seen;
+  const flashjit::log::Logger logger(LogLevel::debug,
+                                     [&](LogLevel l, std::string_view m) { seen.emplace_back(l, std::string(m)); });
+  auto cache = DiskCache::open(CacheOptions{tmp.path, 0, logger});
+  REQUIRE(cache.ok());
+  const std::string err = capture_stderr([&] {
+    CHECK_FALSE(cache->load(e.key).has_value());
+    CHECK_FALSE(cache->load("not a key").has_value());
+  });
+  CHECK(err.empty());
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].first == LogLevel::warn);
+  CHECK(contains(seen[0].second, e.key));
+  CHECK(seen[1].first == LogLevel::debug);
+  CHECK(contains(seen[1].second, "invalid key"));
 }

@@ -118,6 +118,71 @@ static void test_create(const char* root) {
   }
 }
 
+/* What a log callback received: the last message of each level (1 error .. 4 debug) and the count. */
+typedef struct {
+  int count;
+  char last[5][512];
+  void* user;
+} log_record;
+
+static void record_log(int level, const char* message, void* user) {
+  log_record* r = (log_record*)user;
+  ++r->count;
+  r->user = user;
+  if (level >= FLASHJIT_LOG_ERROR && level <= FLASHJIT_LOG_DEBUG)
+    snprintf(r->last[level], sizeof r->last[level], "%s", message);
+}
+
+/* The fields past cache_max_mb: tuned tables, pdl, check_pages and the log callback; a struct from the header
+ * before them still works. */
+static void test_options(const char* root) {
+  char dir[512], missing[512];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  log_record record;
+  memset(&o, 0, sizeof o);
+  memset(&record, 0, sizeof record);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/options", root);
+  snprintf(missing, sizeof missing, "%s/missing.json", root);
+  o.cache_dir = dir;
+  o.tuned_tables = missing;
+  o.pdl = -1;
+  o.check_pages = 1;
+  o.log_level = FLASHJIT_LOG_WARN;
+  o.log_callback = record_log;
+  o.log_user = &record;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_OK, "create with tuned tables, pdl, check_pages and a callback");
+  flashjit_runtime_destroy(rt);
+  expect(record.count >= 1 && record.user == &record, "the callback got a message and log_user");
+  expect(contains(record.last[FLASHJIT_LOG_WARN], "ignoring tuned table") &&
+             contains(record.last[FLASHJIT_LOG_WARN], missing),
+         "the missing tuned table is a warning naming it");
+
+  /* Warnings only: the callback sees nothing at level ERROR. */
+  memset(&record, 0, sizeof record);
+  o.log_level = FLASHJIT_LOG_ERROR;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_OK, "create at level error");
+  flashjit_runtime_destroy(rt);
+  expect(record.count == 0, "level error: the warning is not reported");
+  o.log_level = FLASHJIT_LOG_DEFAULT;
+
+  o.pdl = 2;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_ERROR_INVALID_ARGUMENT, "pdl 2 is rejected");
+  expect(contains(flashjit_last_error(), "pdl is 2"), "bad pdl: message names pdl");
+  o.pdl = 0;
+  o.check_pages = -2;
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_ERROR_INVALID_ARGUMENT, "check_pages -2 is rejected");
+  expect(contains(flashjit_last_error(), "check_pages is -2"), "bad check_pages: message names check_pages");
+
+  /* A caller of the header before tuned_tables: what lies past its struct_size is not read. */
+  o.struct_size = offsetof(flashjit_runtime_options, tuned_tables);
+  memset(&record, 0, sizeof record);
+  expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_OK, "an older, shorter options struct");
+  flashjit_runtime_destroy(rt);
+  expect(record.count == 0, "older struct: the callback past its size is not used");
+}
+
 static void test_emit(void) {
   char small[8];
   char* text;
@@ -165,6 +230,24 @@ static void test_compile(const char* root) {
   expect(flashjit_compile(NULL, kFa2, info, sizeof info) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "compile without runtime");
   expect(flashjit_cache_info(NULL, info, sizeof info) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "cache_info without runtime");
   flashjit_runtime_destroy(rt);
+
+  /* At level debug with a callback: the cache hit is reported there. */
+  {
+    log_record record;
+    memset(&record, 0, sizeof record);
+    o.log_level = FLASHJIT_LOG_DEBUG;
+    o.log_callback = record_log;
+    o.log_user = &record;
+    expect(flashjit_runtime_create(&o, &rt) == FLASHJIT_OK, "create at level debug with a callback");
+    if (rt == NULL) return;
+    expect(flashjit_compile(rt, kFa2, info, sizeof info) > 0 && contains(info, "\"cache_hit\":true"),
+           "compile with a callback: a cache hit");
+    expect(contains(record.last[FLASHJIT_LOG_DEBUG], "cache hit fa2_bf16_d64_"), "the callback saw the cache hit");
+    flashjit_runtime_destroy(rt);
+    o.log_level = FLASHJIT_LOG_DEFAULT;
+    o.log_callback = NULL;
+    o.log_user = NULL;
+  }
 
   /* Precompiled-only: the cached kernel loads from disk, any other is not found. */
   o.precompiled_only = 1;
@@ -580,6 +663,7 @@ int main(void) {
   }
   test_version_and_status();
   test_create(root);
+  test_options(root);
   test_emit();
   test_compile(root);
   test_forward(root);

@@ -70,7 +70,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
   // What Runtime::decode / merge do with FLASHJIT_JIT=0: the artifact store over the cache, JIT off.
   auto disk = flashjit::cache::DiskCache::open({cli.cache(), 0});
   REQUIRE(disk.ok());
-  flashjit::cache::ArtifactStore store(std::move(*disk), /*jit=*/false);
+  flashjit::cache::ArtifactStore store(std::move(*disk), /*jit=*/false, flashjit::log::Logger{});
   auto split = store.get(plan.decode[0]);
   auto combine = store.get(plan.combine[0]);
   auto merge = store.get(plan.merge[0]);
@@ -89,7 +89,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
   CHECK(b1_plan.combine == plan.combine[0]);
   CHECK(flashjit::dispatch::merge_kernel_config(flashjit::DType::bf16, 64, kSm80) == plan.merge[0]);
   for (const auto& k : kernels) {
-    auto info = flashjit::tune::compile_in_cache(cli.cache(), k, /*jit=*/false);
+    auto info = flashjit::tune::compile_in_cache({cli.cache()}, k, /*jit=*/false);
     REQUIRE(info.ok());
     CHECK(info->cache_hit);
   }

@@ -52,7 +52,8 @@ std::vector<Outcome> compile_all(const std::vector<Config>& configs) {
     out[i].name = readable_name(configs[i]);
     out[i].source = flashjit::codegen::generate(configs[i]);
     if (out[i].source.ok())
-      out[i].compiled = flashjit::compile::compile(*out[i].source, flashjit::compile::options_for(configs[i].arch));
+      out[i].compiled = flashjit::compile::compile(*out[i].source, flashjit::compile::options_for(configs[i].arch),
+                                                     flashjit::log::Logger{});
   });
   return out;
 }
@@ -314,7 +315,9 @@ TEST_CASE("nvrtc decode: kernels launched with programmatic dependent launch rea
     sources.push_back(*source);
   }
   std::vector<Result<std::string>> ptx(sources.size(), flashjit::Error());
-  on_two_threads(sources.size(), [&](std::size_t i) { ptx[i] = flashjit::compile::compile_ptx(sources[i], kSm90a); });
+  on_two_threads(sources.size(), [&](std::size_t i) {
+    ptx[i] = flashjit::compile::compile_ptx(sources[i], kSm90a, flashjit::log::Logger{});
+  });
   bool cluster = false, column_groups = false, window = false;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     INFO(sources[i].name);

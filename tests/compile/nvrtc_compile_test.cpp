@@ -73,7 +73,7 @@ class CompileCache {
           o->generated = true;
           o->entry = g->entry;
           o->result = std::make_unique<Result<CompiledKernel>>(
-              flashjit::compile::compile(*g, flashjit::compile::options_for(todo[i].arch)));
+              flashjit::compile::compile(*g, flashjit::compile::options_for(todo[i].arch), flashjit::log::Logger{}));
         } else {
           o->generate_error = g.error().to_string();
         }
@@ -271,7 +271,7 @@ TEST_CASE("nvrtc: a broken source is ErrorCode::compile with the NVRTC log", "[c
       "extern \"C\" __global__ void flashjit_broken_source(const flashjit::AttentionParams params) {\n"
       "  int x = ;\n"
       "}\n";
-  auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm90a));
+  auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm90a), flashjit::log::Logger{});
   REQUIRE(!r.ok());
   const auto& e = r.error();
   INFO(e.to_string());
@@ -293,7 +293,7 @@ TEST_CASE("nvrtc: includes resolve to the embedded templates only", "[compile]")
                         "extern \"C\" __global__ void flashjit_embedded_include(float* x) {\n"
                         "  x[threadIdx.x] = flashjit::exp2_approx(x[threadIdx.x]);\n"
                         "}\n"};
-    auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm80));
+    auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm80), flashjit::log::Logger{});
     if (!r.ok()) FAIL_CHECK(r.error().to_string());
     REQUIRE(r.ok());
     CHECK(!r->cubin.empty());
@@ -303,7 +303,7 @@ TEST_CASE("nvrtc: includes resolve to the embedded templates only", "[compile]")
     GeneratedSource src{"missing_include", "flashjit_missing_include",
                         "#include \"fa2/not_a_template.cuh\"\n"
                         "extern \"C\" __global__ void flashjit_missing_include() {}\n"};
-    auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm80));
+    auto r = flashjit::compile::compile(src, flashjit::compile::options_for(kSm80), flashjit::log::Logger{});
     REQUIRE(!r.ok());
     INFO(r.error().to_string());
     CHECK(r.error().code == ErrorCode::compile);

@@ -21,7 +21,7 @@ TEST_CASE("nvrtc with a driver: a kernel compiled again still reports its regist
   REQUIRE(source.ok());
   for (int i = 0; i < 3; ++i) {
     INFO("compile " << i + 1 << " of " << readable_name(config));
-    auto compiled = compile::compile(*source, compile::options_for(device->arch));
+    auto compiled = compile::compile(*source, compile::options_for(device->arch), log::Logger{});
     if (!compiled.ok()) FAIL(compiled.error().to_string());
     INFO("NVRTC log:\n" << compiled->log);
     CHECK(compiled->ptxas.registers > 0);

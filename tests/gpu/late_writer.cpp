@@ -49,7 +49,7 @@ Result<LateWriter> LateWriter::make() {
   auto info = cuda::device_info(0);
   if (!info.ok()) return info.error();
   const codegen::GeneratedSource source{"late_writer", "late_writer", kSource};
-  auto compiled = compile::compile(source, compile::options_for(info->arch));
+  auto compiled = compile::compile(source, compile::options_for(info->arch), log::Logger{});
   if (!compiled.ok()) return compiled.error();
   auto module = cuda::Module::load(compiled->cubin);
   if (!module.ok()) return module.error();

@@ -95,31 +95,32 @@ TEST_CASE("decode launch: a kernel of another layout or page size is refused bef
   DecodeProblem p = paged_problem();
   auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   plan.split.page_size = 16;  // the problem's pages hold 64 tokens
-  Status st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, true);
+  Status st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == ErrorCode::invalid_argument);
   CHECK(st.error().message.find("64-token pages") != std::string::npos);
   plan.split.layout = KvLayout::contiguous, plan.split.page_size = 0;
-  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, true);
+  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("paged cache") != std::string::npos);
   // Splits that do not start at a tile and page boundary, or a kernel without the problem's window.
   plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   plan.splits.keys_per_split += 16;
-  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, true);
+  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("keys per split") != std::string::npos);
   plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   plan.split.window = false;
-  CHECK_FALSE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr, true).ok());
+  CHECK_FALSE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true).ok());
   // More splits than one cluster holds.
   p.split_merge = SplitMerge::cluster, p.num_splits = 16;
   plan = dispatch::plan_decode(p, Arch{90, true}, 132);
   REQUIRE(plan.split.cluster_merge);
-  REQUIRE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr, true).error().message.find("inconsistent") ==
-          std::string::npos);  // (a null function: fails past the checks, not in them)
+  REQUIRE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true)
+              .error()
+              .message.find("inconsistent") == std::string::npos);  // (a null function: fails past the checks, not in them)
   plan.splits.num_splits = 17;
-  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, true);
+  st = launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("17 splits, at most 16 in one cluster") != std::string::npos);
 }

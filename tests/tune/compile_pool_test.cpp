@@ -139,7 +139,7 @@ TEST_CASE("compile pool: a crash and a hang fail alone, the rest compile", "[tun
     REQUIRE(a.info.ok());
     CHECK(a.info->cache_hit);
   }
-  auto split = flashjit::tune::split_cached(dir.path / "cache", configs);
+  auto split = flashjit::tune::split_cached({dir.path / "cache"}, configs);
   REQUIRE(split.ok());
   CHECK(split->cached.size() == 2);
   CHECK(split->missing == std::vector<KernelConfig>{configs[1], configs[2]});

@@ -10,6 +10,7 @@
 #include "compile/nvrtc.hpp"
 #include "dispatch/heuristics.hpp"
 #include "flashjit/runtime.hpp"
+#include "runtime/settings.hpp"
 #include "support/catch.hpp"
 #include "support/temp_dir.hpp"
 #include "tune/tuned_table.hpp"
@@ -193,7 +194,8 @@ TEST_CASE("tuned table: stamps decide what loads and what applies to a device", 
   std::ofstream(dir.path / "a" / "broken.json") << "{";
   std::ofstream(dir.path / "a" / "notes.txt") << "not a table";
 
-  const TunedTables all = TunedTables::load({dir.path / "a", dir.path / "b.json", dir.path / "missing.json"});
+  const TunedTables all =
+      TunedTables::load({dir.path / "a", dir.path / "b.json", dir.path / "missing.json"}, flashjit::log::Logger{});
   CHECK(all.size() == 2);  // h100 and h200; the other versions and the broken file are skipped
   CHECK(all.gpus(kSm90a) == std::vector<std::string>{"NVIDIA H100 80GB HBM3", "NVIDIA H200"});
   CHECK(all.gpus(Arch{80, false}).empty());
@@ -216,10 +218,10 @@ TEST_CASE("tuned table: stamps decide what loads and what applies to a device", 
   // FLASHJIT_TUNED (':'-separated) first, then <cache>/tuned when it exists.
   fs::create_directories(dir.path / "cache" / "tuned");
   ::setenv("FLASHJIT_TUNED", (dir.path.string() + "/x.json::" + dir.path.string() + "/y").c_str(), 1);
-  const auto sources = TunedTables::default_sources(dir.path / "cache");
+  const auto sources = TunedTables::default_sources(flashjit::runtime::resolve({}).tuned_tables, dir.path / "cache");
   ::unsetenv("FLASHJIT_TUNED");
   CHECK(sources == std::vector<fs::path>{dir.path / "x.json", dir.path / "y", dir.path / "cache" / "tuned"});
-  CHECK(TunedTables::default_sources(dir.path / "nothing").empty());
+  CHECK(TunedTables::default_sources({}, dir.path / "nothing").empty());
 }
 
 TEST_CASE("tuned table: choose() uses the table, else the heuristics", "[tune][table]") {

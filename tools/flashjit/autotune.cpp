@@ -106,7 +106,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     for (const auto& c : p.candidates.valid) add(c);
     plan.push_back(std::move(p));
   }
-  auto split = tune::split_cached((*runtime)->cache_dir(), configs);
+  auto split = tune::split_cached(runtime::cache_options(globals.settings), configs);
   if (!split.ok()) return report(split.error());
   auto options = pool_options(args.pool, (*runtime)->cache_dir());
   if (!options.ok()) return report(options.error());

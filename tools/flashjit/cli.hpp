@@ -11,6 +11,7 @@
 #include "cache/disk_cache.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/runtime.hpp"
+#include "runtime/settings.hpp"
 
 namespace flashjit::cli {
 
@@ -22,6 +23,9 @@ inline constexpr int kUsage = 2;
 struct Globals {
   std::string cache_dir;  // --cache-dir; empty: the library's default
   bool verbose = false;   // --verbose
+  // The options above with the environment filling the rest, as a Runtime resolves them (main(), after parsing):
+  // the CLI's own cache, JIT mode, tuned tables and logger.
+  runtime::Settings settings;
 };
 
 // A registered subcommand: its parser and what runs when it was selected (returns the exit code).
@@ -39,11 +43,11 @@ Command add_precompile(CLI::App& parent, const Globals& globals);
 Command add_autotune(CLI::App& parent, const Globals& globals);
 Command add_compile_worker(CLI::App& parent, const Globals& globals);  // hidden: the compile pool's worker
 
+// The global options as RuntimeOptions (--cache-dir; --verbose: debug logging).
+RuntimeOptions runtime_options(const Globals& globals);
 // The runtime and the disk cache as the global options configure them.
 Result<std::unique_ptr<Runtime>> make_runtime(const Globals& globals);
 Result<cache::DiskCache> open_cache(const Globals& globals);
-// FLASHJIT_JIT as the runtime reads it: unset or anything but "0" means JIT is enabled.
-bool jit_enabled();
 
 // Prints an error (Error::to_string()) on stderr; returns kFailure.
 int report(const Error& error);

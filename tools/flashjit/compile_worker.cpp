@@ -40,10 +40,8 @@ Result<KernelInfo> compile_one(const Globals& globals, const std::string& json) 
   auto config = any_config_from_json(json);  // prefill, decode or combine (by its "kernel" field)
   if (!config.ok()) return std::move(config).error();
   inject_fault(readable_name(*config));
-  std::optional<std::filesystem::path> cache_dir;
-  if (!globals.cache_dir.empty()) cache_dir = globals.cache_dir;
   // jit: the worker's whole purpose, whatever FLASHJIT_JIT says.
-  return tune::compile_in_cache(cache_dir, *config, /*jit=*/true);
+  return tune::compile_in_cache(runtime::cache_options(globals.settings), *config, /*jit=*/true);
 }
 
 }  // namespace

@@ -2,30 +2,24 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "cli.hpp"
 
 namespace flashjit::cli {
 
-Result<std::unique_ptr<Runtime>> make_runtime(const Globals& globals) {
+RuntimeOptions runtime_options(const Globals& globals) {
   RuntimeOptions options;
   if (!globals.cache_dir.empty()) options.cache_dir = globals.cache_dir;
-  return Runtime::create(options);
+  if (globals.verbose) options.log_level = LogLevel::debug;
+  return options;
 }
+
+Result<std::unique_ptr<Runtime>> make_runtime(const Globals& globals) { return Runtime::create(runtime_options(globals)); }
 
 Result<cache::DiskCache> open_cache(const Globals& globals) {
-  cache::CacheOptions options;
-  options.dir = globals.cache_dir.empty() ? cache::DiskCache::default_dir() : std::filesystem::path(globals.cache_dir);
-  options.max_bytes = cache::DiskCache::default_max_bytes();
-  auto disk = cache::DiskCache::open(options);
+  auto disk = cache::DiskCache::open(runtime::cache_options(globals.settings));
   if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
   return disk;
-}
-
-bool jit_enabled() {
-  const char* v = std::getenv("FLASHJIT_JIT");
-  return !(v && std::string(v) == "0");
 }
 
 int report(const Error& error) {

@@ -41,7 +41,7 @@ int run_info(const Globals& globals) {
   fmt::print("flashjit:  {}\n", version());
   fmt::print("nvrtc:     {}\n", compile::nvrtc_version());
   print_driver();
-  fmt::print("jit:       {}\n", jit_enabled() ? "enabled" : "disabled, precompiled kernels only (FLASHJIT_JIT=0)");
+  fmt::print("jit:       {}\n", globals.settings.jit ? "enabled" : "disabled, precompiled kernels only (FLASHJIT_JIT=0)");
   std::fflush(stdout);
   auto disk = open_cache(globals);
   if (!disk.ok()) {
@@ -56,7 +56,8 @@ int run_info(const Globals& globals) {
   else
     fmt::print("entries:   cannot list: {}\n", entries.error().message);
   // The tuned tables a Runtime would load (with --verbose: why others are ignored).
-  const auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(disk->dir()));
+  const auto tables = tune::TunedTables::load(
+      tune::TunedTables::default_sources(globals.settings.tuned_tables, disk->dir()), globals.settings.logger);
   fmt::print("tuned:     {} table{}, {} entries (FLASHJIT_TUNED, then {})\n", tables.size(),
              tables.size() == 1 ? "" : "s", tables.entry_count(), (disk->dir() / "tuned").string());
   return kOk;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "common/log.hpp"
+#include "runtime/settings.hpp"
 
 int main(int argc, char** argv) {
   using namespace flashjit::cli;
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kOk : kUsage;  // --help and --version exit 0
   }
-  if (globals.verbose) flashjit::log::set_level(flashjit::log::Level::debug);
+  globals.settings = flashjit::runtime::resolve(runtime_options(globals));
   for (const auto& c : commands)
     if (c.app->parsed()) return c.run();
   std::fputs(("flashjit: a subcommand is required\n" + app.help()).c_str(), stderr);

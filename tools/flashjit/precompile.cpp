@@ -68,10 +68,11 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
   if (!(*runtime)->cache_writable())
     return report(Error(ErrorCode::cache, fmt::format("the kernel cache {} is read-only: nothing could be stored", cache.string())));
 
-  const auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(cache));
+  const auto tables = tune::TunedTables::load(
+      tune::TunedTables::default_sources(globals.settings.tuned_tables, cache), globals.settings.logger);
   const tune::PrecompilePlan plan = tune::precompile_plan(*sweep, archs, tables, args.all_candidates, args.sms);
   const std::vector<AnyKernelConfig> kernels = plan.kernels();
-  auto split = tune::split_cached(cache, kernels);
+  auto split = tune::split_cached(runtime::cache_options(globals.settings), kernels);
   if (!split.ok()) return report(split.error());
   auto options = pool_options(args.pool, cache);
   if (!options.ok()) return report(options.error());

@@ -1,0 +1,99 @@
+#include "runtime/settings.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <system_error>
+
+namespace flashjit::runtime {
+namespace fs = std::filesystem;
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+// FLASHJIT_LOG: debug, info or error; anything else (warn, unset, unknown) is warn.
+log::Level level_of(const std::string& v) {
+  if (v == "debug") return log::Level::debug;
+  if (v == "info") return log::Level::info;
+  if (v == "error") return log::Level::error;
+  return log::Level::warn;
+}
+
+// FLASHJIT_CACHE_MAX_MB in bytes; 0 when unset or not a whole number of MiB (said through `logger`).
+std::uint64_t max_bytes_of(const std::string& v, const log::Logger& logger) {
+  if (v.empty()) return 0;
+  std::uint64_t mb = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
+  if (ec != std::errc() || end != v.data() + v.size() || mb > (UINT64_MAX >> 20)) {
+    logger.warn("ignoring FLASHJIT_CACHE_MAX_MB='{}': not a whole number of MiB", v);
+    return 0;
+  }
+  return mb << 20;
+}
+
+}  // namespace
+
+Environment Environment::current() {
+  Environment e;
+  e.cache_dir = env("FLASHJIT_CACHE_DIR");
+  e.xdg_cache_home = env("XDG_CACHE_HOME");
+  e.home = env("HOME");
+  e.cache_max_mb = env("FLASHJIT_CACHE_MAX_MB");
+  e.jit = env("FLASHJIT_JIT");
+  e.tuned = env("FLASHJIT_TUNED");
+  e.pdl = env("FLASHJIT_PDL");
+  e.check_pages = env("FLASHJIT_CHECK_PAGES");
+  e.log = env("FLASHJIT_LOG");
+  return e;
+}
+
+Settings resolve(const RuntimeOptions& options, const Environment& env) {
+  Settings s;
+  s.logger = log::Logger(options.log_level.value_or(level_of(env.log)), options.log_callback);
+  s.cache_dir = options.cache_dir.value_or(default_cache_dir(env));
+  s.cache_max_bytes =
+      options.cache_max_mb ? *options.cache_max_mb * 1024 * 1024 : max_bytes_of(env.cache_max_mb, s.logger);
+  s.jit = options.jit.value_or(env.jit != "0");
+  s.tuned_tables = options.tuned_tables.value_or(split_paths(env.tuned));
+  s.pdl = options.pdl.value_or(env.pdl != "0");
+  s.check_pages = options.check_pages.value_or(env.check_pages == "1");
+  return s;
+}
+
+Settings resolve(const RuntimeOptions& options) { return resolve(options, Environment::current()); }
+
+fs::path default_cache_dir(const Environment& env) {
+  if (!env.cache_dir.empty()) return env.cache_dir;
+  if (!env.xdg_cache_home.empty() && fs::path(env.xdg_cache_home).is_absolute())
+    return fs::path(env.xdg_cache_home) / "flashjit";
+  std::string home = env.home;
+  if (home.empty()) {
+    struct passwd pw {}, *res = nullptr;
+    char buf[4096];
+    if (::getpwuid_r(::geteuid(), &pw, buf, sizeof buf, &res) == 0 && res && res->pw_dir) home = res->pw_dir;
+  }
+  if (home.empty()) return {};
+  return fs::path(home) / ".cache" / "flashjit";
+}
+
+std::vector<fs::path> split_paths(std::string_view list) {
+  std::vector<fs::path> out;
+  while (!list.empty()) {
+    const std::size_t colon = list.find(':');
+    const std::string_view item = list.substr(0, colon);
+    if (!item.empty()) out.emplace_back(item);
+    list = colon == std::string_view::npos ? std::string_view() : list.substr(colon + 1);
+  }
+  return out;
+}
+
+cache::CacheOptions cache_options(const Settings& settings) {
+  return cache::CacheOptions{settings.cache_dir, settings.cache_max_bytes, settings.logger};
+}
+
+}  // namespace flashjit::runtime
