@@ -85,7 +85,9 @@ struct DecodeKernelConfig {
   int column_groups = 1;  // ... or, above 1, O's columns: rows / 16 x column_groups warps, each on every key
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;  // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
-  bool window = false;
+  // The new tokens are causal among themselves (bottom-right aligned); sliding_window and chunked_causal also
+  // hide the keys before the window or the chunk (templates/attention/mask.cuh).
+  MaskKind mask = MaskKind::causal;
   // sm_90+: the splits of one (sequence, KV head) run as one thread-block cluster and merge their states
   // through distributed shared memory (no workspace, no combine kernel); launched with cluster dims
   // (num_splits, 1, 1), at most DecodeParams::kMaxClusterSplits splits.

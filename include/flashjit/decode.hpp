@@ -1,7 +1,7 @@
 // DecodeProblem: token generation against a KV cache. Each of `batch` sequences brings q_len (1..16) new
 // query tokens, already appended to its cache, so sequence b has seqlens_k[b] keys and query token i sees
 // key j when j <= seqlens_k[b] - q_len + i (causal among the new tokens), and with a sliding window also
-// j >= that - window_left.
+// j >= that - window_left; with chunks, only the keys of its own chunk (j / chunk_size == that / chunk_size).
 //
 // Tensors (element strides, last dimension contiguous, like AttentionProblem):
 //   q, o        [B, q_len, Hq, D]
@@ -69,6 +69,7 @@ struct DecodeProblem {
   int max_pages_per_seq = 0;
 
   int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
+  int chunk_size = 0;    // 0: no chunks; else keys of a's chunk up to a (chunked-causal; not with a window)
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
   // automatic: the planner decides; else forces the merge of the splits (tests, tuning). A forced cluster caps
@@ -118,5 +119,9 @@ Strides resolved_cache_strides(const DecodeProblem& p, const Strides& s);
 
 // Shape, layout, stride and pointer checks that need no device; each message names its field.
 Status check(const DecodeProblem& p);
+
+// The problem's mask (the split kernel's, compiled in): causal, sliding_window (window_left >= 0) or
+// chunked_causal (chunk_size > 0).
+MaskKind mask_of(const DecodeProblem& p);
 
 }  // namespace flashjit

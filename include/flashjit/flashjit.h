@@ -228,6 +228,8 @@ typedef struct flashjit_decode_args {
   int check_pages;
   void* stream; /* CUstream; NULL: the legacy default stream */
   int split_merge; /* flashjit_split_merge; default AUTO */
+  int chunk_size;  /* default 0: no chunks; > 0: each token sees the keys of its chunk up to itself (not with a
+                    * window) */
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))

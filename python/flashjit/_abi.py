@@ -136,6 +136,7 @@ class DecodeArgs(ctypes.Structure):
         ("check_pages", ctypes.c_int),
         ("stream", ctypes.c_void_p),
         ("split_merge", ctypes.c_int),
+        ("chunk_size", ctypes.c_int),
     ]
 
     def __init__(self, **fields):

@@ -222,6 +222,7 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   if (FLASHJIT_PRESENT(a, check_pages)) p.check_pages = a.check_pages != 0;
   if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
   if (FLASHJIT_PRESENT(a, split_merge)) p.split_merge = static_cast<SplitMerge>(a.split_merge);  // check()ed
+  if (FLASHJIT_PRESENT(a, chunk_size)) p.chunk_size = a.chunk_size;
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",

@@ -20,9 +20,9 @@ Result<GeneratedSource> generate(const DecodeKernelConfig& c) {
   const std::string kernel = fmt::format(
       "flashjit::decode::SplitKernel<\n"
       "    /*element=*/{}, /*head_dim=*/{}, /*rows=*/{}, /*block_n=*/{}, /*stages=*/{}, /*warps=*/{},\n"
-      "    /*column_groups=*/{}, /*page_size=*/{}, /*window=*/{}, /*cluster_merge=*/{}>",
+      "    /*column_groups=*/{}, /*page_size=*/{}, /*mask=*/flashjit::MaskKind::{}, /*cluster_merge=*/{}>",
       element_type(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps, c.column_groups, c.page_size,
-      c.window, c.cluster_merge);
+      to_string(c.mask), c.cluster_merge);
   return framed(readable_name(c), to_json(c), "decode/split_kv.cuh", kernel, "DecodeParams", shared_memory_bytes(c),
                threads_per_cta(c));
 }

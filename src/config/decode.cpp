@@ -64,6 +64,9 @@ std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
     add("cluster_merge", fmt::format("thread-block clusters start at sm_90, got {}", c.arch.to_string()));
   if (c.head_dim < 16 || c.head_dim > 256 || c.head_dim % 16 != 0)
     add("head_dim", fmt::format("decode needs a multiple of 16 in [16, 256], got {}", c.head_dim));
+  if (c.mask != MaskKind::causal && c.mask != MaskKind::sliding_window && c.mask != MaskKind::chunked_causal)
+    add("mask", fmt::format("decode is causal among its new tokens: causal, sliding_window or chunked_causal, got {}",
+                            to_string(c.mask)));
   if (c.rows < 16 || c.rows > kMaxDecodeRows || c.rows % 16 != 0)
     add("rows", fmt::format("decode needs a multiple of 16 in [16, {}], got {}", kMaxDecodeRows, c.rows));
   if (c.stages < 2 || c.stages > 5) add("stages", fmt::format("decode needs 2 to 5 stages, got {}", c.stages));
@@ -120,12 +123,20 @@ std::vector<ConfigIssue> validate(const CombineKernelConfig& c) {
 Status check(const DecodeKernelConfig& c) { return config::as_status(validate(c), readable_name(c)); }
 Status check(const CombineKernelConfig& c) { return config::as_status(validate(c), readable_name(c)); }
 
+namespace {
+
+const char* mask_tag(MaskKind m) {
+  return m == MaskKind::sliding_window ? "_window" : m == MaskKind::chunked_causal ? "_chunked" : "";
+}
+
+}  // namespace
+
 std::string readable_name(const DecodeKernelConfig& c) {
   const std::string layout =
       c.layout == KvLayout::paged ? fmt::format("paged{}", c.page_size) : std::string(to_string(c.layout));
   const std::string columns = c.column_groups > 1 ? fmt::format("c{}", c.column_groups) : std::string();
   return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
-                     c.stages, c.warps, columns, layout, c.window ? "_window" : "",
+                     c.stages, c.warps, columns, layout, mask_tag(c.mask),
                      c.cluster_merge ? "_cluster" : "", arch_tag(c.arch));
 }
 

@@ -33,7 +33,7 @@ struct Kind<DecodeKernelConfig> {
       Field<C, int>{"rows", &C::rows}, Field<C, int>{"block_n", &C::block_n}, Field<C, int>{"stages", &C::stages},
       Field<C, int>{"warps", &C::warps}, Field<C, int>{"column_groups", &C::column_groups},
       Field<C, KvLayout>{"layout", &C::layout}, Field<C, int>{"page_size", &C::page_size},
-      Field<C, bool>{"window", &C::window}, Field<C, bool>{"cluster_merge", &C::cluster_merge});
+      Field<C, MaskKind>{"mask", &C::mask}, Field<C, bool>{"cluster_merge", &C::cluster_merge});
 };
 
 template <>

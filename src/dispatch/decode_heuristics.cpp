@@ -22,11 +22,13 @@ std::size_t workspace_bytes(std::size_t rows, int head_dim, std::size_t* lse_off
   return offset + rows * sizeof(float);
 }
 
-// Keys the longest sequence's rows can see: a window starts the key range at the first visible key rounded
-// down to a tile (split_kv.cuh), so the range is at most window + q_len + block_n - 1 keys long.
+// Keys the longest sequence's rows can see: a window (a chunk) starts the key range at the first visible key
+// rounded down to a tile (split_kv.cuh), so the range is at most window + q_len + block_n - 1 keys long
+// (chunk_size + q_len + block_n - 2: the first token's chunk starts at most chunk_size - 1 keys before it).
 int visible_keys(const DecodeProblem& p, int block_n) {
   long long keys = p.max_seqlen_k;
   if (p.window_left >= 0) keys = std::min<long long>(keys, 1LL * p.window_left + p.q_len + block_n - 1);
+  if (p.chunk_size > 0) keys = std::min<long long>(keys, 1LL * p.chunk_size + p.q_len + block_n - 2);
   return static_cast<int>(std::max<long long>(keys, 1));
 }
 
@@ -172,9 +174,9 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits) {
 }
 
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
-                                        int page_size, bool window, const Arch& arch) {
+                                        int page_size, MaskKind mask, const Arch& arch) {
   DecodeKernelConfig c;
-  c.arch = arch, c.dtype = dtype, c.head_dim = head_dim, c.layout = layout, c.window = window;
+  c.arch = arch, c.dtype = dtype, c.head_dim = head_dim, c.layout = layout, c.mask = mask;
   // The page size is compiled in (templates/decode/kv_loads.cuh): pages of 16 tokens or more then cost one
   // page-table read and one pointer per page, not per row.
   c.page_size = layout == KvLayout::paged ? page_size : 0;
@@ -223,7 +225,7 @@ DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, in
 DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch, int sms) {
   const int group = p.heads_q / std::max(p.heads_kv, 1);
   DecodeKernelConfig split =
-      decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, p.window_left >= 0, arch);
+      decode_kernel_config(p.dtype, p.head_dim, group, p.q_len, p.layout, p.page_size, mask_of(p), arch);
   // Short caches (the kernels below take at most 64 keys or more CTAs than SMs: never split) are bound by each CTA's
   // latency chain (sequence length, Q and K/V loads, merge, store), not by HBM. At most 64 keys, up to two CTAs per SM
   // (since the twelfth session only up to 32 keys: see below): four warps that each compute the whole tile's scores

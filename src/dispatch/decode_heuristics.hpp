@@ -62,7 +62,7 @@ DecodeSplitPlan forced_decode_splits(const DecodeSplitInputs& in, int splits);
 // page size (paged) compiled in. plan_decode may then pick a small-CTA kernel for short caches. See
 // decode_heuristics.cpp for the reasons.
 DecodeKernelConfig decode_kernel_config(DType dtype, int head_dim, int group, int q_len, KvLayout layout,
-                                        int page_size, bool window, const Arch& arch);
+                                        int page_size, MaskKind mask, const Arch& arch);
 
 // The split kernel plan_decode launches for the problem (decode_kernel_config, then the rules for short caches and
 // for longer ones over more CTAs than SMs).

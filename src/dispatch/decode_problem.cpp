@@ -33,6 +33,12 @@ Strides resolved_cache_strides(const DecodeProblem& p, const Strides& s) {
   return contiguous_bshd(s, rows, p.heads_kv, p.head_dim);
 }
 
+MaskKind mask_of(const DecodeProblem& p) {
+  if (p.window_left >= 0) return MaskKind::sliding_window;
+  if (p.chunk_size > 0) return MaskKind::chunked_causal;
+  return MaskKind::causal;
+}
+
 Status check(const DecodeProblem& p) {
   std::vector<std::string> issues;
   auto add = [&](std::string s) { issues.push_back(std::move(s)); };
@@ -102,6 +108,10 @@ Status check(const DecodeProblem& p) {
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     add(fmt::format("workspace is a null pointer but workspace_bytes is {}", p.workspace_bytes));
   if (p.window_left < -1) add(fmt::format("window_left must be >= 0 or -1 (no window), got {}", p.window_left));
+  if (p.chunk_size < 0) add(fmt::format("chunk_size must be > 0 or 0 (no chunks), got {}", p.chunk_size));
+  if (p.chunk_size > 0 && p.window_left >= 0)
+    add(fmt::format("chunk_size {} and window_left {}: a decode takes a sliding window or chunks, not both",
+                    p.chunk_size, p.window_left));
   if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
     add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
   if (p.num_splits < 0 || p.num_splits > dispatch::kMaxDecodeSplits)

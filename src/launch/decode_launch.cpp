@@ -55,6 +55,7 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   }
   d.num_splits = plan.splits.num_splits, d.keys_per_split = plan.splits.keys_per_split;
   d.window_left = p.window_left;
+  d.chunk_size = p.chunk_size;
   d.softmax_scale = scale_of(p);
   d.scale_log2 = d.softmax_scale * kLog2e;
   return d;
@@ -101,15 +102,15 @@ Status launch_decode(CUfunction split, CUfunction combine, const DecodeProblem& 
     return Error(ErrorCode::invalid_argument,
                  fmt::format("decode kernel {} does not match the problem's {} cache{}", readable_name(plan.split),
                              to_string(p.layout), page_size > 0 ? fmt::format(" of {}-token pages", page_size) : ""));
-  // The kernel's addressing relies on splits of whole tiles and pages, and on its window flag.
+  // The kernel's addressing relies on splits of whole tiles and pages, and on its mask.
   const int granule = plan.granule;
   if (granule < 1 || granule % plan.split.block_n != 0 || (page_size > 0 && granule % page_size != 0) ||
-      plan.split.window != (p.window_left >= 0) || plan.splits.keys_per_split < 1 ||
+      plan.split.mask != mask_of(p) || plan.splits.keys_per_split < 1 ||
       plan.splits.keys_per_split % granule != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("decode plan for kernel {} is inconsistent: {} keys per split (a multiple of {} needed), "
-                             "window_left {}", readable_name(plan.split), plan.splits.keys_per_split, granule,
-                             p.window_left));
+                             "problem mask {}", readable_name(plan.split), plan.splits.keys_per_split, granule,
+                             to_string(mask_of(p))));
   if (plan.split.cluster_merge && plan.splits.num_splits > DecodeParams::kMaxClusterSplits)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("decode plan for kernel {} is inconsistent: {} splits, at most {} in one cluster",

@@ -23,6 +23,9 @@ struct Mask {
   __device__ Mask(const AttentionParams& p, int causal_offset, int seqlen_k_)
       : offset(causal_offset), left(p.window_left), right(p.window_right), chunk(p.chunk_size),
         seqlen_k(seqlen_k_) {}
+  // From the values themselves (decode: its own parameters, query rows counted from its first new token).
+  __device__ Mask(int causal_offset, int window_left, int window_right, int chunk_size, int seqlen_k_)
+      : offset(causal_offset), left(window_left), right(window_right), chunk(chunk_size), seqlen_k(seqlen_k_) {}
 
   // Keys [lo, hi) that any of the rows [q0, q1) may see, clamped to [0, seqlen_k); hi <= lo when none.
   __device__ void key_range(int q0, int q1, int& lo, int& hi) const {

@@ -34,9 +34,10 @@ struct DecodeParams {
   int max_pages_per_seq;
   int num_pages;          // page indices outside [0, num_pages) are not read (zeros instead)
   int num_splits, keys_per_split;
-  int window_left;        // -1: none
+  int window_left;        // sliding_window kernels: keys a - window_left .. a (>= 0)
   float scale_log2;       // softmax_scale * log2(e)
   float softmax_scale;
+  int chunk_size;         // chunked_causal kernels: keys of a's chunk up to a (> 0)
 };
 
 // The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states

@@ -10,8 +10,9 @@
 // its key slice: it copies them itself and waits for its own copies (a warp barrier), so past the first
 // tile (a CTA barrier for Q, which every thread copies) no warp waits for another in the main loop. Warps that
 // share rows (column groups, several m-tiles) copy tiles together and synchronize the CTA.
-// Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a
-// (and j >= a - window_left).
+// Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a;
+// the mask policy (attention/mask.cuh, bottom-right aligned) narrows that: a sliding window (j >= a -
+// window_left) or chunks (j in a's chunk). The causal kernel keeps the plain j <= a test.
 // Split partials: with several splits each CTA's state (O normalized, fp32, and LSE) goes to the workspace
 // for the combine kernel; with kClusterMerge the splits of one (sequence, KV head) are the CTAs of one
 // thread-block cluster (launched with cluster dims (num_splits, 1, 1)), which leave their states in shared
@@ -20,6 +21,7 @@
 //
 #pragma once
 
+#include "attention/mask.cuh"
 #include "attention/softmax.cuh"
 #include "common/math.cuh"
 #include "common/types.cuh"
@@ -35,8 +37,13 @@
 namespace flashjit::decode {
 
 template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, int kColGroups, int kPageSize,
-          bool kWindow, bool kClusterMerge>
+          MaskKind kMask, bool kClusterMerge>
 struct SplitKernel {
+  static_assert(kMask == MaskKind::causal || kMask == MaskKind::sliding_window || kMask == MaskKind::chunked_causal,
+                "decode is causal among the new tokens: causal, sliding_window or chunked_causal");
+  // Masks that also hide keys below a bound that moves with the position (the window's or the chunk's start).
+  static constexpr bool kLowerBound = kMask != MaskKind::causal;
+  using DecodeMask = Mask<kMask>;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMT = kRows / 16;                     // m-tiles
   static constexpr int kKeyGroups = kWarps / (kMT * kColGroups);  // warps sharing an m-tile, each on a key slice
@@ -129,34 +136,40 @@ struct SplitKernel {
     // workspace, O): wait for its completion before the first global access. Up to here: launch, setup and
     // address arithmetic, overlapped with that kernel's tail.
     ptx::grid_dependency_wait();
-    // The page-table entries of the prologue tiles and the next one. Without a window the split's first key
+    // The page-table entries of the prologue tiles and the next one. Without a lower bound the split's first key
     // does not depend on the sequence's length, so they are read alongside seqlens_k (the copies leave rows
     // past the sequence unread): the first K/V copies wait for one memory round trip, not two.
     typename Loads::Pages first[kStages];
-    if constexpr (kPaged && !kWindow) {
+    if constexpr (kPaged && !kLowerBound) {
 #pragma unroll
       for (int s = 0; s < kStages; ++s) loads.read(split * p.keys_per_split + s * kBN, p.max_seqlen_k, first[s]);
     }
     const int seqlen_read = ptx::load_after_wait(p.seqlens_k + batch);
     // The split's keys [k0, k1) (num_tiles tiles of them) of a sequence of seqlen_read keys (clamped to the
     // bound), and the positions a_min, a_max of its first and last new token: every row sees keys <= its own
-    // position.
+    // position (and, with a lower bound, from the mask's first visible key of the first token on).
     struct Span {
       int a_min, a_max, k0, k1, num_tiles;
+    };
+    const auto mask_of = [&](int a_min, int seqlen) {  // rows counted from the first new token
+      return DecodeMask(a_min, p.window_left, 0, p.chunk_size, seqlen);
     };
     const auto span_of = [&](int len) {
       const int seqlen = min(len, p.max_seqlen_k);
       Span sp;
       sp.a_min = seqlen - p.q_len, sp.a_max = seqlen - 1;
       int lo = 0;
-      if constexpr (kWindow) lo = max(0, sp.a_min - p.window_left);
+      if constexpr (kLowerBound) {
+        int hi;
+        mask_of(sp.a_min, seqlen).key_range(0, p.q_len, lo, hi);
+      }
       sp.k0 = lo - lo % kBN + split * p.keys_per_split;
       sp.k1 = min(seqlen, sp.k0 + p.keys_per_split);
       sp.num_tiles = sp.k1 > sp.k0 ? (sp.k1 - sp.k0 + kBN - 1) / kBN : 0;
       return sp;
     };
-    // Q, the page-table prefetch, a window's table reads and the first kStages - 1 tiles, copied for keys
-    // [k0, copy_k1) of span sp (paged and windowed caches use sp; contiguous ones without a window need it
+    // Q, the page-table prefetch, a lower-bound mask's table reads and the first kStages - 1 tiles, copied for
+    // keys [k0, copy_k1) of span sp (paged caches and lower-bound masks use sp; contiguous causal ones need it
     // only when copy_k1 is the sequence's end).
     const auto commit = [] { ptx::cp_async_commit(); };
     const auto prologue = [&](const Span& sp, int k0, int copy_k1) {
@@ -181,10 +194,10 @@ struct SplitKernel {
             ptx::prefetch_l2(reinterpret_cast<const void*>(a));
         }
       }
-      // The first kStages - 1 tiles in flight (with a window their page-table entries are read now, all before
-      // the first copy). In the main loop each tile's entries are read one tile ahead of its copies, under a
-      // tile of compute.
-      if constexpr (kWindow) {
+      // The first kStages - 1 tiles in flight (with a lower bound their page-table entries are read now, all
+      // before the first copy). In the main loop each tile's entries are read one tile ahead of its copies,
+      // under a tile of compute.
+      if constexpr (kLowerBound) {
 #pragma unroll
         for (int s = 0; s < kStages; ++s) loads.read(k0 + s * kBN, sp.k1, first[s]);
       }
@@ -198,7 +211,7 @@ struct SplitKernel {
         commit();
       }
     };
-    // Unsplit decodes of contiguous caches without a window: the first key (0) does not depend on the length,
+    // Unsplit causal decodes of contiguous caches: the first key (0) does not depend on the length,
     // and the cache holds max_seqlen_k rows of every sequence, so Q and the first tiles are copied against that
     // bound before the length is used: its read and the copies share one memory round trip instead of taking
     // two in turn (H200, µs per call: B16 Sk 32 3.74 -> 3.51, B64 Sk 256 18.84 -> 18.53). The length's first
@@ -208,12 +221,12 @@ struct SplitKernel {
     // Split decodes do not: with max_seqlen_k above the lengths (the cache's capacity, say) every
     // split past a sequence's end would read its first tiles too, a burst that slowed the real splits' streams
     // more than the round trip saved (B1 over a 32k cache holding 1k keys: 12.2 -> 13.2 µs in 16 splits).
-    constexpr bool kEarly = !kPaged && !kWindow;
+    constexpr bool kEarly = !kPaged && !kLowerBound;
     const bool early = kEarly && p.num_splits == 1;
     Span span;
     int copy_k1;
     if (early) {
-      const Span at0 = span_of(0);  // without a window, k0 does not depend on the length
+      const Span at0 = span_of(0);  // without a lower bound, k0 does not depend on the length
       copy_k1 = min(p.max_seqlen_k, at0.k0 + p.keys_per_split);
       prologue(at0, at0.k0, copy_k1);
       span = span_of(seqlen_read);
@@ -223,7 +236,8 @@ struct SplitKernel {
       prologue(span, span.k0, copy_k1);
     }
     typename Loads::Pages pages = first[kStages - 1];
-    const int a_min = span.a_min, a_max = span.a_max, k0 = span.k0, k1 = span.k1, num_tiles = span.num_tiles;
+    const int a_min = span.a_min, k0 = span.k0, k1 = span.k1, num_tiles = span.num_tiles;
+    const DecodeMask mask = mask_of(a_min, k1);
     if constexpr (kEarly) {
       // A sequence shorter than the early prologue's tiles: zero the V rows copied past its end, each thread its
       // own copies once they landed; the main loop's first barrier shows them to the readers. (Here, not in
@@ -301,19 +315,22 @@ struct SplitKernel {
         }
       }
 
-      // Per-element masking only where the split's end, the causal edge or the window cuts the tile.
+      // Per-element masking only where the split's end, the causal edge or the mask's lower bound cuts the tile.
       const int n0 = k0 + it * kBN;
-      const bool cut = n0 + kBN > k1 || n0 + kBN - 1 > a_min || (kWindow && n0 < a_max - p.window_left);
+      bool cut = n0 + kBN > k1;
+      if constexpr (kLowerBound) cut = cut || !mask.tile_all_visible(0, p.q_len, n0, n0 + kBN);
+      else cut = cut || n0 + kBN - 1 > a_min;
       if (cut) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int row = mt * 16 + lane / 4 + (c / 2) * 8;
-            const int a = a_min + row / p.group;  // padding rows get a position too; never stored
+            const int token = row / p.group;  // padding rows get a position too; never stored
             const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
-            bool visible = key < k1 && key <= a;
-            if constexpr (kWindow) visible = visible && key >= a - p.window_left;
+            bool visible = key < k1;
+            if constexpr (kLowerBound) visible = visible && mask.visible(token, key);
+            else visible = visible && key <= a_min + token;
             if (!visible) s[0][nt][c] = neg_infinity();
           }
       }

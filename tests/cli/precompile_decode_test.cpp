@@ -177,7 +177,7 @@ TEST_CASE("cli: precompile of mixed sweeps, decode worker faults, --sms usage", 
 
 TEST_CASE("cli: emit of decode and combine configs", "[cli][decode]") {
   Cli cli;
-  auto split = cli("emit kernel=decode arch=sm_80 head_dim=64 layout=paged page_size=16 window=true");
+  auto split = cli("emit kernel=decode arch=sm_80 head_dim=64 layout=paged page_size=16 mask=sliding_window");
   INFO(split);
   CHECK(split.code == 0);
   CHECK(split.has("decode_bf16_d64_r16_bn64_s3_w4_paged16_window_sm80"));

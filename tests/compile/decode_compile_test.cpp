@@ -81,36 +81,41 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
   for (DType t : {DType::bf16, DType::fp16})
     for (int d : {64, 128, 256})
       for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged})
-        configs.push_back(flashjit::dispatch::decode_kernel_config(t, d, 4, 1, layout, 16, false, kSm90a));
+        configs.push_back(flashjit::dispatch::decode_kernel_config(t, d, 4, 1, layout, 16, flashjit::MaskKind::causal, kSm90a));
   // Every page-size regime of kv_loads.cuh: per-row gather (1, 8), several pages per tile (32), one page
   // per tile (64, 256).
   for (int page : {1, 8, 32, 64, 256})
-    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 8, 1, KvLayout::paged, page, false,
+    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 8, 1, KvLayout::paged, page, flashjit::MaskKind::causal,
                                                                 kSm90a));
   // Rows of groups 1 / 8 with q_len 1 / 4 / 16 (16, 32, 64, 128 rows), the window, sm_80.
   for (auto [group, q_len] : {std::pair{1, 1}, {8, 4}, {4, 16}, {8, 16}})
     configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, KvLayout::paged, 16,
-                                                                false, kSm90a));
+                                                                flashjit::MaskKind::causal, kSm90a));
   configs.push_back(
-      flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, 16, false, kSm90a));
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 16, KvLayout::paged, 16, flashjit::MaskKind::causal, kSm90a));
   configs.push_back(
-      flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, true, kSm90a));
-  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, true, kSm80));
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 4, KvLayout::contiguous, 0, flashjit::MaskKind::sliding_window, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::fp16, 256, 8, 1, KvLayout::paged, 64, flashjit::MaskKind::sliding_window, kSm80));
+  // Chunks (the shared mask policy's chunked-causal mask), contiguous and paged.
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 2, KvLayout::contiguous, 0,
+                                                              flashjit::MaskKind::chunked_causal, kSm90a));
+  configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 64, 8, 1, KvLayout::paged, 16,
+                                                              flashjit::MaskKind::chunked_causal, kSm90a));
   // sm_86 (99 KB per CTA): d128 in two stages, d256 with two key groups of 32-key tiles.
   for (int d : {128, 256})
-    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, d, 4, 1, KvLayout::contiguous, 0, false,
+    configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, d, 4, 1, KvLayout::contiguous, 0, flashjit::MaskKind::causal,
                                                                 flashjit::Arch{86, false}));
   // d256 x 128 rows on sm_80: one warp per m-tile, no merge buffer, 32-key tiles (128 KB).
   configs.push_back(
-      flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm80));
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, flashjit::MaskKind::causal, kSm80));
   // Odd m-tile counts (48, 80, 112 rows: three, five, seven warps, of which the K/V copies use a power of
   // two of rows per pass) and a head dim of twelve chunks (d96).
   for (auto [group, q_len] : {std::pair{4, 12}, {8, 10}, {8, 14}})
     for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged})
       configs.push_back(flashjit::dispatch::decode_kernel_config(DType::bf16, 128, group, q_len, layout,
-                                                                  layout == KvLayout::paged ? 16 : 0, false, kSm90a));
+                                                                  layout == KvLayout::paged ? 16 : 0, flashjit::MaskKind::causal, kSm90a));
   configs.push_back(
-      flashjit::dispatch::decode_kernel_config(DType::fp16, 96, 4, 1, KvLayout::paged, 16, false, kSm90a));
+      flashjit::dispatch::decode_kernel_config(DType::fp16, 96, 4, 1, KvLayout::paged, 16, flashjit::MaskKind::causal, kSm90a));
   // The small-CTA kernels of short caches over many CTAs (plan_decode): one warp (contiguous d128), two.
   for (int d : {64, 128}) {
     auto p = flashjit::DecodeProblem{};
@@ -147,7 +152,7 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     configs.push_back(c);
   }
   DecodeKernelConfig d256 =
-      flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm90a);
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, flashjit::MaskKind::causal, kSm90a);
   d256.cluster_merge = true;
   configs.push_back(d256);
   auto short_cache = flashjit::DecodeProblem{};
@@ -187,7 +192,7 @@ TEST_CASE("nvrtc decode: the planner's kernels of more CTAs than SMs keep the CT
   REQUIRE(configs[0].warps == 1);
   REQUIRE(configs[0].stages == 3);
   REQUIRE(configs[1].stages == 2);
-  REQUIRE(configs[2].window);
+  REQUIRE(configs[2].mask == flashjit::MaskKind::sliding_window);
   REQUIRE(configs[4].warps == 2);
   for (std::size_t i = 5; i < 10; ++i) {
     INFO(readable_name(configs[i]));
@@ -223,7 +228,7 @@ TEST_CASE("nvrtc decode: the combine and merge kernels compile", "[compile][deco
 
 TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   DecodeKernelConfig c =
-      flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 1, KvLayout::paged, 16, false, kSm90a);
+      flashjit::dispatch::decode_kernel_config(DType::bf16, 128, 4, 1, KvLayout::paged, 16, flashjit::MaskKind::causal, kSm90a);
   REQUIRE(validate(c).empty());
   auto first_field = [](const DecodeKernelConfig& x) {
     auto issues = validate(x);
@@ -250,7 +255,7 @@ TEST_CASE("decode configs: validate names the field", "[compile][decode]") {
   bad = c, bad.arch = Arch{89, false}, bad.cluster_merge = true;  // clusters start at sm_90
   CHECK(first_field(bad) == "cluster_merge");
   // The cluster's fp32 state takes shared memory beyond the K/V stages where they are smaller.
-  bad = flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, false, kSm90a);
+  bad = flashjit::dispatch::decode_kernel_config(DType::bf16, 256, 8, 16, KvLayout::contiguous, 0, flashjit::MaskKind::causal, kSm90a);
   const int without = shared_memory_bytes(bad);
   bad.cluster_merge = true;
   CHECK(shared_memory_bytes(bad) == 128 * 256 * 2 + std::max(without - 128 * 256 * 2, 128 * 257 * 4));

@@ -19,6 +19,7 @@ using flashjit::ErrorCode;
 using flashjit::KernelConfig;
 using flashjit::KernelKind;
 using flashjit::KvLayout;
+using flashjit::MaskKind;
 
 using flashjit::test::contains;
 using flashjit::test::require_error_naming;
@@ -34,7 +35,7 @@ TEST_CASE("decode config: to_json -> decode_config_from_json round-trips", "[con
   auto arch = GENERATE(Arch{80, false}, Arch{86, false}, Arch{90, false}, Arch{90, true}, Arch{100, true});
   auto dtype = GENERATE(DType::bf16, DType::fp16);
   auto layout = GENERATE(KvLayout::contiguous, KvLayout::paged);
-  const bool window = GENERATE(false, true);
+  const MaskKind mask = GENERATE(MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked_causal);
   const bool cluster = GENERATE(false, true);
   // head_dim, rows, block_n, stages, warps, column groups (valid and invalid: the text forms do not validate)
   auto [d, rows, bn, s, w, cg] =
@@ -42,7 +43,7 @@ TEST_CASE("decode config: to_json -> decode_config_from_json round-trips", "[con
                std::make_tuple(64, 32, 32, 4, 2, 1), std::make_tuple(128, 16, 64, 3, 4, 4),
                std::make_tuple(0, -16, 7, 99, -1, 3));
   DecodeKernelConfig c;
-  c.arch = arch, c.dtype = dtype, c.layout = layout, c.window = window, c.cluster_merge = cluster;
+  c.arch = arch, c.dtype = dtype, c.layout = layout, c.mask = mask, c.cluster_merge = cluster;
   c.head_dim = d, c.rows = rows, c.block_n = bn, c.stages = s, c.warps = w, c.column_groups = cg;
   c.page_size = layout == KvLayout::paged ? (d > 0 ? 16 : -3) : 0;
 
@@ -65,7 +66,7 @@ TEST_CASE("decode config: to_json -> decode_config_from_json round-trips", "[con
       "head_dim=" + std::to_string(d), "rows=" + std::to_string(rows), "block_n=" + std::to_string(bn),
       "stages=" + std::to_string(s), "warps=" + std::to_string(w), "column_groups=" + std::to_string(cg),
       std::string("layout=") + to_string(layout),
-      "page_size=" + std::to_string(c.page_size), "window=" + b(window), "cluster_merge=" + b(cluster)};
+      "page_size=" + std::to_string(c.page_size), std::string("mask=") + to_string(mask), "cluster_merge=" + b(cluster)};
   auto from_pairs = flashjit::decode_config_from_pairs(pairs);
   REQUIRE(from_pairs.ok());
   CHECK(*from_pairs == c);
@@ -123,14 +124,14 @@ TEST_CASE("decode and combine configs: the planner's configs round-trip, partial
   }
   CHECK(to_json(plan.split) ==
         R"({"kernel":"decode","arch":"sm_90a","dtype":"bf16","head_dim":128,"rows":16,"block_n":128,)"
-        R"("stages":3,"warps":4,"column_groups":1,"layout":"paged","page_size":16,"window":true,)"
+        R"("stages":3,"warps":4,"column_groups":1,"layout":"paged","page_size":16,"mask":"sliding_window",)"
         R"("cluster_merge":false})");
   CHECK(to_json(merge) == R"({"kernel":"combine","arch":"sm_80","dtype":"fp16","fp32_inputs":false,"head_dim":64,"warps":4})");
 
-  auto partial = flashjit::decode_config_from_json(R"({"head_dim": 64, "layout": "paged", "page_size": 32, "window": 1})");
+  auto partial = flashjit::decode_config_from_json(R"({"head_dim": 64, "layout": "paged", "page_size": 32, "mask": "sliding_window"})");
   REQUIRE(partial.ok());
   DecodeKernelConfig expected;
-  expected.head_dim = 64, expected.layout = KvLayout::paged, expected.page_size = 32, expected.window = true;
+  expected.head_dim = 64, expected.layout = KvLayout::paged, expected.page_size = 32, expected.mask = MaskKind::sliding_window;
   CHECK(*partial == expected);
   auto empty = flashjit::combine_config_from_json("{}");
   REQUIRE(empty.ok());
@@ -151,12 +152,11 @@ TEST_CASE("decode config: errors name the field", "[config][decode]") {
       {R"({"column_groups":true})", "column_groups"},
       {R"({"layout":"ring"})", "layout"},
       {R"({"layout":1})", "layout"},
-      {R"({"window":"maybe"})", "window"},
+      {R"({"mask":"maybe"})", "mask"},
       {R"({"cluster_merge":2})", "cluster_merge"},
       {R"({"arch":"sm_9"})", "arch"},
       {R"({"dtype":"fp32"})", "dtype"},
       {R"({"fp32_inputs":true})", "fp32_inputs"},  // a combine field
-      {R"({"mask":"causal"})", "mask"},
   }));
   INFO(json);
   require_error_naming(flashjit::decode_config_from_json(json), field);

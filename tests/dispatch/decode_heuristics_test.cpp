@@ -213,7 +213,7 @@ TEST_CASE("decode plan: split kernel, splits and workspace of the benchmark shap
   auto plan = plan_decode(decode_problem(1, 32768), kSm90a, 132);
   CHECK(plan.split.rows == 16);  // group 4 x q_len 1, one m-tile
   CHECK(plan.split.layout == flashjit::KvLayout::contiguous);
-  CHECK_FALSE(plan.split.window);
+  CHECK(plan.split.mask == flashjit::MaskKind::causal);
   CHECK(plan.splits.num_splits == 16);
   CHECK(plan.combine.fp32_inputs);
   CHECK(plan.combine.head_dim == 128);
@@ -348,7 +348,7 @@ TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kep
   using flashjit::dispatch::plan_decode;
   // 1000-key window over a 32k cache: at most 1000 + 1 + 63 keys are visible, split as a 1064-key cache.
   auto plan = plan_decode(decode_problem(1, 32768, 1, 1000), kSm90a, 132);
-  CHECK(plan.split.window);
+  CHECK(plan.split.mask == flashjit::MaskKind::sliding_window);
   const DecodeSplitPlan unwindowed = plan_decode(decode_problem(1, 1064, 1), kSm90a, 132).splits;
   CHECK(plan.splits.num_splits == unwindowed.num_splits);
   CHECK(plan.splits.keys_per_split == unwindowed.keys_per_split);

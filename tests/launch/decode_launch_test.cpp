@@ -110,7 +110,7 @@ TEST_CASE("decode launch: a kernel of another layout or page size is refused bef
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("keys per split") != std::string::npos);
   plan = dispatch::plan_decode(p, Arch{90, true}, 132);
-  plan.split.window = false;
+  plan.split.mask = MaskKind::causal;
   CHECK_FALSE(launch::launch_decode(nullptr, nullptr, p, plan, nullptr, /*pdl=*/true).ok());
   // More splits than one cluster holds.
   p.split_merge = SplitMerge::cluster, p.num_splits = 16;
