@@ -167,9 +167,10 @@ std::string DecodeShape::to_string() const {
   std::string lens;
   for (int l : seqlens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
   std::string layout_text = layout == KvLayout::paged ? fmt::format("paged{}", page_size) : "contiguous";
-  return fmt::format("{} D{} Hq{} Hkv{} q_len{} seqlens[{}] {} window {} lse {} splits {} merge {}{}{}{}",
+  return fmt::format("{} D{} Hq{} Hkv{} q_len{} seqlens[{}] {} window {}{} lse {} splits {} merge {}{}{}{}",
                      flashjit::to_string(dtype), head_dim, heads_q, heads_kv, q_len, lens, layout_text, window_left,
-                     with_lse ? "on" : "off", num_splits, flashjit::to_string(split_merge), strided ? " strided" : "",
+                     chunk_size > 0 ? fmt::format(" chunk {}", chunk_size) : "", with_lse ? "on" : "off", num_splits,
+                     flashjit::to_string(split_merge), strided ? " strided" : "",
                      bound_slack ? fmt::format(" bound+{}", bound_slack) : "",
                      softmax_scale > 0 ? fmt::format(" scale {}", softmax_scale) : "");
 }
@@ -209,7 +210,9 @@ void reference_decode(const DecodeShape& s, const std::vector<float>& q, const H
     for (int t = 0; t < T; ++t) {
       const int a = L - T + t;  // the token's position; it sees keys lo..a
       if (a < 0) continue;      // no key: O = 0, LSE = -inf
-      const int lo = s.window_left >= 0 ? std::max(0, a - s.window_left) : 0;
+      const int lo = s.window_left >= 0  ? std::max(0, a - s.window_left)
+                     : s.chunk_size > 0 ? a / s.chunk_size * s.chunk_size  // a >= 0: the floor
+                                        : 0;
       const float* qr = &q[dense(b, t, h, 0, T, Hq, D)];
       for (int j = lo; j <= a; ++j) {
         const float* kr = kv.k_row(b, j, hk, Hkv, D);
@@ -358,6 +361,7 @@ DecodeProblem DecodeCase::problem() const {
     p.cache_seqlen = cache_seqlen_ == max_seqlen_k_ ? 0 : cache_seqlen_;
   }
   p.window_left = s.window_left;
+  p.chunk_size = s.chunk_size;
   if (s.softmax_scale > 0) p.softmax_scale = s.softmax_scale;
   p.num_splits = s.num_splits;
   p.split_merge = s.split_merge;

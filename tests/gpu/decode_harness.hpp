@@ -49,6 +49,7 @@ struct DecodeShape {
   KvLayout layout = KvLayout::contiguous;
   int page_size = 16;              // paged only
   int window_left = -1;
+  int chunk_size = 0;              // 0: no chunks (not with window_left >= 0)
   bool with_lse = true;
   int num_splits = 0;              // 0: the planner
   SplitMerge split_merge = SplitMerge::automatic;
@@ -82,8 +83,9 @@ struct HostKv {
 HostKv concat(const HostKv& a, const HostKv& b, int heads_kv, int head_dim);
 
 // float64 decode attention (decode.hpp's semantics: token t of sequence b sits at a = len[b] - q_len + t and
-// sees keys max(0, a - window_left) <= j <= a): o [B, q_len, Hq, D], lse [B, Hq, q_len] (-inf, O = 0 for rows
-// with no visible key). Lengths come from kv.len; shape gives heads, q_len, window and scale.
+// sees keys max(0, a - window_left) <= j <= a, or with chunks floor(a / chunk_size) * chunk_size <= j <= a):
+// o [B, q_len, Hq, D], lse [B, Hq, q_len] (-inf, O = 0 for rows with no visible key). Lengths come from kv.len;
+// shape gives heads, q_len, window, chunk size and scale.
 void reference_decode(const DecodeShape& s, const std::vector<float>& q, const HostKv& kv, std::vector<double>& o,
                       std::vector<double>& lse);
 

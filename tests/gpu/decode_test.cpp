@@ -3,14 +3,15 @@
 // behind them, unused cache slots and pages full of garbage (huge, inf, NaN), shuffled page tables, ragged
 // lengths (including sequences shorter than q_len and empty ones), contiguous and paged caches (pages of 1,
 // 8, 16, 32, 64, 256 tokens), q_len 1 / 4 / 16, GQA groups 1 / 4 / 8, head dims 64 / 128 / 256, bf16 and
-// fp16, sliding windows, LSE on and off, forced and planned split counts (empty trailing splits) merged by the
-// combine kernel or in thread-block clusters, caller and runtime-owned workspaces, strided q / o / cache, many
-// short sequences, chains of calls each reading the one before's output, inputs written by a kernel that lets
-// the decode (or merge) start before it ends; merges of 1, 2, 3, 5 and 32 states.
+// fp16, sliding windows, chunked-causal masks, LSE on and off, forced and planned split counts (empty trailing
+// splits) merged by the combine kernel or in thread-block clusters, caller and runtime-owned workspaces, strided
+// q / o / cache, many short sequences, chains of calls each reading the one before's output, inputs written by a
+// kernel that lets the decode (or merge) start before it ends; merges of 1, 2, 3, 5 and 32 states.
 //
 // Only these: flashjit_gpu_tests "[decode],[merge]"
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -42,7 +43,8 @@ DecodeKernelConfig planned_split(const DecodeShape& s) {
   DecodeProblem p;
   p.batch = s.batch(), p.q_len = s.q_len, p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
   p.max_seqlen_k = s.max_seqlen_k();
-  p.window_left = s.window_left, p.num_splits = s.num_splits, p.split_merge = s.split_merge;
+  p.window_left = s.window_left, p.chunk_size = s.chunk_size, p.num_splits = s.num_splits;
+  p.split_merge = s.split_merge;
   p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
   return dispatch::plan_decode(p, device->arch, device->sms).split;
 }
@@ -300,6 +302,65 @@ TEST_CASE("decode: sliding window (window_left 100, 0 and wider than the cache) 
   s.window_left = run.window;
   s.num_splits = run.splits;
   check_decode(s);
+}
+
+TEST_CASE("decode: chunked causal (chunk_size 1, 64, 100, 300 and larger than the cache) matches float64",
+          "[decode][gpu]") {
+  // Token a sees keys floor(a / chunk) * chunk .. a. Every chunk size meets q_len 1, 4 and 16, a contiguous
+  // cache and 16- and 1-token pages, forced splits (1, 3) and the planner's, bf16 and fp16.
+  struct Run {
+    int chunk, q_len;
+    Layout layout;
+    int splits;
+    DType dtype;
+  };
+  constexpr DType bf = DType::bf16, fp = DType::fp16;
+  const Run run = GENERATE(
+      Run{1, 1, kContiguous, 0, bf}, Run{1, 4, kPaged16, 3, fp}, Run{1, 16, kPaged1, 1, bf},
+      Run{64, 1, kPaged16, 0, fp}, Run{64, 4, kContiguous, 3, bf}, Run{64, 16, kContiguous, 0, fp},
+      Run{64, 4, kPaged1, 1, bf}, Run{100, 4, kContiguous, 0, bf}, Run{100, 4, kContiguous, 1, fp},
+      Run{100, 4, kContiguous, 3, bf}, Run{100, 4, kPaged16, 0, fp}, Run{100, 4, kPaged16, 1, bf},
+      Run{100, 4, kPaged16, 3, fp}, Run{100, 16, kPaged16, 3, bf}, Run{100, 16, kContiguous, 1, fp},
+      Run{100, 1, kPaged1, 3, fp}, Run{100, 1, kPaged1, 0, bf}, Run{300, 1, kContiguous, 3, fp},
+      Run{300, 4, kPaged1, 0, fp}, Run{300, 16, kPaged16, 0, bf}, Run{300, 4, kPaged16, 1, bf},
+      Run{5000, 4, kContiguous, 0, bf}, Run{5000, 16, kPaged16, 3, fp}, Run{5000, 1, kPaged1, 1, bf});
+  // The new tokens of one sequence (one CTA's rows) straddle a chunk boundary: 66 (positions 62..65 with
+  // q_len 4, 50..65 with 16: chunk 64), 102 and 1010 (98..101, 994..1009: chunk 100), 302 (298..301: chunk 300),
+  // 4097 (4081..4096 with q_len 16: chunk 64); 1 is shorter than q_len 4 and 16 (rows without a key).
+  DecodeShape s = make_shape(run.dtype, 128, 4, run.q_len, {1, 17, 66, 102, 302, 1000, 1010, 4097}, run.layout);
+  s.chunk_size = run.chunk;
+  s.num_splits = run.splits;
+  INFO("chunk_size " << run.chunk);
+  CHECK(planned_split(s).mask == MaskKind::chunked_causal);
+  if (run.chunk == 1 || run.chunk == 5000) {
+    // The reference itself: a chunk of one key is the token's own value; a chunk longer than the cache is causal.
+    DecodeImage image;
+    const DecodeCase h = DecodeCase::host_only(s, 7, nullptr, image);
+    std::vector<double> ref_o, ref_lse, causal_o, causal_lse;
+    h.reference(ref_o, ref_lse);
+    DecodeShape causal = s;
+    causal.chunk_size = 0;
+    reference_decode(causal, h.q(), h.kv(), causal_o, causal_lse);
+    if (run.chunk == 5000) {
+      CHECK(ref_o == causal_o);
+      CHECK(ref_lse == causal_lse);
+    } else {
+      double worst = 0;
+      for (int b = 0; b < s.batch(); ++b)
+        for (int t = 0; t < s.q_len; ++t) {
+          const int a = s.seqlens[b] - s.q_len + t;
+          if (a < 0) continue;
+          for (int h_q = 0; h_q < s.heads_q; ++h_q) {
+            const float* v = h.kv().v_row(b, a, h_q / s.group(), s.heads_kv, s.head_dim);
+            const std::size_t row = ((static_cast<std::size_t>(b) * s.q_len + t) * s.heads_q + h_q) * s.head_dim;
+            for (int d = 0; d < s.head_dim; ++d) worst = std::max(worst, std::abs(ref_o[row + d] - v[d]));
+          }
+        }
+      CHECK(worst < 1e-12);
+      CHECK(ref_o != causal_o);
+    }
+  }
+  check_decode(s, run.splits == 3 && run.layout.kind == KvLayout::paged ? Workspace::caller : Workspace::runtime_owned);
 }
 
 TEST_CASE("decode: forced split counts (1, 2, 7, 32) and the planner's, with caller and runtime workspaces",
@@ -637,6 +698,31 @@ TEST_CASE("decode: bad arguments are rejected before any launch", "[decode][gpu]
     CHECK(st.error().code == ErrorCode::invalid_argument);
     CHECK(st.error().message.find("k_cache") != std::string::npos);
     expect_untouched();
+  }
+  SECTION("chunk_size below 0, and chunk_size with a sliding window") {
+    struct Bad {
+      int chunk, window;
+      std::vector<const char*> fields;
+    };
+    for (const Bad& bad : {Bad{-1, -1, {"chunk_size"}}, Bad{-64, 100, {"chunk_size"}},
+                           Bad{64, 100, {"chunk_size", "window_left"}}, Bad{1, 0, {"chunk_size", "window_left"}}}) {
+      DecodeProblem p = c->problem();
+      p.chunk_size = bad.chunk, p.window_left = bad.window;
+      INFO("chunk_size " << bad.chunk << ", window_left " << bad.window);
+      auto st = runtime().decode(p);
+      REQUIRE_FALSE(st.ok());
+      INFO(st.error().to_string());
+      CHECK(st.error().code == ErrorCode::invalid_argument);
+      for (const char* field : bad.fields) CHECK(st.error().message.find(field) != std::string::npos);
+      auto bytes = runtime().decode_workspace_bytes(p);
+      REQUIRE_FALSE(bytes.ok());
+      CHECK(bytes.error().code == ErrorCode::invalid_argument);
+      CHECK(bytes.error().message.find("chunk_size") != std::string::npos);
+      auto prepared = runtime().prepare_decode(p);
+      REQUIRE_FALSE(prepared.ok());
+      CHECK(prepared.error().code == ErrorCode::invalid_argument);
+      expect_untouched();
+    }
   }
   SECTION("check_pages: a page index past num_pages") {
     REQUIRE(c->set_page_entry(3, 10, c->num_pages()).ok());  // sequence 3 (1000 keys) uses 63 pages
