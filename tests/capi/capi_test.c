@@ -455,7 +455,7 @@ static void test_decode(const char* root) {
          "decode args: the required fields end where layout begins");
   a = flashjit_decode_args_default();
   expect(a.struct_size == sizeof a && a.window_left == -1 && a.layout == FLASHJIT_KV_CONTIGUOUS &&
-             a.workspace == NULL && a.num_splits == 0 && a.softmax_scale == 0.f,
+             a.workspace == NULL && a.num_splits == 0 && a.softmax_scale == 0.f && a.chunk_size == 0,
          "flashjit_decode_args_default");
 
   a = fake_decode();
@@ -493,12 +493,32 @@ static void test_decode(const char* root) {
   expect(failed_at_device(flashjit_decode(rt, &a)), "older decode args: fields past struct_size take their defaults");
   a.struct_size = sizeof a;
   expect_decode_rejected(rt, &a, "layout 99", "the full struct: an unknown layout");
-  /* split_merge (the last field): an unknown value is named; a header from before it leaves the default. */
+  /* split_merge: an unknown value is named; a header from before it leaves the default. */
   a = fake_decode();
   a.split_merge = 7;
   expect_decode_rejected(rt, &a, "split_merge", "an unknown split_merge");
   a.struct_size = offsetof(flashjit_decode_args, split_merge);
   expect(failed_at_device(flashjit_decode(rt, &a)), "decode args from before split_merge: the planner's merge");
+  /* chunk_size (the last field): read through to the problem's checks; a header from before it: no chunks. */
+  a = fake_decode();
+  a.chunk_size = -1;
+  expect_decode_rejected(rt, &a, "chunk_size", "chunk_size -1");
+  a.struct_size = offsetof(flashjit_decode_args, chunk_size);
+  expect(failed_at_device(flashjit_decode(rt, &a)), "decode args from before chunk_size: no chunks");
+  a = fake_decode();
+  a.chunk_size = 64;
+  a.window_left = 100;
+  expect_decode_rejected(rt, &a, "chunk_size 64 and window_left 100", "chunk_size with a sliding window");
+  a.struct_size = offsetof(flashjit_decode_args, chunk_size);
+  expect(failed_at_device(flashjit_decode(rt, &a)), "a window from a header before chunk_size: no chunks");
+  a = fake_decode();
+  a.chunk_size = 64;
+  expect(failed_at_device(flashjit_decode(rt, &a)), "decode with chunk_size 64 on fake pointers");
+  expect(failed_at_device((int)-flashjit_decode_workspace_bytes(rt, &a)),
+         "decode_workspace_bytes with chunk_size 64 on fake pointers");
+  a = fake_paged_decode();
+  a.chunk_size = 1;
+  expect(failed_at_device(flashjit_decode(rt, &a)), "paged decode with chunk_size 1 on fake pointers");
   a = fake_decode();
   a.split_merge = FLASHJIT_SPLIT_MERGE_CLUSTER;
   a.num_splits = 17;

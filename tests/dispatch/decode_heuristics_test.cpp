@@ -365,6 +365,50 @@ TEST_CASE("decode plan: a window bounds the keys to split, forced splits are kep
   CHECK(plan_decode(p, kSm90a, 132).split.rows == 32);
 }
 
+TEST_CASE("decode plan: a chunk bounds the keys to split (chunk_size + q_len + block_n - 2)", "[dispatch][decode]") {
+  using flashjit::dispatch::plan_decode;
+  // 1000-key chunks over a 32k cache: the first token's chunk starts at most 999 keys before it, rounded down
+  // to a tile: at most 1000 + 1 + 64 - 2 keys are visible, split as a 1063-key cache.
+  auto p = decode_problem(1, 32768);
+  p.chunk_size = 1000;
+  auto plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.mask == flashjit::MaskKind::chunked_causal);
+  REQUIRE(plan.split.block_n == 64);
+  const int bound = 1000 + 1 + plan.split.block_n - 2;
+  const DecodeSplitPlan unchunked = plan_decode(decode_problem(1, bound), kSm90a, 132).splits;
+  CHECK(plan.splits.num_splits == unchunked.num_splits);
+  CHECK(plan.splits.keys_per_split == unchunked.keys_per_split);
+  CHECK(plan.splits.num_splits < 16);  // not the 32k cache's 16 splits
+  CHECK(plan.splits.num_splits * plan.splits.keys_per_split >= bound);
+  // Four new tokens on 16-token pages, 300-key chunks: 300 + 4 + block_n - 2 keys.
+  p = with_pages(decode_problem(2, 16384, 4), 16);
+  p.chunk_size = 300;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.split.mask == flashjit::MaskKind::chunked_causal);
+  auto q = with_pages(decode_problem(2, 300 + 4 + plan.split.block_n - 2, 4), 16);
+  const auto bounded = plan_decode(q, kSm90a, 132);
+  CHECK(bounded.split.block_n == plan.split.block_n);
+  CHECK(plan.splits.num_splits == bounded.splits.num_splits);
+  CHECK(plan.splits.keys_per_split == bounded.splits.keys_per_split);
+  // A chunk at least as long as the cache bounds nothing: the causal problem's splits, the chunked kernel.
+  for (int chunk : {32768, 1 << 30}) {
+    p = decode_problem(1, 32768);
+    p.chunk_size = chunk;
+    plan = plan_decode(p, kSm90a, 132);
+    INFO("chunk_size " << chunk);
+    CHECK(plan.split.mask == flashjit::MaskKind::chunked_causal);
+    const DecodeSplitPlan causal = plan_decode(decode_problem(1, 32768), kSm90a, 132).splits;
+    CHECK(plan.splits.num_splits == causal.num_splits);
+    CHECK(plan.splits.keys_per_split == causal.keys_per_split);
+  }
+  // Forced splits are kept.
+  p = decode_problem(2, 4096, 4);
+  p.chunk_size = 64, p.num_splits = 3;
+  plan = plan_decode(p, kSm90a, 132);
+  CHECK(plan.splits.num_splits == 3);
+  CHECK(plan.split.mask == flashjit::MaskKind::chunked_causal);
+}
+
 TEST_CASE("decode plan: paged caches take 128-key tiles on sm_90 (four warps, eight for four m-tiles), one CTA per SM",
           "[dispatch][decode]") {
   using flashjit::dispatch::plan_decode;

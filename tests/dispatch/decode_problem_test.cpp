@@ -120,6 +120,16 @@ TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {
   require_invalid(p, "lse must be 4-byte aligned");
   p = contiguous(), p.window_left = -2;
   require_invalid(p, "window_left must be >= 0 or -1");
+  p = contiguous(), p.chunk_size = -1;
+  require_invalid(p, "chunk_size must be > 0 or 0 (no chunks), got -1");
+  p = contiguous(), p.chunk_size = 64, p.window_left = 100;
+  require_invalid(p, "chunk_size 64 and window_left 100: a decode takes a sliding window or chunks, not both");
+  p = contiguous(), p.chunk_size = 1, p.window_left = 0;  // a zero window is a window
+  require_invalid(p, "window_left 0");
+  p = contiguous(), p.chunk_size = 64, p.window_left = -1;
+  CHECK(check(p).ok());
+  p = paged(), p.chunk_size = 1 << 30;  // longer than every sequence: causal, through the chunked kernel
+  CHECK(check(p).ok());
   p = contiguous(), p.softmax_scale = 0.f;
   require_invalid(p, "softmax_scale must be positive and finite");
   p = contiguous(), p.num_splits = 33;
@@ -130,6 +140,23 @@ TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {
   require_invalid(p, "split_merge cluster takes at most 16 splits (one thread-block cluster), but num_splits is 17");
   p = contiguous(), p.split_merge = flashjit::SplitMerge::cluster, p.num_splits = 16;
   CHECK(check(p).ok());
+}
+
+TEST_CASE("decode problem: mask_of is causal, sliding_window (window_left >= 0) or chunked_causal (chunk_size > 0)",
+          "[dispatch][decode]") {
+  using flashjit::MaskKind;
+  DecodeProblem p = contiguous();
+  CHECK(mask_of(p) == MaskKind::causal);
+  p.window_left = 0;
+  CHECK(mask_of(p) == MaskKind::sliding_window);
+  p.window_left = 100;
+  CHECK(mask_of(p) == MaskKind::sliding_window);
+  p = paged(), p.chunk_size = 1;
+  CHECK(mask_of(p) == MaskKind::chunked_causal);
+  p.chunk_size = 1 << 30;
+  CHECK(mask_of(p) == MaskKind::chunked_causal);
+  p.chunk_size = 0;
+  CHECK(mask_of(p) == MaskKind::causal);
 }
 
 TEST_CASE("decode problem: paged cache errors", "[dispatch][decode]") {
