@@ -285,13 +285,18 @@ SPLIT_MERGES = {"auto": _abi.SPLIT_MERGE_AUTO, "combine": _abi.SPLIT_MERGE_COMBI
                 "cluster": _abi.SPLIT_MERGE_CLUSTER}
 
 
-def check_decode_options(window_left, num_splits, split_merge="auto"):
-    """(window_left, num_splits, split_merge) as ints: window_left >= -1 (-1: no window), num_splits >= 0 (0:
-    planned), split_merge one of SPLIT_MERGES' names."""
+def check_decode_options(window_left, num_splits, split_merge="auto", chunk_size=0):
+    """(window_left, num_splits, split_merge, chunk_size) as ints: window_left >= -1 (-1: no window), num_splits
+    >= 0 (0: planned), split_merge one of SPLIT_MERGES' names, chunk_size >= 0 (0: no chunks; not together with
+    window_left >= 0)."""
     if not isinstance(split_merge, str) or split_merge not in SPLIT_MERGES:
         raise ValueError(f"split_merge must be one of {', '.join(SPLIT_MERGES)}, got {split_merge!r}")
-    return (_int_arg("window_left", window_left, -1, INT32_MAX), _int_arg("num_splits", num_splits, 0, INT32_MAX),
-            SPLIT_MERGES[split_merge])
+    window_left = _int_arg("window_left", window_left, -1, INT32_MAX)
+    chunk_size = _int_arg("chunk_size", chunk_size, 0, INT32_MAX)
+    if chunk_size > 0 and window_left >= 0:
+        raise ValueError(f"chunk_size {chunk_size} and window_left {window_left}: decode takes a sliding window or "
+                         "chunks, not both")
+    return window_left, _int_arg("num_splits", num_splits, 0, INT32_MAX), SPLIT_MERGES[split_merge], chunk_size
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,15 @@ def _torch_stream(stream, device):
 
 
 def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-              max_seqlen_k):
-    if not (_memo.ints(window_left, num_splits, max_seqlen_k) and _memo.number(softmax_scale)
+              max_seqlen_k, chunk_size):
+    if not (_memo.ints(window_left, num_splits, max_seqlen_k, chunk_size) and _memo.number(softmax_scale)
             and type(split_merge) is str):
         return None
     key = _memo.tensor_key
     try:
         return (key(q), key(k_cache), key(v_cache), key(seqlens_k), None if page_table is None else key(page_table),
-                None if out is None else key(out), window_left, softmax_scale, num_splits, split_merge, max_seqlen_k)
+                None if out is None else key(out), window_left, softmax_scale, num_splits, split_merge, max_seqlen_k,
+                chunk_size)
     except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
         return None
 
@@ -45,11 +46,12 @@ def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table):
 
 
 def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
-                  split_merge, max_seqlen_k):
+                  split_merge, max_seqlen_k, chunk_size):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
     (allocated like q when None)."""
     problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
-    window_left, num_splits, split_merge = check_decode_options(window_left, num_splits, split_merge)
+    window_left, num_splits, split_merge, chunk_size = check_decode_options(window_left, num_splits, split_merge,
+                                                                            chunk_size)
     scale = scale_of(softmax_scale)
     if out is not None:
         check_out(out, q)
@@ -61,7 +63,7 @@ def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softm
         max_pages_per_seq=problem.max_pages_per_seq, q_strides=Strides(*bshd_strides(q)),
         o_strides=Strides(*bshd_strides(out)), k_strides=Strides(*bshd_strides(k_cache)),
         v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
-        num_splits=num_splits, split_merge=split_merge)
+        num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size)
     # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
     _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table))
     needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
@@ -77,14 +79,14 @@ def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table):
 
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream):
+                 split_merge, max_seqlen_k, stream, chunk_size):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
     every check on the first call of a key (_memo), the addresses' alignment on every call."""
     key = _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits,
-                    split_merge, max_seqlen_k)
+                    split_merge, max_seqlen_k, chunk_size)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
-                                     num_splits, split_merge, max_seqlen_k),
+                                     num_splits, split_merge, max_seqlen_k, chunk_size),
         out, lambda: _output(None, q), lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
@@ -107,8 +109,8 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
     return args, workspace, out, lse
 
 
-def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, softmax_scale=None, return_lse=False,
-           out=None, num_splits=0, split_merge="auto", max_seqlen_k=None, stream=None):
+def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, chunk_size=0, softmax_scale=None,
+           return_lse=False, out=None, num_splits=0, split_merge="auto", max_seqlen_k=None, stream=None):
     """Attention of new query tokens over a KV cache (token generation), with GQA and an optional paged cache.
 
     q: [batch, q_len, heads_q, head_dim], the q_len (1..16) newest tokens of each sequence, already appended to
@@ -117,7 +119,9 @@ def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, s
     int32 (key j of sequence b is token j % page_size of page page_table[b, j // page_size]; page_size a power
     of two up to 256). seqlens_k: int32 [batch] on the device, the keys of each sequence (new tokens included).
     Token t of sequence b sits at position seqlens_k[b] - q_len + t and sees keys up to it (causal among the new
-    tokens); window_left >= 0 also limits it to the window_left keys before it.
+    tokens); window_left >= 0 also limits it to the window_left keys before it, or else chunk_size > 0
+    (chunked-causal attention; not together with a window) to the keys of its own chunk, those j with
+    j // chunk_size == position // chunk_size.
 
     max_seqlen_k: a host-side bound on every seqlens_k entry (the keys are split for parallelism by this bound;
     larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size).
@@ -133,21 +137,23 @@ def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, s
     arguments raise ValueError before anything runs; the library's checks and failures raise FlashjitError.
     """
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
-                                             return_lse, out, num_splits, split_merge, max_seqlen_k, stream)
+                                             return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
+                                             chunk_size)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return (out, lse) if return_lse else out
 
 
-def prepare_decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, softmax_scale=None,
-                   return_lse=False, out=None, num_splits=0, split_merge="auto", max_seqlen_k=None, stream=None):
+def prepare_decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, chunk_size=0,
+                   softmax_scale=None, return_lse=False, out=None, num_splits=0, split_merge="auto", max_seqlen_k=None,
+                   stream=None):
     """Gets decode(...)'s kernels, for the same arguments, compiled (or read from the disk cache) and loaded on
     the device without running them (the tensors are not read), so that decode on tensors of this kind (dtype,
-    head dim, heads, q_len, layout and page size, split count and merge) may then be captured into a CUDA graph, on any
-    stream. Returns None."""
+    head dim, heads, q_len, layout and page size, mask (window or chunks), split count and merge) may then be captured
+    into a CUDA graph, on any stream. Returns None."""
     del return_lse  # the kernels are the same with or without LSE
     args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, False,
-                                         out, num_splits, split_merge, max_seqlen_k, stream)
+                                         out, num_splits, split_merge, max_seqlen_k, stream, chunk_size)
     import torch
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("flashjit.prepare_decode must run before CUDA-graph capture, not during it")

@@ -339,11 +339,13 @@ class DecodeCase:
     num_splits: int = 0
     split_merge: str = "auto"
     max_seqlen_k: int = None  # None: decode's default (the capacity)
+    chunk_size: int = 0  # 0: no chunks (not with window_left >= 0)
 
     def __str__(self):
         lens = ",".join(str(n) for n in self.seqlens)
         layout = f"paged{self.page_size}" if self.page_size else "contiguous"
         extra = (f"-w{self.window_left}" if self.window_left >= 0 else "") + (
+            f"-chunk{self.chunk_size}" if self.chunk_size else "") + (
             f"-splits{self.num_splits}" if self.num_splits else "") + (
             f"-{self.split_merge}" if self.split_merge != "auto" else "") + (
             f"-max{self.max_seqlen_k}" if self.max_seqlen_k else "")
@@ -366,6 +368,15 @@ DECODE_CASES = [
     DecodeCase((3000, 5, 700), 1, 32, 8, 128, BF16, page_size=16, num_splits=2, split_merge="combine"),
     DecodeCase((100, 1500), 1, 32, 8, 128, BF16, capacity=4096, max_seqlen_k=1500),
     DecodeCase((16, 8000), 16, 8, 1, 128, BF16, page_size=256),
+    # Chunked-causal: the new tokens of a sequence straddle a chunk boundary (302 with q_len 4: positions 298..301
+    # across 300; 1010 and 66 with q_len 16: 994..1009 across 1000 for chunks of 100, 50..65 across 64), a chunk
+    # of one key, a chunk longer than the cache.
+    DecodeCase((1000, 2049, 302), 4, 32, 8, 128, BF16, chunk_size=100),
+    DecodeCase((66, 1010, 4097), 16, 16, 4, 128, FP16, page_size=16, chunk_size=64),
+    DecodeCase((17, 1000, 4097), 1, 32, 8, 128, BF16, page_size=1, chunk_size=300, num_splits=3),
+    DecodeCase((302, 2000), 4, 32, 8, 128, FP16, chunk_size=300, num_splits=1),
+    DecodeCase((1, 17, 1000), 1, 8, 2, 128, BF16, chunk_size=1),
+    DecodeCase((1000, 999), 4, 32, 8, 64, FP16, chunk_size=5000),
 ]
 
 
@@ -412,6 +423,38 @@ def decode_reference(q, per_seq, window_left=-1):
     return torch.cat(outs), torch.cat(lses)
 
 
+def masked_reference64(q, k, v, visible, softmax_scale=None):
+    """float64 O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against k, v [B, Sk, Hkv, D] with a
+    [Sq, Sk] mask of visible keys; rows that see no key get O = 0 and LSE = -inf."""
+    hq, hkv, d = q.shape[2], k.shape[2], q.shape[3]
+    scale = 1 / math.sqrt(d) if softmax_scale is None else softmax_scale
+    qd = q.double().transpose(1, 2)
+    kd = k.double().repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
+    vd = v.double().repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
+    scores = torch.matmul(qd, kd.transpose(-1, -2)).mul_(scale).masked_fill_(~visible, -math.inf)
+    lse = torch.logsumexp(scores, dim=-1)
+    p = torch.where(visible, torch.exp(scores - lse[..., None]), torch.zeros((), dtype=torch.float64, device=q.device))
+    return torch.matmul(p, vd).transpose(1, 2), lse
+
+
+def chunked_decode_reference(q, per_seq, chunk_size):
+    """float64 O [B, q_len, Hq, D] and LSE [B, Hq, q_len] of chunked-causal decode: token t of sequence b sits at
+    position a = len_b - q_len + t and sees the keys j <= a of its own chunk (j // chunk_size == a // chunk_size);
+    a < 0 sees none."""
+    outs, lses = [], []
+    q_len = q.shape[1]
+    for i, (k, v) in enumerate(per_seq):
+        n = k.shape[0]
+        a = torch.arange(q_len, device=q.device)[:, None] + (n - q_len)
+        j = torch.arange(n, device=q.device)[None, :]
+        visible = (j <= a) & (torch.div(j, chunk_size, rounding_mode="floor") ==
+                              torch.div(a.clamp_min(0), chunk_size, rounding_mode="floor"))
+        o, lse = masked_reference64(q[i:i + 1], k[None], v[None], visible)
+        outs.append(o)
+        lses.append(lse)
+    return torch.cat(outs), torch.cat(lses)
+
+
 def check_decode_case(case):
     q, k, v, lens, table, per_seq = decode_inputs(case)
     if case.split_merge == "cluster" and torch.cuda.get_device_capability()[0] < 9:
@@ -422,10 +465,14 @@ def check_decode_case(case):
             return
         raise AssertionError("a forced cluster merge below sm_90 did not fail")
     o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_left=case.window_left, return_lse=True,
-                             num_splits=case.num_splits, split_merge=case.split_merge, max_seqlen_k=case.max_seqlen_k)
+                             num_splits=case.num_splits, split_merge=case.split_merge, max_seqlen_k=case.max_seqlen_k,
+                             chunk_size=case.chunk_size)
     assert o.shape == q.shape and o.dtype == q.dtype
     assert lse.shape == (q.shape[0], case.heads_q, case.q_len) and lse.dtype == torch.float32
-    ref_o, ref_lse = decode_reference(q, per_seq, case.window_left)
+    if case.chunk_size:
+        ref_o, ref_lse = chunked_decode_reference(q, per_seq, case.chunk_size)
+    else:
+        ref_o, ref_lse = decode_reference(q, per_seq, case.window_left)
     expect_close(o, lse, ref_o, ref_lse, case.dtype, str(case))
 
 
@@ -525,6 +572,43 @@ def check_prepare_decode_covers_shorter_caches():
     torch.cuda.synchronize()
     ref_o, _ = decode_reference(q, per_seq, 20)
     expect_close(out, None, ref_o, None, FP16, "decode prepared at 4096 keys, captured at 40")
+
+
+def check_decode_chunked_causal():
+    """Chunked-causal decode against float64: the same tensors with chunk sizes 64, 100, 0 (causal) and 64 again,
+    each call matching its own mask (a call is never served from the memo entry of another chunk size);
+    prepare_decode with chunk_size, then the chunked decode captured and replayed with new lengths; a chunk
+    together with a window is a ValueError."""
+    case = DecodeCase((66, 1010, 4097), 4, 32, 8, 128, BF16, page_size=16)
+    q, k, v, lens, table, per_seq = decode_inputs(case)
+    for chunk in (64, 100, 0, 64):
+        o, lse = flashjit.decode(q, k, v, lens, page_table=table, chunk_size=chunk, return_lse=True)
+        ref_o, ref_lse = (chunked_decode_reference(q, per_seq, chunk) if chunk else
+                          decode_reference(q, per_seq))
+        expect_close(o, lse, ref_o, ref_lse, BF16, f"{case} chunk_size {chunk} (one call after another)")
+    try:
+        flashjit.decode(q, k, v, lens, page_table=table, chunk_size=64, window_left=128)
+    except ValueError as e:
+        assert "chunk_size" in str(e) and "window_left" in str(e), str(e)
+    else:
+        raise AssertionError("chunk_size with window_left was accepted")
+
+    case = DecodeCase((300, 4096), 1, 16, 4, 128, FP16, capacity=4096, chunk_size=256)
+    q, k, v, lens, _, _ = decode_inputs(case)
+    out = torch.empty_like(q)
+    flashjit.prepare_decode(q, k, v, lens, chunk_size=256, out=out)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        flashjit.decode(q, k, v, lens, chunk_size=256, out=out)
+    for new in ((300, 4096), (4096, 257), (1, 1000)):
+        lens.copy_(torch.tensor(new, dtype=torch.int32, device="cuda"))
+        q.copy_(torch.randn_like(q))
+        out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref_o, _ = chunked_decode_reference(q, [(k[i, :n], v[i, :n]) for i, n in enumerate(new)], 256)
+        expect_close(out, None, ref_o, None, FP16, f"chunked decode graph replay, lengths {new}")
 
 
 def split_keys(k, v, bounds):
@@ -650,6 +734,7 @@ CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_ca
           check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config,
           check_decode_out_and_strided_q, check_decode_graph_capture_and_replay,
           check_decode_capture_without_prepare_is_an_error, check_prepare_decode_covers_shorter_caches,
+          check_decode_chunked_causal,
           check_merge_states, check_decode_cascade_merge,
           check_merge_graph_capture, check_repeat_calls_on_new_tensors_and_streams]
 

@@ -134,6 +134,14 @@ def test_decode_tensor_checks(case):
     ({"window_left": -2}, "window_left must be in [-1"),
     ({"window_left": "7"}, "window_left must be an integer"),
     ({"window_left": 2**31}, "window_left must be in [-1"),
+    ({"chunk_size": -1}, "chunk_size must be in [0, 2147483647], got -1"),
+    ({"chunk_size": 2**31}, "chunk_size must be in [0"),
+    ({"chunk_size": 64.0}, "chunk_size must be an integer"),
+    ({"chunk_size": True}, "chunk_size must be an integer"),
+    ({"chunk_size": None}, "chunk_size must be an integer"),
+    ({"chunk_size": 64, "window_left": 100}, "chunk_size 64 and window_left 100: decode takes a sliding window or "
+                                             "chunks, not both"),
+    ({"chunk_size": 1, "window_left": 0}, "chunk_size 1 and window_left 0"),
     ({"num_splits": -1}, "num_splits must be in [0"),
     ({"num_splits": 2.0}, "num_splits must be an integer"),
     ({"split_merge": "fused"}, "split_merge must be one of auto, combine, cluster, got 'fused'"),
@@ -145,6 +153,39 @@ def test_decode_option_checks(kwargs, message):
     with pytest.raises(ValueError) as raised:
         call_decode(contiguous_inputs(), **kwargs)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"chunk_size": -1}, "chunk_size must be in [0"),
+    ({"chunk_size": 16, "window_left": 8}, "chunk_size 16 and window_left 8"),
+])
+def test_prepare_decode_checks_chunk_size(kwargs, message):
+    t = paged_inputs()
+    with pytest.raises(ValueError) as raised:
+        flashjit.prepare_decode(t["q"], t["k_cache"], t["v_cache"], t["seqlens_k"], page_table=t["page_table"],
+                                out=t["out"], stream=0, **kwargs)
+    assert message in str(raised.value)
+
+
+def test_decode_options_of_chunks():
+    assert _checks.check_decode_options(-1, 0, "auto", 64) == (-1, 0, _abi.SPLIT_MERGE_AUTO, 64)
+    assert _checks.check_decode_options(7, 3, "combine") == (7, 3, _abi.SPLIT_MERGE_COMBINE_KERNEL, 0)
+    assert _checks.check_decode_options(-1, 0, "auto", 0)[3] == 0
+
+
+def test_memo_keys_differ_by_chunk_size():
+    """A call with another chunk_size is never served from a memo entry of a different one."""
+    t = contiguous_inputs()
+
+    def key(chunk_size, window_left=-1):
+        return _decode._call_key(t["q"], t["k_cache"], t["v_cache"], t["seqlens_k"], None, t["out"], window_left,
+                                 None, 0, "auto", None, chunk_size)
+    keys = [key(0), key(1), key(64), key(100), key(0, 64)]
+    assert None not in keys
+    assert len(set(keys)) == len(keys)
+    assert key(64) == key(64)
+    # A value the checks refuse, or one that only compares equal to an int, is not memoized.
+    assert key(64.0) is None and key(True) is None
 
 
 def test_paged_max_seqlen_k_bound():

@@ -177,6 +177,7 @@ def test_merge_on_fake_pointers_raises_the_library_error():
     ("num_splits", 99, "num_splits must be 0 (planned) or in [1, "),
     ("split_merge", 5, "split_merge must be automatic (0), combine_kernel (1) or cluster (2), got 5"),
     ("workspace_bytes", 64, "workspace is NULL but workspace_bytes is 64"),
+    ("chunk_size", -1, "chunk_size must be > 0 or 0 (no chunks), got -1"),
 ])
 def test_decode_args_struct_matches_the_header(field, value, message):
     # Each optional field of the ctypes mirror lands where libflashjit reads it: a bad value is named.

@@ -114,11 +114,16 @@ def test_what_differs_in_the_key_misses(lib):
     run_decode(first, num_splits=2)
     run_decode(first, softmax_scale=0.5)
     run_decode(first, max_seqlen_k=64)
+    run_decode(first, chunk_size=64)
+    run_decode(first, chunk_size=100)
     strided = dict(first, k_cache=same_kind(first["k_cache"], strides=(MAXSEQ * HKV * D * 2, HKV * D, D, 1)))
     run_decode(strided)
-    assert lib.planned == 6 and len(_decode._calls) == 6
+    assert lib.planned == 8 and len(_decode._calls) == 8
     assert decode_args(lib.decode[-1]).k_strides.batch == MAXSEQ * HKV * D * 2
     assert decode_args(lib.decode[4]).max_seqlen_k == 64
+    assert [decode_args(raw).chunk_size for raw in lib.decode[4:7]] == [0, 64, 100]
+    run_decode(again(first), chunk_size=64)  # a hit: the entry of its own chunk size
+    assert lib.planned == 8 and decode_args(lib.decode[-1]).chunk_size == 64
 
 
 @pytest.mark.parametrize("name,ptr,message", [
@@ -137,6 +142,7 @@ def test_a_misaligned_address_after_a_hit_is_refused(lib, name, ptr, message):
 
 
 @pytest.mark.parametrize("option,good,bad", [("window_left", 1, True), ("window_left", 4, 4.0),
+                                             ("chunk_size", 1, True), ("chunk_size", 64, 64.0),
                                              ("num_splits", 1, True), ("max_seqlen_k", 64, 64.0)])
 def test_options_the_checks_refuse_are_refused_after_a_hit_of_an_equal_value(lib, option, good, bad):
     first = decode_inputs()
