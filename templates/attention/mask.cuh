@@ -43,6 +43,20 @@ struct Mask {
     }
   }
 
+  // The first key row q may see: keys below it are hidden whatever else holds (a window's or a chunk's start;
+  // 0 for the masks without one). Not clamped to the keys that exist. Decode, causal by construction, asks
+  // only this of the policy.
+  __device__ int first_key(int q) const {
+    int a = q + offset;
+    if constexpr (K == MaskKind::sliding_window) {
+      return left >= 0 ? a - left : 0;
+    } else if constexpr (K == MaskKind::chunked || K == MaskKind::chunked_causal) {
+      return floor_div(a, chunk) * chunk;
+    } else {
+      return 0;
+    }
+  }
+
   // True when every pair of rows [q0, q1) x keys [k0, k1) is visible (the seqlen_k bound aside).
   __device__ bool tile_all_visible(int q0, int q1, int k0, int k1) const {
     int a0 = q0 + offset, a1 = q1 - 1 + offset;

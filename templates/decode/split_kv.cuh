@@ -11,8 +11,8 @@
 // tile (a CTA barrier for Q, which every thread copies) no warp waits for another in the main loop. Warps that
 // share rows (column groups, several m-tiles) copy tiles together and synchronize the CTA.
 // Causal among the new tokens: token t sits at key position a = seqlen - q_len + t and sees keys j <= a;
-// the mask policy (attention/mask.cuh, bottom-right aligned) narrows that: a sliding window (j >= a -
-// window_left) or chunks (j in a's chunk). The causal kernel keeps the plain j <= a test.
+// the mask policy (attention/mask.cuh, bottom-right aligned) hides the keys below its first key for a:
+// a sliding window's (a - window_left) or a chunk's start.
 // Split partials: with several splits each CTA's state (O normalized, fp32, and LSE) goes to the workspace
 // for the combine kernel; with kClusterMerge the splits of one (sequence, KV head) are the CTAs of one
 // thread-block cluster (launched with cluster dims (num_splits, 1, 1)), which leave their states in shared
@@ -41,7 +41,7 @@ template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, in
 struct SplitKernel {
   static_assert(kMask == MaskKind::causal || kMask == MaskKind::sliding_window || kMask == MaskKind::chunked_causal,
                 "decode is causal among the new tokens: causal, sliding_window or chunked_causal");
-  // Masks that also hide keys below a bound that moves with the position (the window's or the chunk's start).
+  // Masks that also hide the keys below a bound that moves with the position (Mask::first_key).
   static constexpr bool kLowerBound = kMask != MaskKind::causal;
   using DecodeMask = Mask<kMask>;
   static constexpr int kThreads = 32 * kWarps;
@@ -151,6 +151,10 @@ struct SplitKernel {
     struct Span {
       int a_min, a_max, k0, k1, num_tiles;
     };
+    // The launch gives a window kernel window_left >= 0 and a chunked one chunk_size > 0 (launch/decode_launch.cpp):
+    // said here, the mask's tests for an unbounded window drop out.
+    if constexpr (kMask == MaskKind::sliding_window) __builtin_assume(p.window_left >= 0);
+    if constexpr (kMask == MaskKind::chunked_causal) __builtin_assume(p.chunk_size > 0);
     const auto mask_of = [&](int a_min, int seqlen) {  // rows counted from the first new token
       return DecodeMask(a_min, p.window_left, 0, p.chunk_size, seqlen);
     };
@@ -159,10 +163,7 @@ struct SplitKernel {
       Span sp;
       sp.a_min = seqlen - p.q_len, sp.a_max = seqlen - 1;
       int lo = 0;
-      if constexpr (kLowerBound) {
-        int hi;
-        mask_of(sp.a_min, seqlen).key_range(0, p.q_len, lo, hi);
-      }
+      if constexpr (kLowerBound) lo = max(0, mask_of(sp.a_min, seqlen).first_key(0));
       sp.k0 = lo - lo % kBN + split * p.keys_per_split;
       sp.k1 = min(seqlen, sp.k0 + p.keys_per_split);
       sp.num_tiles = sp.k1 > sp.k0 ? (sp.k1 - sp.k0 + kBN - 1) / kBN : 0;
@@ -317,20 +318,17 @@ struct SplitKernel {
 
       // Per-element masking only where the split's end, the causal edge or the mask's lower bound cuts the tile.
       const int n0 = k0 + it * kBN;
-      bool cut = n0 + kBN > k1;
-      if constexpr (kLowerBound) cut = cut || !mask.tile_all_visible(0, p.q_len, n0, n0 + kBN);
-      else cut = cut || n0 + kBN - 1 > a_min;
+      const bool cut = n0 + kBN > k1 || n0 + kBN - 1 > a_min || (kLowerBound && n0 < mask.first_key(p.q_len - 1));
       if (cut) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int row = mt * 16 + lane / 4 + (c / 2) * 8;
-            const int token = row / p.group;  // padding rows get a position too; never stored
+            const int token = row / p.group, a = a_min + token;  // padding rows get a position too; never stored
             const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
-            bool visible = key < k1;
-            if constexpr (kLowerBound) visible = visible && mask.visible(token, key);
-            else visible = visible && key <= a_min + token;
+            bool visible = key < k1 && key <= a;
+            if constexpr (kLowerBound) visible = visible && key >= mask.first_key(token);
             if (!visible) s[0][nt][c] = neg_infinity();
           }
       }
