@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "config/limits.hpp"
-#include "tune/tuned_table.hpp"
+#include "dispatch/tuned_table.hpp"
 
 namespace flashjit::dispatch {
 namespace {
@@ -121,7 +121,7 @@ namespace {
 
 // choose() but for the varlen flag (false in the result).
 Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, Algorithm requested,
-                                  const tune::TunedTables* tuned) {
+                                  const TunedTables* tuned) {
   switch (requested) {
     case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch);
     case Algorithm::fa2: {
@@ -155,7 +155,7 @@ Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, A
 }  // namespace
 
 Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
-                            const tune::TunedTables* tuned) {
+                            const TunedTables* tuned) {
   auto c = choose_tiles(p, arch, requested, tuned);
   if (c.ok()) c->varlen = p.varlen();
   return c;

@@ -5,11 +5,9 @@
 #include "flashjit/config.hpp"
 #include "flashjit/problem.hpp"
 
-namespace flashjit::tune {
-class TunedTables;
-}
-
 namespace flashjit::dispatch {
+
+class TunedTables;
 
 // FA2 tile choice for a head dim on an architecture.
 KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
@@ -25,7 +23,7 @@ KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& 
 // the problem (fa3 on sm_90a, else fa2, else naive). A varlen problem gets the same tiles as its padded
 // fixed-length twin, with varlen set.
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
-                            Algorithm requested = Algorithm::automatic, const tune::TunedTables* tuned = nullptr);
+                            Algorithm requested = Algorithm::automatic, const TunedTables* tuned = nullptr);
 
 // Whether a (valid) config can run the problem on a device of `device_arch`; the error says what differs.
 Status supports(const KernelConfig& config, const AttentionProblem& problem, const Arch& device_arch);

@@ -10,19 +10,19 @@
 
 #include "common/log.hpp"
 #include "cuda/driver.hpp"
-#include "tune/tuned_table.hpp"
+#include "dispatch/tuned_table.hpp"
 
 namespace flashjit::runtime {
 
 struct Device {
   cuda::DeviceInfo info;
   CUcontext context = nullptr;
-  tune::TunedTables tuned;
+  dispatch::TunedTables tuned;
 };
 
 class Devices {
  public:
-  Devices(tune::TunedTables tuned, log::Logger logger) : tuned_(std::move(tuned)), logger_(std::move(logger)) {}
+  Devices(dispatch::TunedTables tuned, log::Logger logger) : tuned_(std::move(tuned)), logger_(std::move(logger)) {}
   Devices(const Devices&) = delete;
   Devices& operator=(const Devices&) = delete;
   // Runs `before_release(ordinal)` in each device's context (to free what lives in it), then releases the
@@ -56,7 +56,7 @@ class Devices {
   }
 
  private:
-  tune::TunedTables tuned_;  // loaded once; each device keeps those stamped for it
+  dispatch::TunedTables tuned_;  // loaded once; each device keeps those stamped for it
   log::Logger logger_;
   mutable std::shared_mutex mutex_;
   std::map<int, Device> devices_;

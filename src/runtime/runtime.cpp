@@ -48,7 +48,7 @@ struct Runtime::Impl {
   runtime::LoadedKernels kernels;
   runtime::WorkspacePool workspaces;
 
-  Impl(runtime::Settings s, cache::DiskCache disk, tune::TunedTables tables)
+  Impl(runtime::Settings s, cache::DiskCache disk, dispatch::TunedTables tables)
       : settings(std::move(s)), devices(std::move(tables), settings.logger),
         artifacts(std::move(disk), settings.jit, settings.logger) {}
 
@@ -195,7 +195,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   runtime::Settings settings = runtime::resolve(options);
   auto disk = cache::DiskCache::open(runtime::cache_options(settings));
   if (!disk.ok()) return std::move(disk).error().with("while opening the kernel cache");
-  auto tables = tune::TunedTables::load(tune::TunedTables::default_sources(settings.tuned_tables, disk->dir()),
+  auto tables = dispatch::TunedTables::load(dispatch::TunedTables::default_sources(settings.tuned_tables, disk->dir()),
                                         settings.logger);
   return std::unique_ptr<Runtime>(
       new Runtime(std::make_unique<Impl>(std::move(settings), std::move(*disk), std::move(tables))));

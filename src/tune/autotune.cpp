@@ -5,6 +5,11 @@
 #include <algorithm>
 
 namespace flashjit::tune {
+
+using dispatch::CandidateCounts;
+using dispatch::ProblemShape;
+using dispatch::TunedEntry;
+
 namespace {
 
 struct Timed {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/problem_shape.hpp"
+#include "dispatch/tuned_table.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/runtime.hpp"
 #include "tune/candidates.hpp"
-#include "tune/problem_shape.hpp"
-#include "tune/tuned_table.hpp"
 
 namespace flashjit::tune {
 
@@ -32,8 +32,8 @@ class ProblemBench {
 using CompiledFn = std::function<Result<KernelInfo>(const KernelConfig&)>;
 
 struct ProblemReport {
-  std::optional<TunedEntry> entry;  // none when no candidate was timed and passed the check
-  CandidateCounts counts;
+  std::optional<dispatch::TunedEntry> entry;  // none when no candidate was timed and passed the check
+  dispatch::CandidateCounts counts;
   std::vector<std::string> notes;   // one line per candidate that failed (compile, run, check)
 };
 
@@ -41,7 +41,7 @@ struct ProblemReport {
 double check_tolerance(DType dtype);
 
 // Tunes one problem over `candidates` (the dispatcher's pick `heuristic` is timed too, for comparison).
-ProblemReport tune_problem(const ProblemShape& shape, const Candidates& candidates, const KernelConfig& heuristic,
-                           const CompiledFn& compiled, ProblemBench& bench);
+ProblemReport tune_problem(const dispatch::ProblemShape& shape, const Candidates& candidates,
+                           const KernelConfig& heuristic, const CompiledFn& compiled, ProblemBench& bench);
 
 }  // namespace flashjit::tune

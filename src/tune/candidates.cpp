@@ -5,6 +5,9 @@
 #include "dispatch/heuristics.hpp"
 
 namespace flashjit::tune {
+
+using dispatch::ProblemShape;
+
 namespace {
 
 std::vector<int> steps(int from, int to, int step) {

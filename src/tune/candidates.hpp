@@ -5,9 +5,9 @@
 
 #include <vector>
 
+#include "dispatch/problem_shape.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/runtime.hpp"
-#include "tune/problem_shape.hpp"
 #include "tune/sweep.hpp"
 
 namespace flashjit::tune {
@@ -26,7 +26,7 @@ struct Candidates {
 
 // The candidates for a problem on `arch`. Algorithms: the space's, else the one the dispatcher picks for
 // the problem. Every candidate takes dtype, head dim and mask from the problem.
-Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, const Arch& arch,
+Candidates enumerate(const dispatch::ProblemShape& shape, const CandidateSpace& space, const Arch& arch,
                      Density density = Density::full);
 
 // Whether ptxas's report disqualifies a kernel: spills (stores or loads) or a stack frame.

@@ -10,6 +10,9 @@
 
 namespace flashjit::tune {
 
+using dispatch::ProblemShape;
+using dispatch::TunedTables;
+
 namespace {
 
 // Whether Runtime::decode or prepare_decode of the problem loads the combine kernel: decode when its plan

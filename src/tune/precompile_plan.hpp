@@ -10,10 +10,9 @@
 
 #include <vector>
 
-#include "flashjit/config.hpp"
+#include "dispatch/tuned_table.hpp"
 #include "flashjit/config.hpp"
 #include "tune/sweep.hpp"
-#include "tune/tuned_table.hpp"
 
 namespace flashjit::tune {
 
@@ -31,7 +30,7 @@ struct PrecompilePlan {
   std::vector<AnyKernelConfig> kernels() const;
 };
 
-PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& archs, const TunedTables& tables,
+PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& archs, const dispatch::TunedTables& tables,
                                bool all_candidates, int sms = kDefaultPrecompileSms);
 
 }  // namespace flashjit::tune

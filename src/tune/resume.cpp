@@ -6,6 +6,11 @@
 
 namespace flashjit::tune {
 
+using dispatch::ProblemShape;
+using dispatch::Stamp;
+using dispatch::TunedEntry;
+using dispatch::TunedTable;
+
 std::filesystem::path partial_path(const std::filesystem::path& output) { return output.string() + ".partial"; }
 
 Result<TunedTable> resume_table(const std::filesystem::path& output, const Stamp& system) {
@@ -17,9 +22,9 @@ Result<TunedTable> resume_table(const std::filesystem::path& output, const Stamp
       break;
     }
   if (from.empty()) return TunedTable{system, "", {}};
-  auto table = load_table(from);
+  auto table = dispatch::load_table(from);
   if (!table.ok()) return std::move(table).error().with("while resuming from earlier results");
-  if (auto why = stamp_mismatch(table->stamp, system, true); !why.empty())
+  if (auto why = dispatch::stamp_mismatch(table->stamp, system, true); !why.empty())
     return Error(ErrorCode::invalid_argument,
                  fmt::format("{} holds results measured elsewhere ({}); remove it or write to another file", from.string(),
                              why));

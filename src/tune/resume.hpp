@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <vector>
 
+#include "dispatch/problem_shape.hpp"
+#include "dispatch/tuned_table.hpp"
 #include "flashjit/error.hpp"
-#include "tune/problem_shape.hpp"
-#include "tune/tuned_table.hpp"
 
 namespace flashjit::tune {
 
@@ -18,9 +18,10 @@ std::filesystem::path partial_path(const std::filesystem::path& output);
 // The results to continue from: OUTPUT.partial, else OUTPUT, else an empty table; stamped with `system`
 // either way (the driver version is refreshed). A file measured elsewhere (a different GPU, arch, NVRTC or
 // flashjit) is an error naming it.
-Result<TunedTable> resume_table(const std::filesystem::path& output, const Stamp& system);
+Result<dispatch::TunedTable> resume_table(const std::filesystem::path& output, const dispatch::Stamp& system);
 
 // Indices of the problems that `done` has no entry for, in order.
-std::vector<std::size_t> pending_problems(const std::vector<ProblemShape>& problems, const TunedTable& done);
+std::vector<std::size_t> pending_problems(const std::vector<dispatch::ProblemShape>& problems,
+                                         const dispatch::TunedTable& done);
 
 }  // namespace flashjit::tune

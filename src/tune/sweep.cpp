@@ -11,6 +11,9 @@
 #include "flashjit/config.hpp"
 
 namespace flashjit::tune {
+
+using dispatch::ProblemShape;
+
 namespace {
 
 using nlohmann::json;

@@ -8,9 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "dispatch/problem_shape.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
-#include "tune/problem_shape.hpp"
+#include "tune/decode_shape.hpp"
 
 namespace flashjit::tune {
 
@@ -29,7 +30,8 @@ struct CandidateSpace {
 struct Sweep {
   std::string name;                    // the "name" field, else the file's stem
   std::string description;
-  std::vector<ProblemShape> problems;  // prefill entries: expanded, normalized, duplicates dropped, in file order
+  // Prefill entries: expanded, normalized, duplicates dropped, in file order.
+  std::vector<dispatch::ProblemShape> problems;
   std::vector<DecodeShape> decode;     // "kind": "decode" entries, likewise (precompile only; not autotuned)
   CandidateSpace candidates;           // prefill problems only
 };

@@ -3,12 +3,12 @@
 #include <string>
 
 #include "cli/cli_runner.hpp"
+#include "dispatch/tuned_table.hpp"
 #include "support/catch.hpp"
-#include "tune/tuned_table.hpp"
 
 using flashjit::test::Cli;
 using flashjit::test::quote;
-using namespace flashjit::tune;
+using namespace flashjit::dispatch;
 
 TEST_CASE("cli: info counts the tuned tables and says why one is ignored", "[cli][tuned]") {
   Cli cli;

@@ -17,6 +17,7 @@ using flashjit::KernelConfig;
 using flashjit::KernelInfo;
 using flashjit::MaskKind;
 using flashjit::Result;
+using namespace flashjit::dispatch;
 using namespace flashjit::tune;
 
 namespace {

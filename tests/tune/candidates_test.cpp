@@ -13,10 +13,10 @@ using flashjit::Arch;
 using flashjit::KernelConfig;
 using flashjit::MaskKind;
 using flashjit::PtxasStats;
+using flashjit::dispatch::ProblemShape;
 using flashjit::tune::CandidateSpace;
 using flashjit::tune::Density;
 using flashjit::tune::enumerate;
-using flashjit::tune::ProblemShape;
 
 namespace {
 

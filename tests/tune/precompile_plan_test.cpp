@@ -15,6 +15,7 @@ using flashjit::Algorithm;
 using flashjit::Arch;
 using flashjit::KernelConfig;
 using flashjit::MaskKind;
+using namespace flashjit::dispatch;
 using namespace flashjit::tune;
 
 namespace {

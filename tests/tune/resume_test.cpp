@@ -14,6 +14,7 @@ using flashjit::Arch;
 using flashjit::ErrorCode;
 using flashjit::KernelConfig;
 using flashjit::MaskKind;
+using namespace flashjit::dispatch;
 using namespace flashjit::tune;
 
 namespace {

@@ -11,11 +11,11 @@ using flashjit::Algorithm;
 using flashjit::DType;
 using flashjit::ErrorCode;
 using flashjit::MaskKind;
+using flashjit::dispatch::ProblemShape;
 using flashjit::tune::load_sweep;
 using flashjit::tune::parse_sweep;
 using flashjit::KvLayout;
 using flashjit::tune::DecodeShape;
-using flashjit::tune::ProblemShape;
 
 namespace {
 

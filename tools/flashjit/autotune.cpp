@@ -1,5 +1,5 @@
 // `flashjit autotune --sweep FILE -o OUT [--iters N] [-j N] [--quick]`: for each problem of a sweep, time
-// every candidate config on GPU 0 and write a tuned table (tune/tuned_table.hpp) that the runtime's dispatcher
+// every candidate config on GPU 0 and write a tuned table (dispatch/tuned_table.hpp) that the runtime's dispatcher
 // then uses on this GPU. Candidates compile in worker processes while the GPU times those compiled first.
 // Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured. Decode problems
 // of the sweep are skipped (one line says so); a sweep of decode problems alone is an error.
@@ -32,12 +32,12 @@ struct AutotuneArgs {
 
 // One problem still to measure and its candidates.
 struct Planned {
-  tune::ProblemShape shape;
+  dispatch::ProblemShape shape;
   tune::Candidates candidates;
   KernelConfig heuristic;
 };
 
-std::string entry_line(const tune::TunedEntry& e, const tune::CandidateCounts& n) {
+std::string entry_line(const dispatch::TunedEntry& e, const dispatch::CandidateCounts& n) {
   std::string line = fmt::format("{} {:.1f} TFLOP/s", readable_name(e.best), e.tflops);
   if (e.runner_up) line += fmt::format(", runner-up {} {:.1f}", readable_name(*e.runner_up), e.runner_up_tflops);
   if (e.heuristic) line += fmt::format(", heuristic {:.1f}", e.heuristic_tflops);
@@ -79,7 +79,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   if (!runtime.ok()) return report(runtime.error());
   const std::filesystem::path output = args.output, partial = tune::partial_path(output);
 
-  const tune::Stamp stamp = tune::system_stamp(device->name, device->arch, device->driver_version);
+  const dispatch::Stamp stamp = dispatch::system_stamp(device->name, device->arch, device->driver_version);
   auto table = tune::resume_table(output, stamp);
   if (!table.ok()) return report(table.error());
   table->sweep = sweep->name;
@@ -97,8 +97,8 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     if (seen.insert(to_json(c)).second) configs.push_back(c);
   };
   for (std::size_t i : pending) {
-    const tune::ProblemShape& shape = sweep->problems[i];
-    auto heuristic = dispatch::choose(tune::to_problem(shape), device->arch);
+    const dispatch::ProblemShape& shape = sweep->problems[i];
+    auto heuristic = dispatch::choose(dispatch::to_problem(shape), device->arch);
     if (!heuristic.ok()) return report(heuristic.error());
     Planned p{shape, tune::enumerate(shape, sweep->candidates, device->arch, density), *heuristic};
     add(dispatch::naive_config(shape.dtype, shape.head_dim, shape.mask, device->arch));
@@ -120,7 +120,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   const int width = static_cast<int>(fmt::formatted_size("{}", plan.size()));
   for (std::size_t n = 0; n < plan.size(); ++n) {
     const Planned& p = plan[n];
-    const std::string head = fmt::format("[{:>{}}/{}] {}", n + 1, width, plan.size(), tune::describe(p.shape));
+    const std::string head = fmt::format("[{:>{}}/{}] {}", n + 1, width, plan.size(), dispatch::describe(p.shape));
     auto bench = make_device_bench(**runtime, p.shape, device->arch, args.bench);
     if (!bench.ok()) {
       ++without_result;
@@ -131,7 +131,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     const tune::ProblemReport r = tune::tune_problem(
         p.shape, p.candidates, p.heuristic, [&](const KernelConfig& c) { return compiles.wait(c); }, **bench);
     std::fflush(stdout);
-    for (const auto& note : r.notes) fmt::print(stderr, "flashjit: {}: {}\n", tune::describe(p.shape), note);
+    for (const auto& note : r.notes) fmt::print(stderr, "flashjit: {}: {}\n", dispatch::describe(p.shape), note);
     if (!r.entry) {
       ++without_result;
       fmt::print("{}: no result ({} candidates, {} failed)\n", head, r.counts.enumerated, r.counts.failed);
@@ -140,10 +140,10 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     fmt::print("{}: {}\n", head, entry_line(*r.entry, r.counts));
     std::fflush(stdout);
     table->entries.push_back(*r.entry);
-    if (auto st = tune::save_table(*table, partial); !st.ok()) return report(st.error());
+    if (auto st = dispatch::save_table(*table, partial); !st.ok()) return report(st.error());
   }
 
-  if (auto st = tune::save_table(*table, output); !st.ok()) return report(st.error());
+  if (auto st = dispatch::save_table(*table, output); !st.ok()) return report(st.error());
   std::error_code ec;
   std::filesystem::remove(partial, ec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,10 +4,10 @@
 
 #include <memory>
 
+#include "dispatch/problem_shape.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/runtime.hpp"
 #include "tune/autotune.hpp"
-#include "tune/problem_shape.hpp"
 
 namespace flashjit::cli {
 
@@ -18,7 +18,7 @@ struct BenchSettings {
 
 // Allocates the problem's tensors (enough input sets to rotate past the L2) in the current context; the
 // reference output is computed on the first check. `arch` is the device's.
-Result<std::unique_ptr<tune::ProblemBench>> make_device_bench(Runtime& runtime, const tune::ProblemShape& shape,
+Result<std::unique_ptr<tune::ProblemBench>> make_device_bench(Runtime& runtime, const dispatch::ProblemShape& shape,
                                                                const Arch& arch, const BenchSettings& settings);
 
 }  // namespace flashjit::cli

@@ -41,7 +41,7 @@ double median(std::vector<double> v) {
 
 class DeviceBench final : public tune::ProblemBench {
  public:
-  DeviceBench(Runtime& runtime, const tune::ProblemShape& shape, const Arch& arch, const BenchSettings& settings)
+  DeviceBench(Runtime& runtime, const dispatch::ProblemShape& shape, const Arch& arch, const BenchSettings& settings)
       : runtime_(runtime), shape_(shape), arch_(arch), settings_(settings) {}
 
   Status allocate() {
@@ -110,7 +110,7 @@ class DeviceBench final : public tune::ProblemBench {
   };
 
   AttentionProblem problem(const Set& s, const cuda::DeviceBuffer& o) const {
-    AttentionProblem p = tune::to_problem(shape_);
+    AttentionProblem p = dispatch::to_problem(shape_);
     p.q = s.q.get(), p.k = s.k.get(), p.v = s.v.get(), p.o = o.get();
     return p;
   }
@@ -139,7 +139,7 @@ class DeviceBench final : public tune::ProblemBench {
   }
 
   Runtime& runtime_;
-  tune::ProblemShape shape_;
+  dispatch::ProblemShape shape_;
   Arch arch_;
   BenchSettings settings_;
   std::size_t q_count_ = 0;
@@ -150,11 +150,11 @@ class DeviceBench final : public tune::ProblemBench {
 
 }  // namespace
 
-Result<std::unique_ptr<tune::ProblemBench>> make_device_bench(Runtime& runtime, const tune::ProblemShape& shape,
+Result<std::unique_ptr<tune::ProblemBench>> make_device_bench(Runtime& runtime, const dispatch::ProblemShape& shape,
                                                                const Arch& arch, const BenchSettings& settings) {
   auto bench = std::make_unique<DeviceBench>(runtime, shape, arch, settings);
   if (auto st = bench->allocate(); !st.ok())
-    return std::move(st).error().with(fmt::format("while preparing {} on the GPU", tune::describe(shape)));
+    return std::move(st).error().with(fmt::format("while preparing {} on the GPU", dispatch::describe(shape)));
   return std::unique_ptr<tune::ProblemBench>(std::move(bench));
 }
 

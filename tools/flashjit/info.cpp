@@ -4,7 +4,7 @@
 #include "cli.hpp"
 #include "compile/nvrtc.hpp"
 #include "cuda/driver.hpp"
-#include "tune/tuned_table.hpp"
+#include "dispatch/tuned_table.hpp"
 
 namespace flashjit::cli {
 namespace {
@@ -56,8 +56,8 @@ int run_info(const Globals& globals) {
   else
     fmt::print("entries:   cannot list: {}\n", entries.error().message);
   // The tuned tables a Runtime would load (with --verbose: why others are ignored).
-  const auto tables = tune::TunedTables::load(
-      tune::TunedTables::default_sources(globals.settings.tuned_tables, disk->dir()), globals.settings.logger);
+  const auto tables = dispatch::TunedTables::load(
+      dispatch::TunedTables::default_sources(globals.settings.tuned_tables, disk->dir()), globals.settings.logger);
   fmt::print("tuned:     {} table{}, {} entries (FLASHJIT_TUNED, then {})\n", tables.size(),
              tables.size() == 1 ? "" : "s", tables.entry_count(), (disk->dir() / "tuned").string());
   return kOk;

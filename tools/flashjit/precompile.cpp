@@ -9,12 +9,12 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "dispatch/tuned_table.hpp"
 #include "pool_args.hpp"
 #include "progress.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/precompile_plan.hpp"
 #include "tune/sweep.hpp"
-#include "tune/tuned_table.hpp"
 
 namespace flashjit::cli {
 namespace {
@@ -68,8 +68,8 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
   if (!(*runtime)->cache_writable())
     return report(Error(ErrorCode::cache, fmt::format("the kernel cache {} is read-only: nothing could be stored", cache.string())));
 
-  const auto tables = tune::TunedTables::load(
-      tune::TunedTables::default_sources(globals.settings.tuned_tables, cache), globals.settings.logger);
+  const auto tables = dispatch::TunedTables::load(
+      dispatch::TunedTables::default_sources(globals.settings.tuned_tables, cache), globals.settings.logger);
   const tune::PrecompilePlan plan = tune::precompile_plan(*sweep, archs, tables, args.all_candidates, args.sms);
   const std::vector<AnyKernelConfig> kernels = plan.kernels();
   auto split = tune::split_cached(runtime::cache_options(globals.settings), kernels);

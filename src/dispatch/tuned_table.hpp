@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "dispatch/problem_shape.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
 #include "flashjit/problem.hpp"
-#include "tune/problem_shape.hpp"
 
-namespace flashjit::tune {
+namespace flashjit::dispatch {
 
 // The system a table was measured on.
 struct Stamp {
@@ -121,4 +121,4 @@ class TunedTables {
   std::vector<Indexed> index_;
 };
 
-}  // namespace flashjit::tune
+}  // namespace flashjit::dispatch

@@ -1,4 +1,4 @@
-#include "tune/tuned_table.hpp"
+#include "dispatch/tuned_table.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include "compile/nvrtc.hpp"
 #include "dispatch/heuristics.hpp"
 
-namespace flashjit::tune {
+namespace flashjit::dispatch {
 namespace {
 
 using nlohmann::json;
@@ -313,10 +313,10 @@ std::optional<KernelConfig> TunedTables::lookup(const AttentionProblem& p, const
   for (const auto& e : index_) {
     if (e.dtype != p.dtype || e.head_dim != p.head_dim || e.mask != p.mask || e.group != group) continue;
     const double d = std::abs(e.log_q - q) + std::abs(e.log_k - k) + std::abs(e.log_width - width);
-    if (d < best_distance && dispatch::supports(e.config, p, arch).ok()) best = &e, best_distance = d;
+    if (d < best_distance && supports(e.config, p, arch).ok()) best = &e, best_distance = d;
   }
   if (!best) return std::nullopt;
   return best->config;
 }
 
-}  // namespace flashjit::tune
+}  // namespace flashjit::dispatch

@@ -9,11 +9,11 @@
 
 #include "compile/nvrtc.hpp"
 #include "dispatch/heuristics.hpp"
+#include "dispatch/tuned_table.hpp"
 #include "flashjit/runtime.hpp"
 #include "runtime/settings.hpp"
 #include "support/catch.hpp"
 #include "support/temp_dir.hpp"
-#include "tune/tuned_table.hpp"
 
 namespace fs = std::filesystem;
 using flashjit::Algorithm;
@@ -22,7 +22,7 @@ using flashjit::AttentionProblem;
 using flashjit::DType;
 using flashjit::KernelConfig;
 using flashjit::MaskKind;
-using namespace flashjit::tune;
+using namespace flashjit::dispatch;
 
 namespace {
 

@@ -1,0 +1,48 @@
+// A problem's shape as tuned tables (and sweeps) name it: everything of an AttentionProblem but the tensors,
+// strides, scale and stream; the bucket of a tuned table's entry.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "flashjit/config.hpp"
+#include "flashjit/error.hpp"
+#include "flashjit/problem.hpp"
+
+namespace flashjit::dispatch {
+
+struct ProblemShape {
+  DType dtype = DType::bf16;
+  int batch = 1;
+  int seqlen_q = 1;
+  int seqlen_k = 1;
+  int heads_q = 1;
+  int heads_kv = 1;
+  int head_dim = 128;
+  MaskKind mask = MaskKind::none;
+  int window_left = -1;  // sliding_window only
+  int window_right = -1; // sliding_window only
+  int chunk_size = 0;    // chunked masks only
+
+  bool operator==(const ProblemShape&) const = default;
+};
+
+// The problem with this shape and no tensors (null pointers): enough for the dispatcher and FLOP counts.
+AttentionProblem to_problem(const ProblemShape& shape);
+
+// Resets the mask constants the shape's mask does not use (so equal problems compare equal).
+ProblemShape normalized(ProblemShape shape);
+// Every problem with the shape, each naming its field (batch >= 1, heads_q % heads_kv == 0, ...).
+std::vector<ConfigIssue> check_shape(const ProblemShape& shape);
+
+// JSON object; the mask constants appear only for the masks that use them.
+nlohmann::ordered_json to_json(const ProblemShape& shape);
+// Parses to_json()'s form (missing optional fields keep their defaults); errors name the field.
+Result<ProblemShape> shape_from_json(const nlohmann::json& j);
+
+// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal"
+std::string describe(const ProblemShape& shape);
+
+}  // namespace flashjit::dispatch
