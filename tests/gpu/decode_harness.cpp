@@ -8,7 +8,7 @@
 #include <numeric>
 #include <thread>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 
 namespace flashjit::test {
 namespace {

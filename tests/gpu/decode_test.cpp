@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 #include "decode_harness.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "harness.hpp"

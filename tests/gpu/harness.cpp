@@ -7,7 +7,7 @@
 #include <memory>
 #include <thread>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 
 namespace flashjit::test {
 namespace {

@@ -13,7 +13,7 @@
 #include <numeric>
 #include <thread>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 #include "dispatch/heuristics.hpp"
 #include "harness.hpp"
 #include "support/catch.hpp"

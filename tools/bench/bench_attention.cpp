@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 #include "cuda/driver.hpp"
 #include "dispatch/heuristics.hpp"
 #include "flashjit/runtime.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 
 namespace flashjit::cli {
 

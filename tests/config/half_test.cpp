@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "common/half.hpp"
+#include "config/half.hpp"
 #include "support/catch.hpp"
 
 using namespace flashjit;
