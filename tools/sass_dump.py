@@ -22,7 +22,7 @@
       OUT_DIR/result.json; exit 0 when every kernel is on both sides and identical (missing ones allowed with
       --allow-missing), 1 otherwise.
 
-Cache entry format (src/cache/disk_cache.cpp): line 1 "flashjit-kernel-cache 1", line 2 a JSON header with key,
+Cache entry format (src/cache/entry_format.hpp): line 1 "flashjit-kernel-cache 1", line 2 a JSON header with key,
 meta, cubin_bytes, source_bytes and SHA-256 checksums, then the cubin bytes, then the generated source.
 """
 from __future__ import annotations
