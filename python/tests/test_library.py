@@ -44,6 +44,19 @@ def test_emit_invalid_config_raises_with_the_library_message():
     assert isinstance(raised.value, RuntimeError)
 
 
+def test_emit_and_precompile_every_kernel_kind():
+    decode = flashjit.emit({"kernel": "decode", "head_dim": 64, "layout": "paged", "page_size": 16})
+    assert "flashjit::decode::SplitKernel<" in decode and "/*page_size=*/16" in decode
+    assert "flashjit::decode::CombineKernel<" in flashjit.emit({"kernel": "combine", "head_dim": 128})
+    # Fields left out take the dispatcher's choice: fa3 at d64 runs three consumer warpgroups.
+    assert "/*consumer_warpgroups=*/3" in flashjit.emit({"algorithm": "fa3", "head_dim": 64})
+    info = flashjit.precompile({"kernel": "combine", "head_dim": 64, "arch": "sm_80"})
+    assert info["name"] == "combine_f32_bf16_d64_w4_sm80"
+    assert info["config"]["kernel"] == "combine"
+    with pytest.raises(flashjit.FlashjitError, match="fa3 kernels have no warps"):
+        flashjit.emit({"algorithm": "fa3", "warps": 2})
+
+
 def test_emit_malformed_json():
     with pytest.raises(flashjit.FlashjitError, match="not valid JSON"):
         flashjit.emit("{algorithm")

@@ -185,6 +185,7 @@ static void test_options(const char* root) {
 
 static void test_emit(void) {
   char small[8];
+  char decode_source[8192];
   char* text;
   int64_t n = flashjit_emit(kFa2, NULL, 0);
   expect(n > 100, "emit with no buffer returns the source length");
@@ -198,6 +199,10 @@ static void test_emit(void) {
          "emit into a small buffer returns the needed length and an empty string");
   expect(flashjit_emit(kFa2, NULL, 5) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "emit with out NULL and cap 5");
   expect(flashjit_emit(NULL, NULL, 0) == -FLASHJIT_ERROR_INVALID_ARGUMENT, "emit of a NULL config");
+  expect(flashjit_emit("{\"kernel\":\"decode\",\"mask\":\"chunked_causal\"}", decode_source,
+                       sizeof decode_source) > 0 &&
+             contains(decode_source, "flashjit::MaskKind::chunked_causal"),
+         "emit of a decode config (every kernel kind)");
   expect(flashjit_emit("{not json", NULL, 0) == -FLASHJIT_ERROR_INVALID_CONFIG, "emit of malformed JSON");
   expect(flashjit_emit("{\"algorithm\":\"fa2\",\"head_dim\":60}", NULL, 0) == -FLASHJIT_ERROR_INVALID_CONFIG,
          "emit of an invalid config");
