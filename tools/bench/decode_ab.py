@@ -6,7 +6,8 @@ comparisons of two builds in one device session (FLASHJIT_LIBRARY picks the buil
                                          a markdown table: per case the median over each side's runs, head / base
 
 H32 KV8 D128 bf16, one new token, sequences of the full length, inputs rotated past the L2 (one graph replays
-calls over several K/V sets). Cases a build cannot run (chunk_size before it existed) are recorded as errors.
+calls over several K/V sets; attention_bench.time_graph). Cases a build cannot run (chunk_size before it
+existed) are recorded as errors.
 """
 import argparse
 import json
@@ -29,7 +30,7 @@ def label(case):
     return f"B{b} Sk {sk} {'paged' + str(page) if page else 'contiguous'} {mask}"
 
 
-def time_case(case, iters, flashjit, torch):
+def time_case(case, iters, flashjit, torch, bench):
     b, sk, page, window, chunk = case
     kv_bytes = 2 * b * sk * HEADS_KV * HEAD_DIM * 2
     sets = max(1, min(8, -(-2 * L2_BYTES // kv_bytes)))
@@ -52,37 +53,22 @@ def time_case(case, iters, flashjit, torch):
         calls.append((q, k, v, lens, table, o))
     for q, k, v, lens, table, o in calls:
         flashjit.prepare_decode(q, k, v, lens, page_table=table, out=o, **opts)
+
+    def one(i):
+        q, k, v, lens, table, o = calls[i % sets]
         flashjit.decode(q, k, v, lens, page_table=table, out=o, **opts)
-    torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    graph = torch.cuda.CUDAGraph()
-    per_replay = 4 * sets
-    with torch.cuda.stream(stream):
-        with torch.cuda.graph(graph, stream=stream):
-            for i in range(per_replay):
-                q, k, v, lens, table, o = calls[i % sets]
-                flashjit.decode(q, k, v, lens, page_table=table, out=o, **opts)
-    for _ in range(3):
-        graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / per_replay)
-    return statistics.median(times)
+
+    return 1e3 * bench.time_graph(one, iters, warmup=3, calls=4 * sets)
 
 
 def run(args):
     import torch
-    import flashjit
+    import flashjit  # the build FLASHJIT_LIBRARY / PYTHONPATH name, imported before the bench helpers
+    import attention_bench as bench  # time_graph: CUDA-graph replays after 50 ms of warm-up, medians
     rows = []
     for case in CASES:
         try:
-            us = time_case(case, args.iters, flashjit, torch)
+            us = time_case(case, args.iters, flashjit, torch, bench)
             rows.append({"case": label(case), "us": us})
             print(f"{label(case):<40} {us:8.2f} us", flush=True)
         except Exception as e:  # noqa: BLE001  (a build without the option: recorded)
