@@ -155,15 +155,14 @@ struct SplitKernel {
     // said here, the mask's tests for an unbounded window drop out.
     if constexpr (kMask == MaskKind::sliding_window) __builtin_assume(p.window_left >= 0);
     if constexpr (kMask == MaskKind::chunked_causal) __builtin_assume(p.chunk_size > 0);
-    const auto mask_of = [&](int a_min, int seqlen) {  // rows counted from the first new token
-      return DecodeMask(a_min, p.window_left, 0, p.chunk_size, seqlen);
-    };
+    // Rows counted from the first new token; decode asks only first_key, which needs no key count.
+    const auto mask_of = [&](int a_min) { return DecodeMask(a_min, p.window_left, 0, p.chunk_size, 0); };
     const auto span_of = [&](int len) {
       const int seqlen = min(len, p.max_seqlen_k);
       Span sp;
       sp.a_min = seqlen - p.q_len, sp.a_max = seqlen - 1;
       int lo = 0;
-      if constexpr (kLowerBound) lo = max(0, mask_of(sp.a_min, seqlen).first_key(0));
+      if constexpr (kLowerBound) lo = max(0, mask_of(sp.a_min).first_key(0));
       sp.k0 = lo - lo % kBN + split * p.keys_per_split;
       sp.k1 = min(seqlen, sp.k0 + p.keys_per_split);
       sp.num_tiles = sp.k1 > sp.k0 ? (sp.k1 - sp.k0 + kBN - 1) / kBN : 0;
@@ -238,7 +237,7 @@ struct SplitKernel {
     }
     typename Loads::Pages pages = first[kStages - 1];
     const int a_min = span.a_min, k0 = span.k0, k1 = span.k1, num_tiles = span.num_tiles;
-    const DecodeMask mask = mask_of(a_min, k1);
+    const DecodeMask mask = mask_of(a_min);
     if constexpr (kEarly) {
       // A sequence shorter than the early prologue's tiles: zero the V rows copied past its end, each thread its
       // own copies once they landed; the main loop's first barrier shows them to the readers. (Here, not in
