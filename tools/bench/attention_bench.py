@@ -157,6 +157,22 @@ def flex_functions():
     return _flex
 
 
+_fa4 = None
+
+
+def fa4_function():
+    """FlashAttention-4's flash_attn_func when it is importable (../shared/peers/README.md: install_fa4.sh and
+    its PYTHONPATH), else None."""
+    global _fa4
+    if _fa4 is None:
+        try:
+            from flash_attn.cute import flash_attn_func
+            _fa4 = flash_attn_func
+        except ImportError:
+            _fa4 = False
+    return _fa4 or None
+
+
 def runners(s, sets, with_flex):
     """name -> run(i): one call on input set i % len(sets). Peers take [B, H, S, D] views of the BSHD tensors."""
     causal, gqa = s["causal"], s["heads_q"] != s["heads_kv"]
@@ -164,6 +180,9 @@ def runners(s, sets, with_flex):
     bhsd = [tuple(t[name].transpose(1, 2) for name in "qkv") for t in sets]
     out = {"flashjit": lambda i: flashjit.attention(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"],
                                                     causal=causal, out=sets[i % n]["o"])}
+    fa4 = fa4_function()
+    if fa4 is not None:  # BSHD like flashjit; GQA by head counts
+        out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal)
 
     def sdpa(backend):
         def run(i):

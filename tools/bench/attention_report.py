@@ -9,8 +9,8 @@ GRAPH_TARGET_FLOPS = 2e11  # a replayed graph runs at least this much work (≈ 
 GRAPH_MAX_CALLS = 100
 GRAPH_BELOW_FLOPS = 1e11  # below this (≈ 0.15 ms), one launch per event pair would time the launch latency
 
-IMPLS = ["flashjit", "cudnn", "torch_flash", "torch_efficient", "flex"]
-LABELS = {"flashjit": "flashjit", "cudnn": "cuDNN", "torch_flash": "torch flash (FA2)",
+IMPLS = ["flashjit", "fa4", "cudnn", "torch_flash", "torch_efficient", "flex"]
+LABELS = {"flashjit": "flashjit", "fa4": "FA4", "cudnn": "cuDNN", "torch_flash": "torch flash (FA2)",
           "torch_efficient": "torch efficient", "flex": "FlexAttention"}
 
 
@@ -200,9 +200,9 @@ def markdown_table(sweep, rows, ceilings, stamp):
              "process, inputs rotated past the L2. Timing: " +
              "; ".join(f"**{k}** = {v}" for k, v in METHOD_NOTE.items()) + ". "
              "flashjit's output is checked against cuDNN's (rel. L2 ≤ 2e-2) before timing; ✗ marks a failed check.", "",
-             "| case | flashjit config | timing | flashjit | cuDNN | torch flash (FA2) | torch efficient | FlexAttention | "
-             "× cuDNN | × FA2 | % matmul | % copy BW | check |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| case | flashjit config | timing | flashjit | FA4 | cuDNN | torch flash (FA2) | torch efficient | "
+             "FlexAttention | × FA4 | × cuDNN | × FA2 | % matmul | % copy BW | check |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         r = row["results"]
         fj = tflops_of(r.get("flashjit"))
@@ -213,8 +213,9 @@ def markdown_table(sweep, rows, ceilings, stamp):
         fraction = r.get("flashjit", {})
         lines.append(
             f"| {label(row['shape'])} | {row.get('flashjit_config', '–')} | {row['method']} | {number(fj)} | "
-            f"{number(tflops_of(r.get('cudnn')))} | {number(tflops_of(r.get('torch_flash')))} | "
-            f"{number(tflops_of(r.get('torch_efficient')))} | {number(tflops_of(r.get('flex')))} | "
+            f"{number(tflops_of(r.get('fa4')))} | {number(tflops_of(r.get('cudnn')))} | "
+            f"{number(tflops_of(r.get('torch_flash')))} | {number(tflops_of(r.get('torch_efficient')))} | "
+            f"{number(tflops_of(r.get('flex')))} | {ratio(fj, tflops_of(r.get('fa4')))} | "
             f"{ratio(fj, tflops_of(r.get('cudnn')))} | {ratio(fj, tflops_of(r.get('torch_flash')))} | "
             f"{number(percent(fraction.get('fraction_of_matmul')))} | {number(percent(fraction.get('fraction_of_copy')), 1)} | "
             f"{mark} |")
