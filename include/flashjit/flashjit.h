@@ -274,6 +274,26 @@ static inline flashjit_merge_args flashjit_merge_args_default(void) {
   return a;
 }
 
+/* A GPU that flashjit_select_target and flashjit_select_decode answer for without one being present. */
+typedef struct flashjit_target {
+  size_t struct_size; /* sizeof(flashjit_target) */
+  const char* arch;   /* "sm_90a", "sm_80", ... */
+  /* -- Fields above are required (FLASHJIT_TARGET_MIN_SIZE); those below have defaults. -- */
+  int sms;              /* multiprocessors (the decode split plan depends on them); default 0: 132 (H100 SXM, H200) */
+  const char* gpu_name; /* NULL: the heuristics alone; else the tuned tables stamped for this GPU name (as
+                         * `flashjit info` shows it) and arch are consulted, as on that GPU */
+} flashjit_target;
+
+#define FLASHJIT_TARGET_MIN_SIZE (offsetof(flashjit_target, sms))
+
+static inline flashjit_target flashjit_target_default(void) {
+  flashjit_target t;
+  memset(&t, 0, sizeof t);
+  t.struct_size = sizeof(flashjit_target);
+  t.arch = "sm_90a";
+  return t;
+}
+
 /* "0.1.0". */
 FLASHJIT_API const char* flashjit_version(void);
 /* Short name of a status ("ok", "invalid argument", ...). */
@@ -331,6 +351,19 @@ FLASHJIT_API int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_
 /* The canonical JSON of the config the dispatcher picks for args on their device. */
 FLASHJIT_API int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args,
                                      char* config_json_out, size_t cap);
+
+/* flashjit_select for a GPU of `target`, which need not be present: no device is touched, and the tensor
+ * pointers of args are not read and may be NULL (cu_seqlens_q / cu_seqlens_k, which make the problem varlen, may
+ * be any 4-byte aligned value). target NULL: the pointers' device, as flashjit_select. */
+FLASHJIT_API int64_t flashjit_select_target(flashjit_runtime* runtime, const flashjit_attention_args* args,
+                                            const flashjit_target* target, char* config_json_out, size_t cap);
+
+/* What flashjit_decode would launch for args, as JSON: {"split": the split kernel's config, "num_splits",
+ * "keys_per_split", "combine": the combine kernel's config or null (keys not split, or merged in a
+ * thread-block cluster), "workspace_bytes"}. target NULL: on the pointers' device; else on a GPU of `target`
+ * without touching a device (the pointers are not read and may be NULL). */
+FLASHJIT_API int64_t flashjit_select_decode(flashjit_runtime* runtime, const flashjit_decode_args* args,
+                                            const flashjit_target* target, char* json_out, size_t cap);
 
 /* Compiles one config (or finds it in the cache); needs no GPU. Info JSON: name, key, config, cache_hit,
  * compile_ms, registers, spill_stores, spill_loads, stack_frame, static_smem, dynamic_smem. */

@@ -43,6 +43,26 @@ struct RuntimeOptions {
   LogCallback log_callback;
 };
 
+// A GPU that select() answers for without one being present: its arch, its multiprocessors (the decode split
+// plan depends on them) and, optionally, its name as the driver reports it (`flashjit info`): the tuned tables
+// stamped for that name and arch are then consulted, as on that GPU; empty: the heuristics alone.
+struct Target {
+  Arch arch{};
+  int sms = 132;  // H100 SXM, H200
+  std::string gpu;
+};
+
+// What a decode launches (Runtime::select_decode): the split kernel, how the keys are split, the combine kernel
+// when the splits merge through it (none when the keys are not split or the splits merge in a thread-block
+// cluster) and the workspace the partial states take.
+struct DecodeSelection {
+  DecodeKernelConfig split;
+  int num_splits = 1;
+  int keys_per_split = 1;
+  std::optional<CombineKernelConfig> combine;
+  std::size_t workspace_bytes = 0;
+};
+
 class Runtime {
  public:
   static Result<std::unique_ptr<Runtime>> create(RuntimeOptions options = {});
@@ -87,6 +107,14 @@ class Runtime {
 
   // The config forward() would use for this problem on its device.
   Result<KernelConfig> select(const AttentionProblem& problem) const;
+  // ... on a GPU of `target`, which need not be present: no device is touched, and the problem's tensor pointers
+  // are not read and may be null (cu_seqlens_q / cu_seqlens_k, which make a problem varlen, may be any 4-byte
+  // aligned value).
+  Result<KernelConfig> select(const AttentionProblem& problem, const Target& target) const;
+  // The kernels and split plan decode() would use for this problem on its device, or on a GPU of `target` (the
+  // tensor pointers then not read and may be null).
+  Result<DecodeSelection> select_decode(const DecodeProblem& problem) const;
+  Result<DecodeSelection> select_decode(const DecodeProblem& problem, const Target& target) const;
 
   // Kernels of any kind (prefill, decode split, combine), without a device.
   // A config as a text gave it (parse_config_json / parse_config_pairs) completed by the dispatcher: fields

@@ -256,6 +256,26 @@ Result<MergeProblem> read_merge_args(const flashjit_merge_args* args) {
   return p;
 }
 
+Result<Target> read_target(const flashjit_target* target) {
+  if (target == nullptr) return Error(ErrorCode::invalid_argument, "target is NULL");
+  const flashjit_target& t = *target;
+  FLASHJIT_TRY(check_struct_size(t, FLASHJIT_TARGET_MIN_SIZE, "flashjit_target"));
+  Target out;
+  if (t.arch == nullptr) return Error(ErrorCode::invalid_argument, "target arch is NULL (e.g. \"sm_90a\")");
+  auto arch = Arch::parse(t.arch);
+  if (!arch)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("target arch \"{}\" is not an arch (sm_80, sm_86, sm_89, sm_90a, ...)", t.arch));
+  out.arch = *arch;
+  if (FLASHJIT_PRESENT(t, sms)) {
+    if (t.sms < 0)
+      return Error(ErrorCode::invalid_argument, fmt::format("target sms must be >= 0 (0: 132), got {}", t.sms));
+    if (t.sms > 0) out.sms = t.sms;
+  }
+  if (FLASHJIT_PRESENT(t, gpu_name) && t.gpu_name != nullptr) out.gpu = t.gpu_name;
+  return out;
+}
+
 #undef FLASHJIT_PRESENT
 
 namespace {

@@ -25,6 +25,9 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args);
 // A merge problem from flashjit_merge_args: num_states is checked before the o_in and lse_in arrays are read.
 Result<MergeProblem> read_merge_args(const flashjit_merge_args* args);
 
+// A target from flashjit_target (struct_size, the arch's name, sms >= 0 with 0 the default).
+Result<Target> read_target(const flashjit_target* target);
+
 // A config of any kind from JSON, completed by Runtime::resolve (fields the object lacks take the
 // dispatcher's choice for its arch).
 Result<AnyKernelConfig> read_config(const char* json);

@@ -255,14 +255,42 @@ int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_args* args) {
 
 int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args, char* config_json_out,
                         size_t cap) {
-  return run_text("flashjit_select", config_json_out, cap, [&]() -> Result<std::string> {
+  return flashjit_select_target(runtime, args, nullptr, config_json_out, cap);
+}
+
+int64_t flashjit_select_target(flashjit_runtime* runtime, const flashjit_attention_args* args,
+                               const flashjit_target* target, char* config_json_out, size_t cap) {
+  return run_text("flashjit_select_target", config_json_out, cap, [&]() -> Result<std::string> {
     auto rt = runtime_of(runtime);
     if (!rt.ok()) return std::move(rt).error();
     auto read = read_args(args);
     if (!read.ok()) return std::move(read).error();
-    auto config = (*rt)->select(read->problem);
+    auto config = [&]() -> Result<KernelConfig> {
+      if (target == nullptr) return (*rt)->select(read->problem);
+      auto t = read_target(target);
+      if (!t.ok()) return std::move(t).error();
+      return (*rt)->select(read->problem, *t);
+    }();
     if (!config.ok()) return std::move(config).error();
     return to_json(*config);
+  });
+}
+
+int64_t flashjit_select_decode(flashjit_runtime* runtime, const flashjit_decode_args* args,
+                               const flashjit_target* target, char* json_out, size_t cap) {
+  return run_text("flashjit_select_decode", json_out, cap, [&]() -> Result<std::string> {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_decode_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    auto selection = [&]() -> Result<DecodeSelection> {
+      if (target == nullptr) return (*rt)->select_decode(*problem);
+      auto t = read_target(target);
+      if (!t.ok()) return std::move(t).error();
+      return (*rt)->select_decode(*problem, *t);
+    }();
+    if (!selection.ok()) return std::move(selection).error();
+    return decode_selection_json(*selection);
   });
 }
 

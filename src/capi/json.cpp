@@ -27,6 +27,16 @@ std::string kernel_info_json(const AnyKernelConfig& config, const KernelInfo& in
   return dump(j);
 }
 
+std::string decode_selection_json(const DecodeSelection& s) {
+  const nlohmann::ordered_json j = {
+      {"split", nlohmann::ordered_json::parse(to_json(s.split))},
+      {"num_splits", s.num_splits},
+      {"keys_per_split", s.keys_per_split},
+      {"combine", s.combine ? nlohmann::ordered_json::parse(to_json(*s.combine)) : nlohmann::ordered_json(nullptr)},
+      {"workspace_bytes", s.workspace_bytes}};
+  return dump(j);
+}
+
 std::string cache_info_json(const Runtime& runtime, const CacheStats& stats) {
   const nlohmann::ordered_json j = {{"dir", runtime.cache_dir().string()},
                                     {"writable", runtime.cache_writable()},

@@ -32,6 +32,8 @@ class Devices {
 
   // A device by ordinal, registered (context retained, tables stamped) on first use. Thread-safe.
   Result<const Device*> get(int ordinal);
+  // Every tuned table the runtime loaded (a device keeps those stamped for it).
+  const dispatch::TunedTables& tables() const { return tuned_; }
   // A registered device, or null.
   const Device* find(int ordinal) const;
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string>
 
 #include "cache/artifact_store.hpp"
@@ -27,14 +28,46 @@ namespace {
 using runtime::Device;
 using runtime::Devices;
 
-// A forced cluster merge the plan could not honour (the planner falls back to the combine kernel there).
-Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& plan, const Device& dev) {
+// A forced cluster merge the plan could not honour (the planner falls back to the combine kernel there); `where`
+// names the device ("device 0 (sm_90a)") or the target.
+Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& plan, const std::string& where) {
   if (p.split_merge != SplitMerge::cluster || plan.splits.num_splits < 2 || plan.split.cluster_merge) return {};
   return Error(ErrorCode::invalid_argument,
-               fmt::format("split_merge cluster cannot run {} in {} splits on device {} ({}): thread-block "
+               fmt::format("split_merge cluster cannot run {} in {} splits on {}: thread-block "
                            "clusters need sm_90 or newer, and the kernel's cluster buffer must fit its shared memory",
-                           readable_name(plan.split), plan.splits.num_splits, dev.info.ordinal,
-                           dev.info.arch.to_string()));
+                           readable_name(plan.split), plan.splits.num_splits, where));
+}
+Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& plan, const Device& dev) {
+  return check_forced_merge(p, plan, fmt::format("device {} ({})", dev.info.ordinal, dev.info.arch.to_string()));
+}
+
+// Stands in for the pointers a selection for a target does not read (check() wants them set and aligned).
+void* const kPlaceholder = reinterpret_cast<void*>(std::uintptr_t{256});
+
+template <class T>
+void fill(T*& pointer) {
+  if (pointer == nullptr) pointer = static_cast<T*>(kPlaceholder);
+}
+
+Status check_target(const Target& target) {
+  if (target.sms < 1)
+    return Error(ErrorCode::invalid_argument, fmt::format("target sms must be >= 1, got {}", target.sms));
+  return {};
+}
+
+std::string describe(const Target& target) {
+  return fmt::format("a {} target with {} SMs{}", target.arch.to_string(), target.sms,
+                     target.gpu.empty() ? "" : fmt::format(" ({})", target.gpu));
+}
+
+DecodeSelection selection_of(const dispatch::DecodePlan& plan) {
+  DecodeSelection s;
+  s.split = plan.split;
+  s.num_splits = plan.splits.num_splits;
+  s.keys_per_split = plan.splits.keys_per_split;
+  if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) s.combine = plan.combine;
+  s.workspace_bytes = plan.workspace_bytes;
+  return s;
 }
 
 }  // namespace
@@ -221,14 +254,9 @@ Status Runtime::decode(const DecodeProblem& problem) { return impl_->run_decode(
 Status Runtime::prepare_decode(const DecodeProblem& problem) { return impl_->run_decode(problem, false); }
 
 Result<std::size_t> Runtime::decode_workspace_bytes(const DecodeProblem& problem) const {
-  FLASHJIT_TRY(check(problem));
-  auto ordinal = cuda::device_of_pointer(problem.q, "q");
-  if (!ordinal.ok()) return std::move(ordinal).error();
-  auto dev = impl_->devices.get(*ordinal);
-  if (!dev.ok()) return std::move(dev).error();
-  const dispatch::DecodePlan plan = dispatch::plan_decode(problem, (*dev)->info.arch, (*dev)->info.sms);
-  FLASHJIT_TRY(check_forced_merge(problem, plan, **dev));
-  return plan.workspace_bytes;
+  auto selection = select_decode(problem);
+  if (!selection.ok()) return std::move(selection).error();
+  return selection->workspace_bytes;
 }
 
 Status Runtime::merge(const MergeProblem& problem) { return impl_->run_merge(problem); }
@@ -242,6 +270,38 @@ Result<KernelConfig> Runtime::select(const AttentionProblem& problem) const {
   auto dev = impl_->device_of(problem);
   if (!dev.ok()) return std::move(dev).error();
   return dispatch::choose(problem, (*dev)->info.arch, Algorithm::automatic, &(*dev)->tuned);
+}
+
+Result<KernelConfig> Runtime::select(const AttentionProblem& problem, const Target& target) const {
+  FLASHJIT_TRY(check_target(target));
+  AttentionProblem p = problem;
+  fill(p.q), fill(p.k), fill(p.v), fill(p.o);
+  FLASHJIT_TRY(check(p));
+  const dispatch::TunedTables tuned =
+      target.gpu.empty() ? dispatch::TunedTables() : impl_->devices.tables().for_device(target.gpu, target.arch);
+  return dispatch::choose(p, target.arch, Algorithm::automatic, &tuned);
+}
+
+Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem) const {
+  FLASHJIT_TRY(check(problem));
+  auto ordinal = cuda::device_of_pointer(problem.q, "q");
+  if (!ordinal.ok()) return std::move(ordinal).error();
+  auto dev = impl_->devices.get(*ordinal);
+  if (!dev.ok()) return std::move(dev).error();
+  const dispatch::DecodePlan plan = dispatch::plan_decode(problem, (*dev)->info.arch, (*dev)->info.sms);
+  FLASHJIT_TRY(check_forced_merge(problem, plan, **dev));
+  return selection_of(plan);
+}
+
+Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem, const Target& target) const {
+  FLASHJIT_TRY(check_target(target));
+  DecodeProblem p = problem;
+  fill(p.q), fill(p.o), fill(p.k_cache), fill(p.v_cache), fill(p.seqlens_k);
+  if (p.layout == KvLayout::paged) fill(p.page_table);
+  FLASHJIT_TRY(check(p));
+  const dispatch::DecodePlan plan = dispatch::plan_decode(p, target.arch, target.sms);
+  FLASHJIT_TRY(check_forced_merge(p, plan, describe(target)));
+  return selection_of(plan);
 }
 
 AnyKernelConfig Runtime::resolve(const PartialConfig& config) { return dispatch::resolve(config); }

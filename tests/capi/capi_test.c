@@ -680,6 +680,122 @@ static void test_merge(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* Selection for a GPU that is not there: the dispatcher's choice per arch, the decode plan per SM count, no
+ * device touched (the pointers may be NULL), errors naming the target's fields. */
+static void test_select_target(const char* root) {
+  char dir[512], text[4096];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_attention_args a;
+  flashjit_decode_args d;
+  flashjit_target t = flashjit_target_default();
+  int64_t n;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the select tests");
+    return;
+  }
+  expect(t.struct_size == sizeof t && strcmp(t.arch, "sm_90a") == 0 && t.sms == 0 && t.gpu_name == NULL,
+         "flashjit_target_default");
+  expect(FLASHJIT_TARGET_MIN_SIZE == offsetof(flashjit_target, sms), "target: the required fields end at sms");
+
+  /* Prefill: no pointers at all. llama3-shaped d128 on sm_90a: the persistent fa3 kernel; a small grid: the
+   * 64-row one; sm_80: fa2; the mask and dtype come from the problem. */
+  a = flashjit_attention_args_default();
+  a.batch = 1, a.seqlen_q = 4096, a.seqlen_k = 4096, a.heads_q = 32, a.heads_kv = 8, a.head_dim = 128;
+  a.dtype = FLASHJIT_DTYPE_BF16;
+  a.mask = FLASHJIT_MASK_CAUSAL;
+  n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"algorithm\":\"fa3\"") && contains(text, "\"arch\":\"sm_90a\"") &&
+             contains(text, "\"block_m\":128") && contains(text, "\"scheduler\":\"persistent\"") &&
+             contains(text, "\"mask\":\"causal\""),
+         "select_target: llama3 d128 on sm_90a is the persistent fa3 kernel");
+  a.seqlen_q = a.seqlen_k = 128, a.heads_q = 8, a.heads_kv = 2;
+  n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"algorithm\":\"fa3\"") && contains(text, "\"block_m\":64"),
+         "select_target: a grid of 8 CTAs gets the 64-row fa3 kernel");
+  t.arch = "sm_80";
+  n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"algorithm\":\"fa2\"") && contains(text, "\"arch\":\"sm_80\""),
+         "select_target: sm_80 gets fa2");
+  a.cu_seqlens_q = (const int*)0x100, a.cu_seqlens_k = (const int*)0x200, a.total_q = 300, a.total_k = 300;
+  n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"varlen\":true"), "select_target: varlen marked by the offsets alone");
+  a.cu_seqlens_q = NULL, a.cu_seqlens_k = NULL, a.total_q = 0, a.total_k = 0;
+  t.gpu_name = "NVIDIA H200";
+  n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"algorithm\":\"fa2\""), "select_target: a GPU name without tuned tables");
+  t.gpu_name = NULL;
+  t.arch = "sm_9x";
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "sm_9x"),
+         "select_target: an unknown arch is named");
+  t.arch = NULL;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "arch is NULL"),
+         "select_target: a NULL arch");
+  t = flashjit_target_default();
+  t.sms = -1;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "sms"),
+         "select_target: negative sms");
+  t = flashjit_target_default();
+  t.struct_size = FLASHJIT_TARGET_MIN_SIZE - 1;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "flashjit_target.struct_size"),
+         "select_target: a too small struct_size");
+  t.struct_size = FLASHJIT_TARGET_MIN_SIZE;  /* an older header: sms and gpu_name take their defaults */
+  t.sms = -5;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) > 0, "select_target: the minimum struct_size");
+  t = flashjit_target_default();
+  a.head_dim = 12;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "head_dim"),
+         "select_target: the problem is checked");
+  a = fake_problem();
+  expect(failed_at_device((int)-flashjit_select_target(rt, &a, NULL, text, sizeof text)),
+         "select_target without a target: the pointers' device");
+
+  /* Decode: one sequence over 32k keys splits across 132 SMs, not across 8 (8 KV heads fill them). */
+  d = flashjit_decode_args_default();
+  d.batch = 1, d.q_len = 1, d.heads_q = 32, d.heads_kv = 8, d.head_dim = 128, d.max_seqlen_k = 32768;
+  d.dtype = FLASHJIT_DTYPE_BF16;
+  n = flashjit_select_decode(rt, &d, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"split\":{") && contains(text, "\"kernel\":\"decode\"") &&
+             !contains(text, "\"num_splits\":1,") && contains(text, "\"combine\":{") &&
+             !contains(text, "\"workspace_bytes\":0}"),
+         "select_decode: B1 over 32k keys on 132 SMs splits and combines");
+  t.sms = 8;
+  n = flashjit_select_decode(rt, &d, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"num_splits\":1,") && contains(text, "\"combine\":null") &&
+             contains(text, "\"workspace_bytes\":0}"),
+         "select_decode: on 8 SMs the 8 KV heads are enough, no split");
+  d.num_splits = 3;
+  n = flashjit_select_decode(rt, &d, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"num_splits\":3,"), "select_decode: forced splits");
+  d.layout = FLASHJIT_KV_PAGED, d.page_size = 16, d.num_pages = 4096, d.max_pages_per_seq = 2048;
+  n = flashjit_select_decode(rt, &d, &t, text, sizeof text);
+  expect(n > 0 && contains(text, "\"layout\":\"paged\"") && contains(text, "\"page_size\":16"),
+         "select_decode: a paged cache without a page table pointer");
+  d.num_splits = 0, d.split_merge = FLASHJIT_SPLIT_MERGE_CLUSTER;
+  t.arch = "sm_80", t.sms = 108;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "a sm_80 target with 108 SMs"),
+         "select_decode: a cluster merge refused on sm_80 names the target");
+  d = fake_decode();
+  d.q_len = 0;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) == -FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "q_len"),
+         "select_decode: the problem is checked");
+  d = fake_decode();
+  expect(failed_at_device((int)-flashjit_select_decode(rt, &d, NULL, text, sizeof text)),
+         "select_decode without a target: the pointers' device");
+  flashjit_runtime_destroy(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/flashjit-capi-XXXXXX";
   if (mkdtemp(root) == NULL) {
@@ -695,6 +811,7 @@ int main(void) {
   test_forward_varlen(root);
   test_decode(root);
   test_merge(root);
+  test_select_target(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

@@ -268,3 +268,32 @@ TEST_CASE("tuned table: a varlen problem takes the tiles of its padded twin, wit
   REQUIRE(other.add(table({entry(shape(4096), varlen_entry)}), "v.json"));
   CHECK(other.lookup(to_problem(shape(4096)), kSm90a) == std::nullopt);
 }
+
+TEST_CASE("tuned table: Runtime::select for a target consults the tables of its GPU name", "[tune][table][select]") {
+  TempDir dir;
+  REQUIRE(save_table(table({entry(shape(4096), fa3(112))}), dir.path / "h200.json").ok());
+  flashjit::RuntimeOptions options;
+  options.cache_dir = dir.path / "cache";
+  options.tuned_tables = std::vector<fs::path>{dir.path / "h200.json"};
+  auto rt = flashjit::Runtime::create(options);
+  REQUIRE(rt.ok());
+  AttentionProblem p = to_problem(shape(4096));  // no pointers: a target's selection reads none
+  const flashjit::Target h200{kSm90a, 132, kGpu};
+  auto tuned = (*rt)->select(p, h200);
+  REQUIRE(tuned.ok());
+  CHECK(*tuned == fa3(112));
+  // No GPU name, or another one: the heuristics alone.
+  auto plain = (*rt)->select(p, flashjit::Target{kSm90a, 132, ""});
+  REQUIRE(plain.ok());
+  CHECK(*plain == fa3_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a));
+  auto other = (*rt)->select(p, flashjit::Target{kSm90a, 132, "NVIDIA H100 80GB HBM3"});
+  REQUIRE(other.ok());
+  CHECK(*other == *plain);
+  // The problem is checked, the target too.
+  AttentionProblem bad = p;
+  bad.head_dim = 12;
+  CHECK_FALSE((*rt)->select(bad, h200).ok());
+  auto no_sms = (*rt)->select(p, flashjit::Target{kSm90a, 0, ""});
+  REQUIRE_FALSE(no_sms.ok());
+  CHECK(no_sms.error().message.find("target sms must be >= 1") != std::string::npos);
+}
