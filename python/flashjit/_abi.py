@@ -164,3 +164,17 @@ class MergeArgs(ctypes.Structure):
 
     def __init__(self, **fields):
         super().__init__(**{"struct_size": ctypes.sizeof(MergeArgs), **fields})
+
+
+class Target(ctypes.Structure):
+    """flashjit_target: a GPU that flashjit_select_target / flashjit_select_decode answer for without one."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("arch", ctypes.c_char_p),
+        ("sms", ctypes.c_int),
+        ("gpu_name", ctypes.c_char_p),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__(**{"struct_size": ctypes.sizeof(Target), **fields})

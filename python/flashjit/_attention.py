@@ -1,17 +1,35 @@
 """attention() on PyTorch tensors, and getting kernels ready before CUDA-graph capture (warmup, precompile).
 
-torch is imported inside the functions, never at module import."""
+torch is imported inside the functions, never at module import. A call that torch.compile or torch.export traces
+(or one on fake tensors) goes through the custom op flashjit::attention (_ops.py); a plain eager call straight to
+the library, through attention_eager, which is also what the op runs."""
+from __future__ import annotations
+
 import ctypes
 import json
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
-from ._checks import (bshd_strides, check_inputs, check_out, check_varlen_inputs, dtype_code, mask_of, packed_strides,
-                      scale_of, shape4)
+from ._checks import (NO_WINDOW, bshd_strides, check_inputs, check_out, check_varlen_inputs, dtype_code, mask_of,
+                      packed_strides, renamed_window, scale_of, shape4, window_pair)
 from ._config import config_json
+
+Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
+Window = Tuple[int, int]  # (left, right), -1 unbounded
+if TYPE_CHECKING:
+    import torch
+
+    Tensor = torch.Tensor
+    Stream = Union[torch.cuda.Stream, int, None]  # a torch.cuda.Stream or a CUstream handle
 
 # Stands in for the tensors of a problem that is prepared but not run: big enough for any alignment.
 _SCRATCH_BYTES = 256
+
+_ATTENTION_NAMES = ("q", "k", "v", "out")
+_VARLEN_NAMES = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "out")
 
 # The checked call (AttentionArgs without addresses, stream or config, LSE shape) per call key (_memo).
 _calls = _memo.Memo()
@@ -28,6 +46,36 @@ def _stream_handle(stream, device):
             return raw(device.index)
         return torch.cuda.current_stream(device).cuda_stream
     return int(getattr(stream, "cuda_stream", stream))
+
+
+FORWARD_ONLY = ("flashjit.{function} is forward only (no backward is implemented): {names} require grad; call it "
+                "under torch.no_grad() or torch.inference_mode(), or pass .detach()ed tensors")
+
+
+def _traced_tensors(function, names, *tensors, grads=3):
+    """Whether a call must go through the custom ops (_ops.py): under torch.compile / torch.export, under a torch
+    dispatch mode (FakeTensorMode, make_fx's proxies, ...), or when tensors[0] (q, or the first state) is a
+    torch.Tensor subclass (FakeTensor, ...) or on the meta device (the ops' fake implementations then give the
+    outputs' shapes); duck-typed tensors are not, nor is anything while torch is not imported. RuntimeError first
+    when grad mode is on and one of the first `grads` tensors (the floating-point inputs) requires grad: names[i]
+    names tensors[i] (names may be a function returning them, called for the error alone).
+
+    Plain eager calls pay this on every call, so it is a few attribute reads, through torch as sys.modules holds it
+    (never importing _ops: an import statement costs microseconds, and a trace's guard on whether sys.modules holds
+    _ops would fail when the trace imports it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    if torch.is_grad_enabled():
+        for t in tensors[:grads]:
+            if getattr(t, "requires_grad", False):
+                names = names() if callable(names) else names
+                raise RuntimeError(FORWARD_ONLY.format(function=function, names=", ".join(
+                    name for name, u in zip(names, tensors[:grads]) if getattr(u, "requires_grad", False))))
+    q = tensors[0]
+    if type(q) is not torch.Tensor:
+        return isinstance(q, torch.Tensor) or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0
+    return q.is_meta or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0
 
 
 def _forward_key(tensors, options, config):
@@ -58,7 +106,7 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
 
 def _call(function, args, out, like, lse_shape, stream):
     """Sets args' LSE (a new float32 tensor of lse_shape on like's device, when lse_shape is not None) and stream
-    (like's device's current one when None), calls the library's `function` with them: out, or (out, lse)."""
+    (like's device's current one when None), calls the library's `function` with them: (out, lse or None)."""
     lse = None
     if lse_shape is not None:
         import torch
@@ -66,7 +114,7 @@ def _call(function, args, out, like, lse_shape, stream):
         args.lse = lse.data_ptr()
     args.stream = _stream_handle(stream, like.device)
     _runtime.check(getattr(_library.load(), function)(_runtime.handle(), ctypes.byref(args)))
-    return out if lse is None else (out, lse)
+    return out, lse
 
 
 def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
@@ -76,15 +124,15 @@ def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
             0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr())
 
 
-def _checked_options(q, out, out_dims, causal, window, softmax_scale):
+def _checked_options(q, out, out_dims, causal, window, chunk_size, softmax_scale):
     """The checks a forward call makes after its tensors' (mask, scale, out like q with strides over out_dims):
-    (mask, window_left, window_right, softmax_scale, out allocated when None). An explicit config is checked
-    as _forward reads it, per call (it is never part of the memo)."""
-    mask, left, right = mask_of(causal, window)
+    (mask, window_left, window_right, chunk_size, softmax_scale, out allocated when None). An explicit config is
+    checked as _forward reads it, per call (it is never part of the memo)."""
+    mask, left, right, chunk = mask_of(causal, window, chunk_size)
     scale = scale_of(softmax_scale)
     if out is not None:
         check_out(out, q, strides=out_dims)
-    return mask, left, right, scale, _output(out, q)
+    return mask, left, right, chunk, scale, _output(out, q)
 
 
 def _output(out, q):
@@ -96,43 +144,80 @@ def _output(out, q):
     return out
 
 
-def attention(q, k, v, *, causal=False, window=(-1, -1), softmax_scale=None, return_lse=False, out=None,
-              config=None, stream=None):
+def _traced_call(op_name, function, tensors, options, causal, window_size, chunk_size, softmax_scale, return_lse,
+                 out, config, stream):
+    """A forward through the custom op (torch.compile, torch.export, fake tensors): the op returns a new O, which
+    fills out= by a copy."""
+    from . import _ops
+    _ops.refuse_stream(function, stream)
+    left, right = window_pair(window_size)
+    scale = scale_of(softmax_scale)
+    o, lse = getattr(_ops.ops(), op_name)(*tensors, *options, bool(causal), left, right, int(chunk_size),
+                                          scale if scale > 0 else None, bool(return_lse), _ops.config_text(config))
+    if out is not None:
+        out.copy_(o)
+        o = out
+    return (o, lse) if return_lse else o
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_size: Window = NO_WINDOW,
+              chunk_size: int = 0, softmax_scale: Optional[float] = None, return_lse: bool = False,
+              out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
+              window: Optional[Window] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
     torch.bfloat16 or torch.float16 on one device, last dimension contiguous, other strides multiples of 8
     elements; heads_kv divides heads_q (grouped-query attention); head_dim a multiple of 8, at most 256.
     causal: bottom-right aligned when seqlen_q != seqlen_k (query i sees keys j <= i + seqlen_k - seqlen_q).
-    window: (left, right) sliding window around that diagonal, -1 = unbounded; with causal, right = 0.
+    window_size: (left, right) sliding window around that diagonal, -1 = unbounded (flash-attn's convention);
+    with causal, right = 0. chunk_size > 0: chunked attention, each query sees the keys of its own chunk of
+    chunk_size keys (chunk index of position i + seqlen_k - seqlen_q), up to itself with causal; not with a window.
     softmax_scale: default 1/sqrt(head_dim). out: a tensor like q to write into (else torch.empty_like(q)).
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, seqlen_q].
     config: an explicit kernel config (dict or JSON; missing fields come from the problem and the device).
     stream: torch.cuda.Stream or CUstream handle; default torch.cuda.current_stream(q.device).
+    window: the deprecated name of window_size (a DeprecationWarning).
 
+    Forward only: inputs that require grad (with grad mode on) raise RuntimeError. Under torch.compile and
+    torch.export the call is the custom op flashjit::attention (stream= is then refused: use torch.cuda.stream).
     Asynchronous on the stream, no synchronization, no allocation besides out and lse. The first call for a
     kind of problem compiles (or reads from the disk cache) and loads its kernel: make it outside CUDA-graph
     capture (warmup, precompile). Bad arguments raise ValueError before anything runs; failures in the library
     raise FlashjitError.
     """
+    if window is not None:
+        window_size = renamed_window(window_size, window, "window", "flashjit.attention")
+    if _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out):
+        return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
+                            return_lse, out, config, stream)
+    o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream)
+    return (o, lse) if return_lse else o
+
+
+def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream):
+    """attention() straight through the library: (O, LSE or None)."""
     def check(out):
         problem = check_inputs(q, k, v)
-        mask, left, right, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal, window,
-                                                         softmax_scale)
+        mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
+                                                                window_size, chunk_size, softmax_scale)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
-            mask=mask, window_left=left, window_right=right, softmax_scale=scale)
+            mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale)
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
-    key = _forward_key((q, k, v, out), (causal, window, softmax_scale), config)
+    key = _forward_key((q, k, v, out), (causal, window_size, softmax_scale, chunk_size), config)
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream)
 
 
-def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
-                     window=(-1, -1), softmax_scale=None, return_lse=False, out=None, config=None, stream=None):
+def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
+                     max_seqlen_k: int, *, causal: bool = False, window_size: Window = NO_WINDOW, chunk_size: int = 0,
+                     softmax_scale: Optional[float] = None, return_lse: bool = False, out: Optional[Tensor] = None,
+                     config: Optional[Config] = None, stream: Stream = None,
+                     window: Optional[Window] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
     q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
@@ -144,30 +229,47 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     bottom-right aligned (query i of a sequence sees keys j <= i + len_k - len_q), and so is the window's
     diagonal; rows that see no key get O = 0 and LSE = -inf.
     Other arguments as for attention(): dtypes, strides (last dimension contiguous, the others multiples of 8
-    elements), causal, window, softmax_scale, out (like q), config (varlen is set from the problem), stream.
+    elements), causal, window_size, chunk_size, softmax_scale, out (like q), config (varlen is set from the
+    problem), stream, window (deprecated).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
+    Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
     Asynchronous on the stream, no allocation besides out and lse; warm up (one call of the kind) before
     CUDA-graph capture. Bad arguments raise ValueError before anything runs; library failures FlashjitError.
     """
+    if window is not None:
+        window_size = renamed_window(window_size, window, "window", "flashjit.attention_varlen")
+    if _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out):
+        return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
+                            (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
+                            out, config, stream)
+    o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+                                    window_size, chunk_size, softmax_scale, return_lse, out, config, stream)
+    return (o, lse) if return_lse else o
+
+
+def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
+                           chunk_size, softmax_scale, return_lse, out, config, stream):
+    """attention_varlen() straight through the library: (O, LSE or None)."""
     def check(out):
         problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-        mask, left, right, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window, softmax_scale)
+        mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
+                                                                chunk_size, softmax_scale)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
             q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
             v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
-            mask=mask, window_left=left, window_right=right, softmax_scale=scale, total_q=problem.total_q,
-            total_k=problem.total_k)
+            mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale,
+            total_q=problem.total_q, total_k=problem.total_k)
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
     key = _forward_key((q, k, v, out, cu_seqlens_q, cu_seqlens_k),
-                       (causal, window, softmax_scale, max_seqlen_q, max_seqlen_k), config)
+                       (causal, window_size, softmax_scale, max_seqlen_q, max_seqlen_k, chunk_size), config)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream)
 
 
-def warmup(q, k, v, **kwargs):
+def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Runs attention(q, k, v, **kwargs) once, outside CUDA-graph capture, so that the kernel for this kind of
     problem (dtype, head dim, mask, shapes) is compiled or read from the disk cache and loaded on the device;
     later calls, captured ones included, only launch. Returns what attention returns."""
@@ -177,33 +279,49 @@ def warmup(q, k, v, **kwargs):
     return attention(q, k, v, **kwargs)
 
 
-def precompile(config=None, *, q_shape=None, k_shape=None, dtype=None, causal=False, window=(-1, -1), device=None):
+def _scratch(device):
+    """A small tensor on `device` (default: the current CUDA device) whose address names the device to the library."""
+    import torch
+    target = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    return torch.empty(_SCRATCH_BYTES, dtype=torch.uint8, device=target)
+
+
+def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, address, **fields):
+    """AttentionArgs of a problem given by shapes, every tensor at `address`."""
+    b, sq, hq, d = shape4("q_shape", q_shape)
+    _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
+    code = dtype_code(dtype)
+    mask, left, right, chunk = mask_of(causal, window_size, chunk_size)
+    return AttentionArgs(q=address, k=address, v=address, o=address, batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
+                         heads_kv=hkv, head_dim=d, dtype=code, mask=mask, window_left=left, window_right=right,
+                         chunk_size=chunk, **fields)
+
+
+def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, int, int, int]] = None,
+               k_shape: Optional[Tuple[int, int, int, int]] = None, dtype: Any = None, causal: bool = False,
+               window_size: Window = NO_WINDOW, chunk_size: int = 0, device: Any = None,
+               window: Optional[Window] = None) -> dict:
     """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
     cache_hit, ...).
 
     precompile(config): compiles a config (dict or JSON) into the disk cache; needs no GPU.
-    precompile(q_shape=..., k_shape=..., dtype=..., causal=..., window=..., device=...): the kernel
-    attention() would use for that problem (or `config`, completed from the problem) is compiled or read
+    precompile(q_shape=..., k_shape=..., dtype=..., causal=..., window_size=..., chunk_size=..., device=...): the
+    kernel attention() would use for that problem (or `config`, completed from the problem) is compiled or read
     from the cache and loaded on the device (default: the current CUDA device), without running it, so
     that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape.
+    window: the deprecated name of window_size.
     """
+    if window is not None:
+        window_size = renamed_window(window_size, window, "window", "flashjit.precompile")
     explicit = None if config is None else config_json(config)
     if q_shape is None:
         if explicit is None:
             raise ValueError("precompile needs a config, or q_shape and dtype of the problem to prepare")
         return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
-    b, sq, hq, d = shape4("q_shape", q_shape)
-    _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
-    code = dtype_code(dtype)
-    mask, left, right = mask_of(causal, window)
+    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, 0, config_json=explicit)
     lib = _library.load()
-    import torch
-    target = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
-    scratch = torch.empty(_SCRATCH_BYTES, dtype=torch.uint8, device=target)
-    address = scratch.data_ptr()
-    args = AttentionArgs(q=address, k=address, v=address, o=address, batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
-                         heads_kv=hkv, head_dim=d, dtype=code, mask=mask, window_left=left, window_right=right,
-                         config_json=explicit)
+    scratch = _scratch(device)
+    args.q = args.k = args.v = args.o = scratch.data_ptr()
     info = _runtime.text(lib.flashjit_prepare, _runtime.handle(), ctypes.byref(args))
     del scratch  # only its address was used, to name the device
     return json.loads(info)

@@ -1,6 +1,11 @@
 """The checks attention(), decode() and merge() make before anything runs, on duck-typed tensors (.is_cuda,
 .device, .dtype, .shape, .stride(), .data_ptr()), so they are testable without torch. Each failure is a ValueError
-naming the argument."""
+naming the argument.
+
+The same checks run on the fake tensors of torch.compile and torch.export (the custom ops' fake implementations,
+_ops.py) with traced=True: tensors on the meta device pass as CUDA ones, addresses are not checked (fake tensors
+have none), and sizes stay symbolic (no int() of a shape or a stride). The output shapes are also said here
+(attention_out_shapes, ...), so a change of what a shape may be is made in this file alone."""
 import math
 import operator
 from dataclasses import dataclass
@@ -24,10 +29,16 @@ class Problem:
 
 
 def _shape(t):
-    return tuple(int(n) for n in t.shape)
+    return tuple(t.shape)
 
 
-def _require_cuda(name, t):
+def _strides(t):
+    return tuple(t.stride())
+
+
+def _require_cuda(name, t, traced=False):
+    if traced and str(getattr(t, "device", "")) == "meta":
+        return
     if not getattr(t, "is_cuda", False):
         raise ValueError(f"{name} must be a CUDA tensor, got one on {getattr(t, 'device', 'an unknown device')}")
 
@@ -50,9 +61,9 @@ def _require_4d(name, t):
         raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
 
 
-def _require_layout(name, t, dims=("batch", "sequence", "head")):
+def _require_layout(name, t, dims=("batch", "sequence", "head"), traced=False):
     """Last dimension contiguous, the other strides multiples of 8 elements (16 bytes), 16-byte aligned data."""
-    shape, stride = _shape(t), tuple(int(s) for s in t.stride())
+    shape, stride = _shape(t), _strides(t)
     if stride[-1] != 1:
         raise ValueError(f"{name}: the last dimension must be contiguous (stride(-1) == 1), got strides {list(stride)}; "
                          f"pass {name}.contiguous()")
@@ -60,15 +71,15 @@ def _require_layout(name, t, dims=("batch", "sequence", "head")):
         if shape[dim] > 1 and (stride[dim] <= 0 or stride[dim] % 8 != 0):
             raise ValueError(f"{name}: the {what} stride (stride({dim}) = {stride[dim]}) must be a positive multiple of "
                              f"8 elements (16 bytes), got strides {list(stride)}; pass {name}.contiguous()")
-    if t.data_ptr() % 16 != 0:
+    if not traced and t.data_ptr() % 16 != 0:
         raise ValueError(f"{name}: data_ptr() {t.data_ptr():#x} is not 16-byte aligned (a view at an odd offset?); "
                          f"pass {name}.contiguous()")
 
 
-def check_inputs(q, k, v):
+def check_inputs(q, k, v, traced=False):
     """The Problem of q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D]; ValueError naming the first bad argument."""
     tensors = (("q", q), ("k", k), ("v", v))
-    _require_devices_and_dtypes(tensors, 3)
+    _require_devices_and_dtypes(tensors, 3, traced)
     for name, t in tensors:
         _require_4d(name, t)
     (b, sq, hq, d), (bk, sk, hkv, dk) = _shape(q), _shape(k)
@@ -78,8 +89,31 @@ def check_inputs(q, k, v):
         raise ValueError(f"k: batch {bk} differs from q's {b}")
     _require_heads_and_head_dim("k", hq, hkv, d, dk)
     for name, t in tensors:
-        _require_layout(name, t)
+        _require_layout(name, t, traced=traced)
     return Problem(b, sq, sk, hq, hkv, d, DTYPES[str(q.dtype)])
+
+
+def attention_out_shapes(q, k, v):
+    """(O's shape, LSE's shape) of attention(q, k, v): O [B, Sq, Hq, D], LSE [B, Hq, Sq]."""
+    b, sq, hq, _ = _shape(q)
+    return (b, sq, hq, _shape(v)[3]), (b, hq, sq)
+
+
+def varlen_out_shapes(q, k, v):
+    """(O's shape, LSE's shape) of attention_varlen: O [total_q, Hq, D], LSE [Hq, total_q]."""
+    total_q, hq, _ = _shape(q)
+    return (total_q, hq, _shape(v)[2]), (hq, total_q)
+
+
+def decode_out_shapes(q, k_cache, v_cache):
+    """(O's shape, LSE's shape) of decode: O [B, q_len, Hq, D], LSE [B, Hq, q_len]."""
+    b, q_len, hq, _ = _shape(q)
+    return (b, q_len, hq, _shape(v_cache)[3]), (b, hq, q_len)
+
+
+def merge_out_shapes(outs, lses):
+    """(O's shape, LSE's shape) of merge: those of outs[0] and lses[0]."""
+    return _shape(outs[0]), _shape(lses[0])
 
 
 def check_out(out, q, strides=("batch", "sequence", "head")):
@@ -98,22 +132,63 @@ def check_out(out, q, strides=("batch", "sequence", "head")):
 def bshd_strides(t):
     """(batch, seq, head) element strides for the C ABI; 0 (= contiguous) where a dimension has size 1, whose
     stride is never used and may be anything in torch."""
-    shape, stride = _shape(t), tuple(int(s) for s in t.stride())
-    return tuple(stride[dim] if shape[dim] > 1 else 0 for dim in range(3))
+    shape, stride = _shape(t), _strides(t)
+    return tuple(int(stride[dim]) if shape[dim] > 1 else 0 for dim in range(3))
 
 
-def mask_of(causal, window):
-    """(flashjit_mask, window_left, window_right) for flash_attn-style arguments: window = (left, right), -1
-    unbounded; causal forces right = 0 (bottom-right aligned)."""
-    if not isinstance(window, (tuple, list)) or len(window) != 2 or not all(
-            isinstance(w, int) and not isinstance(w, bool) and w >= -1 for w in window):
-        raise ValueError(f"window must be (left, right) with integers >= -1 (-1: unbounded), got {window!r}")
-    left, right = window
+NO_WINDOW = (-1, -1)
+
+
+def window_pair(window_size, name="window_size"):
+    """window_size as (left, right) ints >= -1 (-1: unbounded), flash-attn's convention: query i (bottom-right
+    aligned, at key position i + seqlen_k - seqlen_q) sees keys [i' - left, i' + right]."""
+    if not isinstance(window_size, (tuple, list)) or len(window_size) != 2 or not all(
+            isinstance(w, int) and not isinstance(w, bool) and -1 <= w <= INT32_MAX for w in window_size):
+        raise ValueError(f"{name} must be (left, right) with integers in [-1, {INT32_MAX}] (-1: unbounded), got "
+                         f"{window_size!r}")
+    return int(window_size[0]), int(window_size[1])
+
+
+def renamed_window(window_size, old_value, old_name, function, pair=lambda v: v):
+    """The window_size of a call that used an old keyword (`window` of attention, `window_left` of decode):
+    a DeprecationWarning naming the new keyword, and pair(old_value) as the window; ValueError if both were
+    given."""
+    import warnings
+    if not (isinstance(window_size, (tuple, list)) and tuple(window_size) == NO_WINDOW):
+        raise ValueError(f"{function}: pass window_size only ({old_name} is its deprecated name), got both "
+                         f"window_size={window_size!r} and {old_name}={old_value!r}")
+    warnings.warn(f"{function}({old_name}=...) is deprecated: pass window_size=(left, right) (flash-attn's name"
+                  f"{'; decode: (window_left, 0)' if old_name == 'window_left' else ''})", DeprecationWarning,
+                  stacklevel=3)
+    return pair(old_value)
+
+
+def mask_of(causal, window_size, chunk_size=0):
+    """(flashjit_mask, window_left, window_right, chunk_size) for flash-attn-style arguments: window_size = (left,
+    right), -1 unbounded; causal forces right = 0 (bottom-right aligned); chunk_size > 0: each query sees the keys of
+    its own chunk of chunk_size keys (with causal: up to itself), not together with a window."""
+    left, right = window_pair(window_size)
+    chunk_size = _int_arg("chunk_size", chunk_size, 0, INT32_MAX)
+    if chunk_size > 0:
+        if (left, right) != NO_WINDOW:
+            raise ValueError(f"chunk_size {chunk_size} and window_size {window_size!r}: attention takes a sliding "
+                             "window or chunks, not both")
+        return (_abi.MASK_CHUNKED_CAUSAL if causal else _abi.MASK_CHUNKED), -1, -1, chunk_size
     if causal:
-        return (_abi.MASK_CAUSAL, -1, -1) if left == -1 else (_abi.MASK_SLIDING_WINDOW, left, 0)
+        return ((_abi.MASK_CAUSAL, -1, -1, 0) if left == -1 else (_abi.MASK_SLIDING_WINDOW, left, 0, 0))
     if left == -1 and right == -1:
-        return _abi.MASK_NONE, -1, -1
-    return _abi.MASK_SLIDING_WINDOW, left, right
+        return _abi.MASK_NONE, -1, -1, 0
+    return _abi.MASK_SLIDING_WINDOW, left, right, 0
+
+
+def decode_window_left(window_size):
+    """decode()'s window_left (-1: none) of window_size = (left, right): a token sees no key after itself, so right
+    must be -1 or 0."""
+    left, right = window_pair(window_size)
+    if right not in (-1, 0):
+        raise ValueError(f"window_size {window_size!r}: decode is causal (a new token sees no key after itself), so "
+                         f"the right size must be 0 or -1, got {right}")
+    return left
 
 
 def scale_of(softmax_scale):
@@ -182,12 +257,12 @@ def _require_same_device(name, t, q):
         raise ValueError(f"{name} is on {t.device} but q is on {q.device}: all tensors must be on one CUDA device")
 
 
-def _require_devices_and_dtypes(tensors, floats):
+def _require_devices_and_dtypes(tensors, floats, traced=False):
     """tensors: (name, tensor) pairs, q first, all CUDA tensors on q's device; the first `floats` in q's
     dtype (bf16 or fp16), the rest int32."""
     q = tensors[0][1]
     for name, t in tensors:
-        _require_cuda(name, t)
+        _require_cuda(name, t, traced)
     for name, t in tensors[1:]:
         _require_same_device(name, t, q)
     if str(q.dtype) not in DTYPES:
@@ -200,16 +275,16 @@ def _require_devices_and_dtypes(tensors, floats):
             raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
 
 
-def _require_dense(name, t, what):
+def _require_dense(name, t, what, traced=False):
     """Contiguous (dimensions of size 1 may have any stride), elements aligned."""
-    shape, stride = _shape(t), tuple(int(s) for s in t.stride())
+    shape, stride = _shape(t), _strides(t)
     expected = 1
     for n, s in zip(reversed(shape), reversed(stride)):
         if n > 1 and s != expected:
             raise ValueError(f"{name} must be contiguous ({what}), got shape {list(shape)} with strides {list(stride)}; "
                              f"pass {name}.contiguous()")
         expected *= n
-    if t.data_ptr() % 4 != 0:
+    if not traced and t.data_ptr() % 4 != 0:
         raise ValueError(f"{name}: data_ptr() {t.data_ptr():#x} is not 4-byte aligned")
 
 
@@ -227,7 +302,7 @@ def _int_arg(name, value, low, high=None):
     return value
 
 
-def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seqlen_k=None):
+def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seqlen_k=None, traced=False):
     """The DecodeProblem of q [B, q_len, Hq, D] over a contiguous cache [B, max_seq, Hkv, D] (page_table None) or
     a paged one [num_pages, page_size, Hkv, D] with page_table [B, max_pages] int32; seqlens_k [B] int32 on the
     device. Kernel limits (q_len, head_dim, page_size, group * q_len) are the library's checks."""
@@ -235,7 +310,7 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     tensors = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("seqlens_k", seqlens_k)]
     if paged:
         tensors.append(("page_table", page_table))
-    _require_devices_and_dtypes(tensors, 3)
+    _require_devices_and_dtypes(tensors, 3, traced)
     _require_4d("q", q)
     cache_dims = "[num_pages, page_size, heads_kv, head_dim]" if paged else "[batch, max_seqlen, heads_kv, head_dim]"
     for name, t in tensors[1:3]:
@@ -252,19 +327,19 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     _require_heads_and_head_dim("k_cache", hq, hkv, d, dk)
     if _shape(seqlens_k) != (b,):
         raise ValueError(f"seqlens_k must have shape [{b}] (one length per sequence of q), got {list(_shape(seqlens_k))}")
-    _require_dense("seqlens_k", seqlens_k, "int32 [batch]")
+    _require_dense("seqlens_k", seqlens_k, "int32 [batch]", traced)
     max_pages = 0
     if paged:
         shape = _shape(page_table)
         if len(shape) != 2 or shape[0] != b or shape[1] < 1:
             raise ValueError(f"page_table must have shape [{b}, max_pages_per_seq] (one row per sequence of q), got "
                              f"{list(shape)}")
-        _require_dense("page_table", page_table, "int32 [batch, max_pages_per_seq], rows back to back")
+        _require_dense("page_table", page_table, "int32 [batch, max_pages_per_seq], rows back to back", traced)
         max_pages = shape[1]
-    _require_layout("q", q)
+    _require_layout("q", q, traced=traced)
     cache_strides = ("page", "token", "head") if paged else ("batch", "sequence", "head")
-    _require_layout("k_cache", k_cache, cache_strides)
-    _require_layout("v_cache", v_cache, cache_strides)
+    _require_layout("k_cache", k_cache, cache_strides, traced)
+    _require_layout("v_cache", v_cache, cache_strides, traced)
     capacity = max_pages * n1 if paged else n1
     if max_seqlen_k is None:
         max_seqlen_k = capacity
@@ -294,8 +369,8 @@ def check_decode_options(window_left, num_splits, split_merge="auto", chunk_size
     window_left = _int_arg("window_left", window_left, -1, INT32_MAX)
     chunk_size = _int_arg("chunk_size", chunk_size, 0, INT32_MAX)
     if chunk_size > 0 and window_left >= 0:
-        raise ValueError(f"chunk_size {chunk_size} and window_left {window_left}: decode takes a sliding window or "
-                         "chunks, not both")
+        raise ValueError(f"chunk_size {chunk_size} and window_size ({window_left}, 0): decode takes a sliding window "
+                         "or chunks, not both")
     return window_left, _int_arg("num_splits", num_splits, 0, INT32_MAX), SPLIT_MERGES[split_merge], chunk_size
 
 
@@ -309,7 +384,7 @@ class MergeProblem:
     num_states: int
 
 
-def check_merge_inputs(outs, lses):
+def check_merge_inputs(outs, lses, traced=False):
     """The MergeProblem of states outs[i] [B, S, H, D] (one dtype, one layout) with lses[i] [B, H, S] float32."""
     if not isinstance(outs, (list, tuple)) or not isinstance(lses, (list, tuple)):
         raise ValueError("outs and lses must be lists (or tuples) of tensors, one O and one LSE per state")
@@ -319,8 +394,8 @@ def check_merge_inputs(outs, lses):
         raise ValueError(f"lses holds {len(lses)} tensors but outs holds {len(outs)}: one LSE per state")
     first = outs[0]
     for i, (o, lse) in enumerate(zip(outs, lses)):
-        _require_cuda(f"outs[{i}]", o)
-        _require_cuda(f"lses[{i}]", lse)
+        _require_cuda(f"outs[{i}]", o, traced)
+        _require_cuda(f"lses[{i}]", lse, traced)
     for i, (o, lse) in enumerate(zip(outs, lses)):
         for name, t in ((f"outs[{i}]", o), (f"lses[{i}]", lse)):
             if str(t.device) != str(first.device):
@@ -330,26 +405,32 @@ def check_merge_inputs(outs, lses):
         raise ValueError(f"outs[0]: dtype {first.dtype} is not supported (torch.bfloat16 or torch.float16)")
     _require_4d("outs[0]", first)
     b, s, h, d = _shape(first)
-    strides = bshd_strides(first)
+    strides = _bshd_strides(first)
     for i, (o, lse) in enumerate(zip(outs, lses)):
         if str(o.dtype) != str(first.dtype):
             raise ValueError(f"outs[{i}]: dtype {o.dtype} differs from outs[0]'s {first.dtype}")
         if _shape(o) != (b, s, h, d):
             raise ValueError(f"outs[{i}]: shape {list(_shape(o))} differs from outs[0]'s {[b, s, h, d]}")
         _require_last_dim_contiguous(f"outs[{i}]", o)
-        if bshd_strides(o) != strides:
+        if _bshd_strides(o) != strides:
             raise ValueError(f"outs[{i}]: strides {list(o.stride())} differ from outs[0]'s {list(first.stride())}: every "
                              f"state must have one layout (pass .contiguous())")
         if str(lse.dtype) != FLOAT32:
             raise ValueError(f"lses[{i}]: dtype {lse.dtype} must be torch.float32")
         if _shape(lse) != (b, h, s):
             raise ValueError(f"lses[{i}] must have shape [batch, heads, seqlen] = {[b, h, s]}, got {list(_shape(lse))}")
-        _require_dense(f"lses[{i}]", lse, "float32 [batch, heads, seqlen]")
+        _require_dense(f"lses[{i}]", lse, "float32 [batch, heads, seqlen]", traced)
     return MergeProblem(b, s, h, d, DTYPES[str(first.dtype)], len(outs))
 
 
+def _bshd_strides(t):
+    """bshd_strides without int(): symbolic strides of fake tensors stay symbolic."""
+    shape, stride = _shape(t), _strides(t)
+    return tuple(stride[dim] if shape[dim] > 1 else 0 for dim in range(3))
+
+
 def _require_last_dim_contiguous(name, t):
-    shape, stride = _shape(t), tuple(int(x) for x in t.stride())
+    shape, stride = _shape(t), _strides(t)
     if stride[-1] != 1:
         raise ValueError(f"{name}: the last dimension must be contiguous (stride(-1) == 1), got strides {list(stride)}; "
                          f"pass {name}.contiguous()")
@@ -398,11 +479,11 @@ def _require_3d(name, t):
         raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
 
 
-def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k):
+def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced=False):
     """The VarlenProblem of packed q [total_q, Hq, D], k and v [total_k, Hkv, D] with cu_seqlens_q / cu_seqlens_k
     int32 [batch + 1] on the device (never read on the host); ValueError naming the first bad argument."""
     tensors = (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k))
-    _require_devices_and_dtypes(tensors, 3)
+    _require_devices_and_dtypes(tensors, 3, traced)
     for name, t in tensors[:3]:
         _require_3d(name, t)
     (total_q, hq, d), (total_k, hkv, dk) = _shape(q), _shape(k)
@@ -421,17 +502,17 @@ def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     batch = shape_q[0] - 1
     if batch > 65535:
         raise ValueError(f"cu_seqlens_q: at most 65535 sequences (grid limit), got {batch}")
-    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]")
-    _require_dense("cu_seqlens_k", cu_seqlens_k, "int32 [batch + 1]")
+    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]", traced)
+    _require_dense("cu_seqlens_k", cu_seqlens_k, "int32 [batch + 1]", traced)
     max_seqlen_q = _int_arg("max_seqlen_q", max_seqlen_q, 1, INT32_MAX)
     max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
     for name, t in tensors[:3]:
-        _require_layout(name, t, ("sequence", "head"))
+        _require_layout(name, t, ("sequence", "head"), traced)
     return VarlenProblem(batch, total_q, total_k, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)])
 
 
 def packed_strides(t):
     """(batch, seq, head) element strides of a packed [total, H, D] tensor for the C ABI: batch 0 (there is
     none), and 0 (= contiguous) where a dimension has size 1."""
-    shape, stride = _shape(t), tuple(int(s) for s in t.stride())
-    return (0,) + tuple(stride[dim] if shape[dim] > 1 else 0 for dim in range(2))
+    shape, stride = _shape(t), _strides(t)
+    return (0,) + tuple(int(stride[dim]) if shape[dim] > 1 else 0 for dim in range(2))

@@ -3,14 +3,24 @@ attention states, on PyTorch tensors.
 
 The split-KV workspace comes from torch's caching allocator on the current stream (never from the library's
 own per-stream workspace), so decode may be captured on any stream, torch.cuda.graph's side stream included,
-once its kernels are loaded. torch is imported inside the functions, never at module import."""
+once its kernels are loaded. torch is imported inside the functions, never at module import. Traced calls
+(torch.compile, torch.export, fake tensors) go through the custom ops flashjit::decode and flashjit::merge (_ops.py);
+plain eager ones straight to the library (decode_eager, merge_eager: what the ops run)."""
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _call, _output, _stream_handle
-from ._checks import (bshd_strides, check_decode_inputs, check_decode_options, check_merge_inputs, check_merge_out,
-                      check_out, scale_of)
+from ._attention import _call, _output, _stream_handle, _traced_tensors
+from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bshd_strides, check_decode_inputs, check_decode_options,
+                      check_merge_inputs, check_merge_out, check_out, decode_window_left, renamed_window, scale_of)
+
+if TYPE_CHECKING:
+    from ._attention import Stream, Tensor, Window
+
+_DECODE_NAMES = ("q", "k_cache", "v_cache", "seqlens_k", "page_table", "out")
 
 # The checked call (DecodeArgs without addresses or stream, workspace bytes, LSE shape) per call key (_memo),
 # and the checked merge (MergeArgs without addresses or stream, LSE shape).
@@ -49,21 +59,12 @@ def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softm
                   split_merge, max_seqlen_k, chunk_size):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
     (allocated like q when None)."""
-    problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
-    window_left, num_splits, split_merge, chunk_size = check_decode_options(window_left, num_splits, split_merge,
-                                                                            chunk_size)
-    scale = scale_of(softmax_scale)
+    args, problem = decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits,
+                                split_merge, max_seqlen_k, chunk_size)
     if out is not None:
         check_out(out, q)
     out = _output(out, q)
-    args = DecodeArgs(
-        batch=problem.batch, q_len=problem.q_len, heads_q=problem.heads_q, heads_kv=problem.heads_kv,
-        head_dim=problem.head_dim, dtype=problem.dtype, max_seqlen_k=problem.max_seqlen_k, layout=problem.layout,
-        cache_seqlen=problem.cache_seqlen, num_pages=problem.num_pages, page_size=problem.page_size,
-        max_pages_per_seq=problem.max_pages_per_seq, q_strides=Strides(*bshd_strides(q)),
-        o_strides=Strides(*bshd_strides(out)), k_strides=Strides(*bshd_strides(k_cache)),
-        v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
-        num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size)
+    args.o_strides = Strides(*bshd_strides(out))
     # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
     _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table))
     needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
@@ -71,6 +72,25 @@ def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softm
         _runtime.raise_for(-needed)
     _set_addresses(args, 0, 0, 0, 0, 0, 0)
     return (bytes(args), needed, (problem.batch, problem.heads_q, problem.q_len)), out
+
+
+def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits, split_merge,
+                max_seqlen_k, chunk_size):
+    """(DecodeArgs without addresses or stream, O's strides those of q, DecodeProblem) after every check of the
+    inputs and options."""
+    problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
+    window_left, num_splits, split_merge, chunk_size = check_decode_options(window_left, num_splits, split_merge,
+                                                                            chunk_size)
+    scale = scale_of(softmax_scale)
+    args = DecodeArgs(
+        batch=problem.batch, q_len=problem.q_len, heads_q=problem.heads_q, heads_kv=problem.heads_kv,
+        head_dim=problem.head_dim, dtype=problem.dtype, max_seqlen_k=problem.max_seqlen_k, layout=problem.layout,
+        cache_seqlen=problem.cache_seqlen, num_pages=problem.num_pages, page_size=problem.page_size,
+        max_pages_per_seq=problem.max_pages_per_seq, q_strides=Strides(*bshd_strides(q)),
+        o_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k_cache)),
+        v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
+        num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size)
+    return args, problem
 
 
 def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table):
@@ -109,8 +129,19 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
     return args, workspace, out, lse
 
 
-def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, chunk_size=0, softmax_scale=None,
-           return_lse=False, out=None, num_splits=0, split_merge="auto", max_seqlen_k=None, stream=None):
+def _window_left(window_size, window_left, function):
+    """decode's window_left of window_size (the default object costs nothing), or of the deprecated keyword."""
+    if window_left is not None:
+        window_size = renamed_window(window_size, window_left, "window_left", function,
+                                     lambda v: (_int_arg("window_left", v, -1, INT32_MAX), 0))
+    return -1 if window_size is NO_WINDOW else decode_window_left(window_size)
+
+
+def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, page_table: Optional[Tensor] = None,
+           window_size: Window = NO_WINDOW, chunk_size: int = 0, softmax_scale: Optional[float] = None,
+           return_lse: bool = False, out: Optional[Tensor] = None, num_splits: int = 0, split_merge: str = "auto",
+           max_seqlen_k: Optional[int] = None, stream: Stream = None,
+           window_left: Optional[int] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention of new query tokens over a KV cache (token generation), with GQA and an optional paged cache.
 
     q: [batch, q_len, heads_q, head_dim], the q_len (1..16) newest tokens of each sequence, already appended to
@@ -119,9 +150,10 @@ def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, c
     int32 (key j of sequence b is token j % page_size of page page_table[b, j // page_size]; page_size a power
     of two up to 256). seqlens_k: int32 [batch] on the device, the keys of each sequence (new tokens included).
     Token t of sequence b sits at position seqlens_k[b] - q_len + t and sees keys up to it (causal among the new
-    tokens); window_left >= 0 also limits it to the window_left keys before it, or else chunk_size > 0
-    (chunked-causal attention; not together with a window) to the keys of its own chunk, those j with
-    j // chunk_size == position // chunk_size.
+    tokens); window_size = (left, 0) (flash-attn's convention; right must be 0 or -1) also limits it to the left
+    keys before it, or else chunk_size > 0 (chunked-causal attention; not together with a window) to the keys of
+    its own chunk, those j with j // chunk_size == position // chunk_size. window_left=N: the deprecated form of
+    window_size=(N, 0) (a DeprecationWarning).
 
     max_seqlen_k: a host-side bound on every seqlens_k entry (the keys are split for parallelism by this bound;
     larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size).
@@ -132,27 +164,52 @@ def decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, c
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, q_len] (what merge takes).
     stream: default torch.cuda.current_stream(q.device).
 
-    Asynchronous; allocates only out, lse and the split workspace, through torch's allocator. The first call for
-    a kind of problem compiles or loads its kernels: make it outside CUDA-graph capture (prepare_decode). Bad
-    arguments raise ValueError before anything runs; the library's checks and failures raise FlashjitError.
+    Forward only (inputs that require grad raise RuntimeError); traced (torch.compile, torch.export) as the custom
+    op flashjit::decode, stream= refused there. Asynchronous; allocates only out, lse and the split workspace,
+    through torch's allocator. The first call for a kind of problem compiles or loads its kernels: make it outside
+    CUDA-graph capture (prepare_decode). Bad arguments raise ValueError before anything runs; the library's checks
+    and failures raise FlashjitError.
     """
+    left = _window_left(window_size, window_left, "flashjit.decode")
+    if _traced_tensors("decode", _DECODE_NAMES, q, k_cache, v_cache, seqlens_k, page_table, out):
+        from . import _ops
+        _ops.refuse_stream("decode", stream)
+        scale = scale_of(softmax_scale)
+        o, lse = _ops.ops().decode(q, k_cache, v_cache, seqlens_k, page_table, left, int(chunk_size),
+                                   scale if scale > 0 else None, bool(return_lse), int(num_splits), split_merge,
+                                   max_seqlen_k)
+        if out is not None:
+            out.copy_(o)
+            o = out
+        return (o, lse) if return_lse else o
+    o, lse = decode_eager(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, return_lse, out, num_splits,
+                          split_merge, max_seqlen_k, stream, chunk_size)
+    return (o, lse) if return_lse else o
+
+
+def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
+                 split_merge, max_seqlen_k, stream, chunk_size):
+    """decode() straight through the library, window_left an int: (O, LSE or None)."""
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                              return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
                                              chunk_size)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
-    return (out, lse) if return_lse else out
+    return out, lse
 
 
-def prepare_decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_left=-1, chunk_size=0,
-                   softmax_scale=None, return_lse=False, out=None, num_splits=0, split_merge="auto", max_seqlen_k=None,
-                   stream=None):
+def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *,
+                   page_table: Optional[Tensor] = None, window_size: Window = NO_WINDOW, chunk_size: int = 0,
+                   softmax_scale: Optional[float] = None, return_lse: bool = False, out: Optional[Tensor] = None,
+                   num_splits: int = 0, split_merge: str = "auto", max_seqlen_k: Optional[int] = None,
+                   stream: Stream = None, window_left: Optional[int] = None) -> None:
     """Gets decode(...)'s kernels, for the same arguments, compiled (or read from the disk cache) and loaded on
     the device without running them (the tensors are not read), so that decode on tensors of this kind (dtype,
     head dim, heads, q_len, layout and page size, mask (window or chunks), split count and merge) may then be captured
     into a CUDA graph, on any stream. Returns None."""
     del return_lse  # the kernels are the same with or without LSE
-    args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, False,
+    left = _window_left(window_size, window_left, "flashjit.prepare_decode")
+    args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, False,
                                          out, num_splits, split_merge, max_seqlen_k, stream, chunk_size)
     import torch
     if torch.cuda.is_current_stream_capturing():
@@ -161,7 +218,8 @@ def prepare_decode(q, k_cache, v_cache, seqlens_k, *, page_table=None, window_le
     del workspace
 
 
-def merge(outs, lses, *, out=None, return_lse=False, stream=None):
+def merge(outs: Sequence[Tensor], lses: Sequence[Tensor], *, out: Optional[Tensor] = None, return_lse: bool = False,
+          stream: Stream = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Merges attention states of the same queries over disjoint key sets (shared-prefix cascades, context
     parallelism): O = sum_i exp(lse_i - lse) * outs[i] with lse = log sum_i exp(lse_i), which is the attention
     over the union of the key sets. A state whose LSE is -inf counts for nothing; a row empty in every state
@@ -172,8 +230,27 @@ def merge(outs, lses, *, out=None, return_lse=False, stream=None):
     decode return with return_lse=True). out: a tensor like outs[0] to write into (none of the inputs).
     return_lse: also return the merged LSE [batch, heads, seqlen]. stream: default the current stream.
 
-    Asynchronous. The first call for a dtype and head dim loads its kernel: make one outside CUDA-graph capture
-    before capturing merge."""
+    Forward only; traced as the custom op flashjit::merge. Asynchronous. The first call for a dtype and head dim
+    loads its kernel: make one outside CUDA-graph capture before capturing merge."""
+    states = (*outs, *lses) if type(outs) in (list, tuple) and type(lses) in (list, tuple) else ()
+
+    def names():
+        return (*(f"outs[{i}]" for i in range(len(outs))), *(f"lses[{i}]" for i in range(len(lses))), "out") \
+            if states else ("out",)
+    if _traced_tensors("merge", names, *states, out, grads=len(states)):
+        from . import _ops
+        _ops.refuse_stream("merge", stream)
+        o, lse = _ops.ops().merge(list(outs), list(lses), bool(return_lse))
+        if out is not None:
+            out.copy_(o)
+            o = out
+        return (o, lse) if return_lse else o
+    o, lse = merge_eager(outs, lses, out, return_lse, stream)
+    return (o, lse) if return_lse else o
+
+
+def merge_eager(outs, lses, out, return_lse, stream):
+    """merge() straight through the library: (O, LSE or None)."""
     key = _merge_key(outs, lses, out)
     checked = _merges.get(key)
     if checked is not None:

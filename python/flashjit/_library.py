@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from ._abi import AttentionArgs, DecodeArgs, MergeArgs, RuntimeOptions
+from ._abi import AttentionArgs, DecodeArgs, MergeArgs, RuntimeOptions, Target
 from ._errors import FlashjitError
 
 LIBRARY = "libflashjit.so"
@@ -42,6 +42,8 @@ def _declare(lib):
         "flashjit_decode_workspace_bytes": (c.c_int64, [c.c_void_p, c.POINTER(DecodeArgs)]),
         "flashjit_merge": (c.c_int, [c.c_void_p, c.POINTER(MergeArgs)]),
         "flashjit_select": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),
+        "flashjit_select_target": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs), c.POINTER(Target)] + text_out),
+        "flashjit_select_decode": (c.c_int64, [c.c_void_p, c.POINTER(DecodeArgs), c.POINTER(Target)] + text_out),
         "flashjit_compile": (c.c_int64, [c.c_void_p, c.c_char_p] + text_out),
         "flashjit_emit": (c.c_int64, [c.c_char_p] + text_out),
         "flashjit_cache_info": (c.c_int64, [c.c_void_p] + text_out),

@@ -114,7 +114,7 @@ def expect_close(o, lse, ref_o, ref_lse, dtype, what):
 
 def check_case(case):
     q, k, v = random_inputs(case)
-    o, lse = flashjit.attention(q, k, v, causal=case.causal, window=case.window, return_lse=True)
+    o, lse = flashjit.attention(q, k, v, causal=case.causal, window_size=case.window, return_lse=True)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (case.batch, case.heads_q, case.seqlen_q)
     assert lse.dtype == torch.float32
     ref_o, ref_lse = reference(q, k, v, case.causal, case.window)
@@ -170,12 +170,12 @@ def check_precompile_then_capture():
     """precompile(q_shape=...) loads the kernel without running it: the first call may then be captured."""
     case = Case(1, 1000, 1000, 8, 2, 64, FP16, window=(64, 64))
     q, k, v = random_inputs(case)
-    info = flashjit.precompile(q_shape=q.shape, k_shape=k.shape, dtype=q.dtype, window=case.window)
+    info = flashjit.precompile(q_shape=q.shape, k_shape=k.shape, dtype=q.dtype, window_size=case.window)
     assert info["config"]["mask"] == "sliding_window" and info["config"]["head_dim"] == 64
     out = torch.empty_like(q)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        flashjit.attention(q, k, v, window=case.window, out=out)
+        flashjit.attention(q, k, v, window_size=case.window, out=out)
     graph.replay()
     torch.cuda.synchronize()
     ref_o, _ = reference(q, k, v, window=case.window)
@@ -192,7 +192,7 @@ def check_capture_without_warmup_is_an_error():
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph):
-            flashjit.attention(q, k, v, window=case.window, out=out, config=fresh)
+            flashjit.attention(q, k, v, window_size=case.window, out=out, config=fresh)
     except flashjit.FlashjitError as e:
         assert "capturing a CUDA graph" in str(e), str(e)
     else:
@@ -271,7 +271,7 @@ def varlen_reference(q, k, v, lens_q, lens_k, causal=False, window=(-1, -1), sof
 def check_varlen_case(case):
     q, k, v, cu_q, cu_k = varlen_inputs(case)
     o, lse = flashjit.attention_varlen(q, k, v, cu_q, cu_k, max(case.lens_q), max(case.lens_k), causal=case.causal,
-                                       window=case.window, return_lse=True)
+                                       window_size=case.window, return_lse=True)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (case.heads_q, q.shape[0])
     assert lse.dtype == torch.float32
     ref_o, ref_lse = varlen_reference(q, k, v, case.lens_q, case.lens_k, case.causal, case.window)
@@ -464,7 +464,7 @@ def check_decode_case(case):
             assert "split_merge cluster" in str(e), str(e)
             return
         raise AssertionError("a forced cluster merge below sm_90 did not fail")
-    o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_left=case.window_left, return_lse=True,
+    o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_size=(case.window_left, 0), return_lse=True,
                              num_splits=case.num_splits, split_merge=case.split_merge, max_seqlen_k=case.max_seqlen_k,
                              chunk_size=case.chunk_size)
     assert o.shape == q.shape and o.dtype == q.dtype
@@ -562,11 +562,11 @@ def check_prepare_decode_covers_shorter_caches():
     case = DecodeCase((40, 17), 1, 16, 4, 64, FP16, capacity=4096, window_left=20)
     q, k, v, lens, _, per_seq = decode_inputs(case)
     out = torch.empty_like(q)
-    flashjit.prepare_decode(q, k, v, lens, window_left=20, out=out)  # max_seqlen_k: the capacity, 4096
+    flashjit.prepare_decode(q, k, v, lens, window_size=(20, 0), out=out)  # max_seqlen_k: the capacity, 4096
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        flashjit.decode(q, k, v, lens, window_left=20, out=out, max_seqlen_k=40)
+        flashjit.decode(q, k, v, lens, window_size=(20, 0), out=out, max_seqlen_k=40)
     out.fill_(math.nan)
     graph.replay()
     torch.cuda.synchronize()
@@ -587,11 +587,11 @@ def check_decode_chunked_causal():
                           decode_reference(q, per_seq))
         expect_close(o, lse, ref_o, ref_lse, BF16, f"{case} chunk_size {chunk} (one call after another)")
     try:
-        flashjit.decode(q, k, v, lens, page_table=table, chunk_size=64, window_left=128)
+        flashjit.decode(q, k, v, lens, page_table=table, chunk_size=64, window_size=(128, 0))
     except ValueError as e:
-        assert "chunk_size" in str(e) and "window_left" in str(e), str(e)
+        assert "chunk_size" in str(e) and "window_size" in str(e), str(e)
     else:
-        raise AssertionError("chunk_size with window_left was accepted")
+        raise AssertionError("chunk_size with window_size was accepted")
 
     case = DecodeCase((300, 4096), 1, 16, 4, 128, FP16, capacity=4096, chunk_size=256)
     q, k, v, lens, _, _ = decode_inputs(case)
@@ -748,6 +748,8 @@ def main():
     runs += [(str(case), lambda case=case: check_varlen_case(case)) for case in VARLEN_CASES]
     runs += [(str(case), lambda case=case: check_decode_case(case)) for case in DECODE_CASES]
     runs += [(check.__name__, check) for check in CHECKS]
+    import gpu_torch_checks  # torch.compile, torch.export, flash-attn's names, select
+    runs += [(check.__name__, check) for check in gpu_torch_checks.CHECKS]
     passed = failed = 0
     for name, run in runs:
         try:

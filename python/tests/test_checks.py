@@ -74,8 +74,32 @@ def test_tensor_checks(case):
 @pytest.mark.parametrize("window", [(1,), (1, 2, 3), ("a", 1), (-2, 0), (0, -5), (True, 1), (1.5, 2), 5, None])
 def test_window_checks(window):
     q, k, v = qkv()
-    with pytest.raises(ValueError, match="window"):
-        flashjit.attention(q, k, v, window=window, out=FakeTensor(q.shape), stream=0)
+    with pytest.raises(ValueError, match="window_size must be"):
+        flashjit.attention(q, k, v, window_size=window, out=FakeTensor(q.shape), stream=0)
+
+
+@pytest.mark.parametrize("chunk_size,window,message", [
+    (-1, (-1, -1), "chunk_size must be in [0, "), (1.0, (-1, -1), "chunk_size must be an integer"),
+    (True, (-1, -1), "chunk_size must be an integer"), (64, (8, 0), "chunk_size 64 and window_size (8, 0)"),
+])
+def test_chunk_size_checks(chunk_size, window, message):
+    q, k, v = qkv()
+    with pytest.raises(ValueError) as raised:
+        flashjit.attention(q, k, v, window_size=window, chunk_size=chunk_size, out=FakeTensor(q.shape), stream=0)
+    assert message in str(raised.value)
+
+
+def test_the_window_keyword_is_deprecated():
+    """attention(window=...) still works, with a DeprecationWarning naming window_size; both at once is an error."""
+    q, k, v = qkv()
+    with pytest.warns(DeprecationWarning, match=r"attention\(window=\.\.\.\) is deprecated: pass window_size"):
+        with pytest.raises(ValueError, match="window_size must be"):
+            flashjit.attention(q, k, v, window=(-2, 0), out=FakeTensor(q.shape), stream=0)
+    with pytest.raises(ValueError, match="pass window_size only"):
+        flashjit.attention(q, k, v, window=(8, 0), window_size=(8, 0), out=FakeTensor(q.shape), stream=0)
+    with pytest.warns(DeprecationWarning, match="precompile"):
+        with pytest.raises(ValueError, match="window_size must be"):
+            flashjit.precompile(q_shape=(1, 128, 8, 64), dtype="bf16", window=(-3, 0))
 
 
 @pytest.mark.parametrize("scale", [0, -1.0, math.nan, math.inf, "x", [1.0], 10**400, 1e300])
@@ -98,7 +122,8 @@ def test_config_checks(config, message):
     ({"q_shape": (1, 0, 8, 64), "dtype": "bf16"}, "q_shape"),
     ({"q_shape": (1, 128, 8, 64), "k_shape": "x", "dtype": "bf16"}, "k_shape"),
     ({"q_shape": (1, 128, 8, 64), "dtype": "fp32"}, "dtype"),
-    ({"q_shape": (1, 128, 8, 64), "dtype": "bf16", "window": (-3, 0)}, "window"),
+    ({"q_shape": (1, 128, 8, 64), "dtype": "bf16", "window_size": (-3, 0)}, "window_size"),
+    ({"q_shape": (1, 128, 8, 64), "dtype": "bf16", "chunk_size": -3}, "chunk_size"),
 ])
 def test_precompile_checks(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -115,17 +140,19 @@ def test_size_one_dimensions_may_have_any_stride():
     assert problem.dtype == _abi.DTYPE_BF16
 
 
-@pytest.mark.parametrize("causal,window,expected", [
-    (False, (-1, -1), (_abi.MASK_NONE, -1, -1)),
-    (True, (-1, -1), (_abi.MASK_CAUSAL, -1, -1)),
-    (True, (-1, 7), (_abi.MASK_CAUSAL, -1, -1)),
-    (True, (128, 5), (_abi.MASK_SLIDING_WINDOW, 128, 0)),
-    (False, (128, -1), (_abi.MASK_SLIDING_WINDOW, 128, -1)),
-    (False, [-1, 0], (_abi.MASK_SLIDING_WINDOW, -1, 0)),
-    (False, (0, 0), (_abi.MASK_SLIDING_WINDOW, 0, 0)),
+@pytest.mark.parametrize("causal,window,chunk,expected", [
+    (False, (-1, -1), 0, (_abi.MASK_NONE, -1, -1, 0)),
+    (True, (-1, -1), 0, (_abi.MASK_CAUSAL, -1, -1, 0)),
+    (True, (-1, 7), 0, (_abi.MASK_CAUSAL, -1, -1, 0)),
+    (True, (128, 5), 0, (_abi.MASK_SLIDING_WINDOW, 128, 0, 0)),
+    (False, (128, -1), 0, (_abi.MASK_SLIDING_WINDOW, 128, -1, 0)),
+    (False, [-1, 0], 0, (_abi.MASK_SLIDING_WINDOW, -1, 0, 0)),
+    (False, (0, 0), 0, (_abi.MASK_SLIDING_WINDOW, 0, 0, 0)),
+    (False, (-1, -1), 64, (_abi.MASK_CHUNKED, -1, -1, 64)),
+    (True, (-1, -1), 100, (_abi.MASK_CHUNKED_CAUSAL, -1, -1, 100)),
 ])
-def test_mask_of(causal, window, expected):
-    assert _checks.mask_of(causal, window) == expected
+def test_mask_of(causal, window, chunk, expected):
+    assert _checks.mask_of(causal, window, chunk) == expected
 
 
 def test_scale_and_dtype_codes():

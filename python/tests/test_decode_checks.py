@@ -1,5 +1,6 @@
 """decode()'s and merge()'s argument checks on fake tensors: each bad argument is a ValueError naming it, raised
 before the library (or torch) is touched."""
+import contextlib
 import math
 
 import pytest
@@ -131,6 +132,13 @@ def test_decode_tensor_checks(case):
     ({"max_seqlen_k": MAXSEQ + 1}, f"max_seqlen_k {MAXSEQ + 1} exceeds the cache's sequence capacity"),
     ({"max_seqlen_k": 1.5}, "max_seqlen_k must be an integer"),
     ({"max_seqlen_k": True}, "max_seqlen_k must be an integer"),
+    ({"window_size": (-2, 0)}, "window_size must be (left, right) with integers in [-1, 2147483647]"),
+    ({"window_size": ("7", 0)}, "window_size must be (left, right)"),
+    ({"window_size": (2**31, 0)}, "window_size must be (left, right)"),
+    ({"window_size": 8}, "window_size must be (left, right)"),
+    ({"window_size": (8, 8)}, "decode is causal (a new token sees no key after itself), so the right size must be 0 "
+                              "or -1, got 8"),
+    ({"window_size": (8, 0), "window_left": 8}, "pass window_size only (window_left is its deprecated name)"),
     ({"window_left": -2}, "window_left must be in [-1"),
     ({"window_left": "7"}, "window_left must be an integer"),
     ({"window_left": 2**31}, "window_left must be in [-1"),
@@ -139,9 +147,9 @@ def test_decode_tensor_checks(case):
     ({"chunk_size": 64.0}, "chunk_size must be an integer"),
     ({"chunk_size": True}, "chunk_size must be an integer"),
     ({"chunk_size": None}, "chunk_size must be an integer"),
-    ({"chunk_size": 64, "window_left": 100}, "chunk_size 64 and window_left 100: decode takes a sliding window or "
-                                             "chunks, not both"),
-    ({"chunk_size": 1, "window_left": 0}, "chunk_size 1 and window_left 0"),
+    ({"chunk_size": 64, "window_size": (100, 0)}, "chunk_size 64 and window_size (100, 0): decode takes a sliding "
+                                                  "window or chunks, not both"),
+    ({"chunk_size": 1, "window_size": (0, -1)}, "chunk_size 1 and window_size (0, 0)"),
     ({"num_splits": -1}, "num_splits must be in [0"),
     ({"num_splits": 2.0}, "num_splits must be an integer"),
     ({"split_merge": "fused"}, "split_merge must be one of auto, combine, cluster, got 'fused'"),
@@ -150,14 +158,16 @@ def test_decode_tensor_checks(case):
     ({"softmax_scale": math.nan}, "softmax_scale"),
 ])
 def test_decode_option_checks(kwargs, message):
-    with pytest.raises(ValueError) as raised:
-        call_decode(contiguous_inputs(), **kwargs)
+    deprecated = "window_left" in kwargs and "window_size" not in kwargs  # warns, then checks the old keyword
+    with pytest.warns(DeprecationWarning) if deprecated else contextlib.nullcontext():
+        with pytest.raises(ValueError) as raised:
+            call_decode(contiguous_inputs(), **kwargs)
     assert message in str(raised.value)
 
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"chunk_size": -1}, "chunk_size must be in [0"),
-    ({"chunk_size": 16, "window_left": 8}, "chunk_size 16 and window_left 8"),
+    ({"chunk_size": 16, "window_size": (8, 0)}, "chunk_size 16 and window_size (8, 0)"),
 ])
 def test_prepare_decode_checks_chunk_size(kwargs, message):
     t = paged_inputs()
@@ -165,6 +175,15 @@ def test_prepare_decode_checks_chunk_size(kwargs, message):
         flashjit.prepare_decode(t["q"], t["k_cache"], t["v_cache"], t["seqlens_k"], page_table=t["page_table"],
                                 out=t["out"], stream=0, **kwargs)
     assert message in str(raised.value)
+
+
+def test_window_left_is_deprecated_for_window_size():
+    """decode(window_left=N) still works as window_size=(N, 0), with a DeprecationWarning naming window_size."""
+    assert _decode._window_left(_checks.NO_WINDOW, None, "f") == -1
+    assert _decode._window_left((64, 0), None, "f") == _decode._window_left((64, -1), None, "f") == 64
+    with pytest.warns(DeprecationWarning, match=r"flashjit.decode\(window_left=\.\.\.\) is deprecated: pass "
+                                                r"window_size=\(left, right\)"):
+        assert _decode._window_left(_checks.NO_WINDOW, 64, "flashjit.decode") == 64
 
 
 def test_decode_options_of_chunks():

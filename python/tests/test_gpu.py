@@ -1,6 +1,7 @@
 """GPU tests (skipped without torch or a CUDA GPU): flashjit.attention, attention_varlen and decode against float32
-SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay. The checks live in
-gpu_checks.py, which also runs without pytest."""
+SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay; torch.compile
+(fullgraph=True, no graph break) and torch.export over the custom ops, flash-attn's names against float64, select
+for the device's arch. The checks live in gpu_checks.py and gpu_torch_checks.py, which also run without pytest."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -8,6 +9,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
 import gpu_checks  # noqa: E402  (needs torch)
+import gpu_torch_checks  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -32,4 +34,9 @@ def test_decode_matches_sdpa(case):
 
 @pytest.mark.parametrize("check", gpu_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 def test_check(check):
+    check()
+
+
+@pytest.mark.parametrize("check", gpu_torch_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_torch_integration(check):
     check()

@@ -91,9 +91,9 @@ def without_pointers(args):
 
 def test_a_hit_hands_over_what_the_checks_built_with_the_new_addresses(lib):
     first = decode_inputs()
-    run_decode(first, stream=7, window_left=5)
+    run_decode(first, stream=7, window_size=(5, 0))
     second = again(first)
-    run_decode(second, stream=9, window_left=5)
+    run_decode(second, stream=9, window_size=(5, 0))
     assert lib.planned == 1 and len(_decode._calls) == 1  # the second call was a hit
     a, b = decode_args(lib.decode[0]), decode_args(lib.decode[1])
     assert (b.q, b.o, b.k_cache, b.v_cache, b.seqlens_k, b.stream) == (
@@ -103,14 +103,14 @@ def test_a_hit_hands_over_what_the_checks_built_with_the_new_addresses(lib):
     assert without_pointers(a) == without_pointers(b)
     # A cleared memo (every check again) builds the same structure.
     _decode._calls.clear()
-    run_decode(second, stream=9, window_left=5)
+    run_decode(second, stream=9, window_size=(5, 0))
     assert lib.decode[2] == lib.decode[1] and lib.planned == 2
 
 
 def test_what_differs_in_the_key_misses(lib):
     first = decode_inputs()
     run_decode(first)
-    run_decode(first, window_left=3)
+    run_decode(first, window_size=(3, 0))
     run_decode(first, num_splits=2)
     run_decode(first, softmax_scale=0.5)
     run_decode(first, max_seqlen_k=64)
@@ -141,7 +141,7 @@ def test_a_misaligned_address_after_a_hit_is_refused(lib, name, ptr, message):
     assert len(lib.decode) == 1
 
 
-@pytest.mark.parametrize("option,good,bad", [("window_left", 1, True), ("window_left", 4, 4.0),
+@pytest.mark.parametrize("option,good,bad", [("window_size", (1, 0), (True, 0)), ("window_size", (4, 0), (4.0, 0)),
                                              ("chunk_size", 1, True), ("chunk_size", 64, 64.0),
                                              ("num_splits", 1, True), ("max_seqlen_k", 64, 64.0)])
 def test_options_the_checks_refuse_are_refused_after_a_hit_of_an_equal_value(lib, option, good, bad):
@@ -206,10 +206,15 @@ def test_attention_hit_matches_the_checked_structure(lib):
         setattr(a, name, None), setattr(b, name, None)
     assert bytes(a) == bytes(b)
     # Another mask or window is another key; a bool in the window is refused as before.
-    flashjit.attention(second["q"], second["k"], second["v"], window=(8, 0), out=second["out"], stream=4)
+    flashjit.attention(second["q"], second["k"], second["v"], window_size=(8, 0), out=second["out"], stream=4)
     assert attention_args(lib.forward[2]).mask == _abi.MASK_SLIDING_WINDOW and len(_attention._calls) == 2
-    with pytest.raises(ValueError, match="window must be"):
-        flashjit.attention(second["q"], second["k"], second["v"], window=(True, 0), out=second["out"], stream=4)
+    with pytest.raises(ValueError, match="window_size must be"):
+        flashjit.attention(second["q"], second["k"], second["v"], window_size=(True, 0), out=second["out"], stream=4)
+    # chunk_size is part of the key too.
+    flashjit.attention(second["q"], second["k"], second["v"], chunk_size=64, out=second["out"], stream=4)
+    flashjit.attention(second["q"], second["k"], second["v"], causal=True, chunk_size=64, out=second["out"], stream=4)
+    assert [attention_args(raw).mask for raw in lib.forward[3:5]] == [_abi.MASK_CHUNKED, _abi.MASK_CHUNKED_CAUSAL]
+    assert attention_args(lib.forward[4]).chunk_size == 64 and len(_attention._calls) == 4
 
 
 def test_attention_with_a_config_is_never_memoized_and_passes_the_config(lib):

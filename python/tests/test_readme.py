@@ -12,7 +12,7 @@ stops working fails here under its own name.
   knows, or a placeholder without a value, fails: nothing is skipped silently.
 - Python: each statement is parsed; every `flashjit.NAME` must be in the package, and every call's arguments
   must bind to NAME's signature; statements that need no torch and no GPU (emit, cache_info, version,
-  precompile of a config) are executed.
+  precompile of a config, select and select_decode for an arch) are executed.
 - C++ and C: the blocks are compiled (-fsyntax-only) against include/ inside a function, with the variables
   they use declared; each compiler error fails the test of the README line it points at.
 """
@@ -587,6 +587,9 @@ def runs_without_gpu(statement):
             continue
         # precompile(config) compiles into the disk cache; precompile(q_shape=...) loads on a GPU.
         if name == "precompile" and len(call.args) == 1 and not call.keywords:
+            continue
+        # select(..., arch=...) answers for a target GPU; without arch it asks the current device.
+        if name in ("select", "select_decode") and any(k.arg == "arch" for k in call.keywords):
             continue
         return False
     return True

@@ -94,8 +94,8 @@ def test_varlen_argument_checks(case, library_untouched):
 @pytest.mark.parametrize("window", [(1,), (-2, 0), (True, 1), None])
 def test_varlen_window_checks(window, library_untouched):
     t = varlen_inputs()
-    with pytest.raises(ValueError, match="window"):
-        flashjit.attention_varlen(*t.values(), 20, 60, window=window, out=FakeTensor(t["q"].shape), stream=0)
+    with pytest.raises(ValueError, match="window_size must be"):
+        flashjit.attention_varlen(*t.values(), 20, 60, window_size=window, out=FakeTensor(t["q"].shape), stream=0)
 
 
 def test_varlen_scale_and_config_checks(library_untouched):

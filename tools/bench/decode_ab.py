@@ -10,6 +10,7 @@ calls over several K/V sets; attention_bench.time_graph). Cases a build cannot r
 existed) are recorded as errors.
 """
 import argparse
+import inspect
 import json
 import statistics
 import sys
@@ -34,7 +35,9 @@ def time_case(case, iters, flashjit, torch, bench):
     b, sk, page, window, chunk = case
     kv_bytes = 2 * b * sk * HEADS_KV * HEAD_DIM * 2
     sets = max(1, min(8, -(-2 * L2_BYTES // kv_bytes)))
-    opts = {"window_left": window}
+    # window_size=(N, 0) since the window convention became flash-attn's; builds before that take window_left.
+    new_names = "window_size" in inspect.signature(flashjit.decode).parameters
+    opts = {"window_size": (window, 0)} if new_names else {"window_left": window}
     if chunk > 0:
         opts["chunk_size"] = chunk
     calls = []

@@ -1,0 +1,138 @@
+"""flash-attn's function names, argument order, names and defaults over flashjit's kernels, so that switching is
+one import: `from flashjit import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache`.
+
+What flashjit does not have is refused with NotImplementedError naming the argument (dropout, softcap, ALiBi,
+attention probabilities, rotary embedding, cache_batch_idx, cache_leftpad, paged varlen), never ignored; the
+forward-only and traced behaviour is that of attention() and decode() (torch.compile and torch.export work)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Tuple, Union
+
+from ._attention import attention, attention_varlen
+from ._checks import NO_WINDOW, window_pair
+from ._decode import decode
+
+if TYPE_CHECKING:
+    from ._attention import Tensor, Window
+
+
+def _refuse(function, dropout_p=0.0, softcap=0.0, alibi_slopes=None, return_attn_probs=False, **others):
+    """NotImplementedError for the first argument flashjit lacks; `others`: name -> value that must be None."""
+    if dropout_p != 0.0:
+        raise NotImplementedError(f"flashjit.{function}: dropout_p={dropout_p!r} is not supported (flashjit is a "
+                                  "forward-only inference kernel): pass dropout_p=0.0")
+    if softcap != 0.0:
+        raise NotImplementedError(f"flashjit.{function}: softcap={softcap!r} (tanh soft-capping of the scores) is not "
+                                  "implemented yet: pass softcap=0.0")
+    if alibi_slopes is not None:
+        raise NotImplementedError(f"flashjit.{function}: alibi_slopes (ALiBi position biases) are not supported: "
+                                  "pass alibi_slopes=None")
+    if return_attn_probs:
+        raise NotImplementedError(f"flashjit.{function}: return_attn_probs=True is not supported (flashjit never "
+                                  "materializes the attention probabilities); for the log-sum-exp of each row use "
+                                  "flashjit.attention(..., return_lse=True)")
+    for name, value in others.items():
+        if value is not None:
+            raise NotImplementedError(f"flashjit.{function}: {name} is not supported: pass {name}=None")
+
+
+def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
+                    causal: bool = False, window_size: Window = NO_WINDOW, softcap: float = 0.0,
+                    alibi_slopes: Optional[Tensor] = None, deterministic: bool = False,
+                    return_attn_probs: bool = False) -> Tensor:
+    """flash_attn.flash_attn_func: q [batch, seqlen_q, heads_q, head_dim], k, v [batch, seqlen_k, heads_kv,
+    head_dim] -> O like q; see flashjit.attention for the tensors' requirements. causal is bottom-right aligned;
+    window_size = (left, right), -1 unbounded. deterministic is accepted (the forward pass always is)."""
+    _refuse("flash_attn_func", dropout_p, softcap, alibi_slopes, return_attn_probs)
+    return attention(q, k, v, causal=causal, window_size=window_size, softmax_scale=softmax_scale)
+
+
+def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+                           max_seqlen_q: int, max_seqlen_k: int, dropout_p: float = 0.0,
+                           softmax_scale: Optional[float] = None, causal: bool = False,
+                           window_size: Window = NO_WINDOW, softcap: float = 0.0,
+                           alibi_slopes: Optional[Tensor] = None, deterministic: bool = False,
+                           return_attn_probs: bool = False, block_table: Optional[Tensor] = None) -> Tensor:
+    """flash_attn.flash_attn_varlen_func: packed q [total_q, heads_q, head_dim], k, v [total_k, heads_kv,
+    head_dim] with int32 cu_seqlens_q / cu_seqlens_k [batch + 1] -> O like q; see flashjit.attention_varlen.
+    block_table (a paged K/V cache for varlen) is not supported."""
+    _refuse("flash_attn_varlen_func", dropout_p, softcap, alibi_slopes, return_attn_probs, block_table=block_table)
+    return attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
+                            window_size=window_size, softmax_scale=softmax_scale)
+
+
+def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Optional[Tensor] = None,
+                            v: Optional[Tensor] = None, rotary_cos: Optional[Tensor] = None,
+                            rotary_sin: Optional[Tensor] = None,
+                            cache_seqlens: Union[int, Tensor, None] = None,
+                            cache_batch_idx: Optional[Tensor] = None, cache_leftpad: Optional[Tensor] = None,
+                            block_table: Optional[Tensor] = None, softmax_scale: Optional[float] = None,
+                            causal: bool = False, window_size: Window = NO_WINDOW, softcap: float = 0.0,
+                            rotary_interleaved: bool = True, alibi_slopes: Optional[Tensor] = None,
+                            num_splits: int = 0,
+                            return_softmax_lse: bool = False) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    """flash_attn.flash_attn_with_kvcache over flashjit.decode: q [batch, seqlen_q (1..16), heads_q, head_dim]
+    against k_cache / v_cache [batch, seqlen_cache, heads_kv, head_dim], or paged [num_blocks, page_block_size,
+    heads_kv, head_dim] with block_table int32 [batch, max_blocks] (page_block_size a power of two up to 256).
+
+    cache_seqlens (an int or int32 [batch]; default: the cache is full) are the keys in the cache before this
+    call. k, v [batch, seqlen_new, heads_kv, head_dim], when given, are written into the cache at positions
+    cache_seqlens .. cache_seqlens + seqlen_new (in place, on the GPU, no synchronization), and attention covers
+    them too. The queries are the last seqlen_q positions of the keys (bottom-right aligned): with causal, query
+    i sees the keys up to its own position, and window_size = (left, right) limits them (right 0 with causal).
+    flashjit's decode kernel is causal among the new queries, so seqlen_q > 1 needs causal=True (or right 0);
+    with seqlen_q 1 causal changes nothing. Returns O like q, and with return_softmax_lse the log-sum-exp, float32
+    [batch, heads_q, seqlen_q]. num_splits: 0 plans the key splits, else forces the count.
+    Not supported (NotImplementedError): rotary_cos / rotary_sin, cache_batch_idx, cache_leftpad, softcap,
+    alibi_slopes; rotary_interleaved is then moot.
+    """
+    _refuse("flash_attn_with_kvcache", 0.0, softcap, alibi_slopes, False, rotary_cos=rotary_cos,
+            rotary_sin=rotary_sin, cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad)
+    if (k is None) != (v is None):
+        raise ValueError("flashjit.flash_attn_with_kvcache: pass k and v together (the new keys and values), or "
+                         "neither")
+    left, right = window_pair(window_size)
+    if causal:
+        right = 0
+    q_len = q.shape[1]
+    if right != 0 and q_len > 1:
+        raise NotImplementedError(f"flashjit.flash_attn_with_kvcache: {q_len} queries per sequence with causal=False "
+                                  f"and window_size {window_size!r}: flashjit's decode is causal among the new "
+                                  "queries; pass causal=True (or seqlen_q 1)")
+    import torch
+    batch = q.shape[0]
+    if block_table is None:
+        capacity = k_cache.shape[1]
+    else:
+        capacity = block_table.shape[1] * k_cache.shape[1]
+    if cache_seqlens is None:
+        if k is not None:
+            raise ValueError("flashjit.flash_attn_with_kvcache: k and v are appended at cache_seqlens: pass "
+                             "cache_seqlens")
+        seqlens = torch.full((batch,), capacity, dtype=torch.int32, device=q.device)
+    elif isinstance(cache_seqlens, int) and not isinstance(cache_seqlens, bool):
+        seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=q.device)
+    else:
+        seqlens = cache_seqlens
+    if k is not None:
+        _append(k_cache, v_cache, k, v, seqlens, block_table)
+        seqlens = (seqlens + k.shape[1]).to(torch.int32)
+    return decode(q, k_cache, v_cache, seqlens, page_table=block_table, window_size=(left, 0),
+                  softmax_scale=softmax_scale, num_splits=num_splits, return_lse=return_softmax_lse)
+
+
+def _append(k_cache, v_cache, k, v, cache_seqlens, block_table):
+    """k, v [B, S_new, Hkv, D] into the caches at positions cache_seqlens[b] + s (through the page table when
+    paged), with torch's indexing on the GPU: nothing is read on the host."""
+    import torch
+    batch, new = k.shape[0], k.shape[1]
+    positions = cache_seqlens.to(torch.long)[:, None] + torch.arange(new, device=k.device)[None, :]
+    if block_table is None:
+        rows = torch.arange(batch, device=k.device)[:, None].expand(batch, new)
+        k_cache[rows, positions] = k
+        v_cache[rows, positions] = v
+        return
+    page_size = k_cache.shape[1]
+    pages = block_table.to(torch.long).gather(1, positions // page_size)
+    k_cache[pages, positions % page_size] = k
+    v_cache[pages, positions % page_size] = v

@@ -1,0 +1,206 @@
+"""The custom ops without a GPU (skipped without torch): torch.compile(fullgraph=True) and torch.export trace
+flashjit's functions as flashjit::attention, attention_varlen, decode and merge on meta and fake CUDA tensors, in one
+graph; the fake implementations run the checks and give the outputs' shapes; inputs that require grad are
+refused; flash_attn_with_kvcache's append of new keys (torch indexing, on CPU tensors here)."""
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flashjit  # noqa: E402
+from flashjit import _flash_attn  # noqa: E402
+
+PYTHON_DIR = Path(__file__).resolve().parents[1]
+META = "meta"
+BF16 = torch.bfloat16
+
+
+def tensors(device=META, b=2, s=64, hq=8, hkv=2, d=64, cache=256):
+    def t(*shape, dtype=BF16):
+        return torch.empty(*shape, dtype=dtype, device=device)
+    return (t(b, s, hq, d), t(b, s, hkv, d), t(b, s, hkv, d), t(b, cache, hkv, d), t(b, cache, hkv, d),
+            t(b, dtype=torch.int32))
+
+
+def block(q, k, v, k_cache, v_cache, lens):
+    o = flashjit.attention(q, k, v, causal=True, window_size=(16, 0), config={"algorithm": "fa2"})
+    chunked = torch.empty_like(q)
+    flashjit.attention(q, k, v, out=chunked, chunk_size=32)
+    d, lse = flashjit.decode(q[:, -1:], k_cache, v_cache, lens, window_size=(64, 0), return_lse=True)
+    m = flashjit.merge([d, d], [lse, lse])
+    f = flashjit.flash_attn_func(q, k, v, 0.0, None, True)
+    g = flashjit.flash_attn_with_kvcache(q[:, -2:], k_cache, v_cache, k[:, -2:], v[:, -2:], cache_seqlens=lens,
+                                         causal=True)
+    packed = q.reshape(-1, *q.shape[2:])
+    cu = torch.zeros(q.shape[0] + 1, dtype=torch.int32, device=q.device)
+    pv = flashjit.flash_attn_varlen_func(packed, k.reshape(-1, *k.shape[2:]), v.reshape(-1, *v.shape[2:]), cu, cu,
+                                         q.shape[1], k.shape[1], causal=True)
+    return o.sum() + chunked.sum() + m.sum() + f.sum() + g.sum() + pv.sum()
+
+
+OPS = ["flashjit.attention.default", "flashjit.decode.default", "flashjit.merge.default",
+       "flashjit.attention_varlen.default"]
+
+
+def test_the_ops_are_registered():
+    """At flashjit's import when torch was imported first, else when the ops module is first imported (here)."""
+    from flashjit import _ops  # noqa: F401
+    for name in ("attention", "attention_varlen", "decode", "merge"):
+        assert hasattr(torch.ops.flashjit, name)
+
+
+def test_explain_finds_one_graph_without_breaks():
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(block)(*tensors())
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    targets = {str(n.target) for g in explained.graphs for n in g.graph.nodes}
+    assert {op.removesuffix(".default") for op in OPS} <= targets
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compile_fullgraph_runs_on_meta_tensors(dynamic):
+    torch._dynamo.reset()
+    out = torch.compile(block, fullgraph=True, backend="eager", dynamic=dynamic)(*tensors())
+    assert out.device.type == META and out.shape == ()
+
+
+def test_export_holds_the_ops_and_dynamic_shapes():
+    class Block(torch.nn.Module):
+        def forward(self, *a):
+            return block(*a)
+
+    exported = torch.export.export(Block(), tensors())
+    assert set(OPS) <= {str(n.target) for n in exported.graph.nodes}
+    seq = torch.export.Dim("seq", min=2, max=4096)
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v):
+            return flashjit.attention(q, k, v, causal=True, return_lse=True)
+
+    q, k, v = tensors()[:3]
+    dynamic = torch.export.export(Attention(), (q, k, v), dynamic_shapes=({1: seq}, {1: seq}, {1: seq}))
+    o, lse = dynamic.module()(*tensors(s=300)[:3])
+    assert o.shape == (2, 300, 8, 64) and lse.shape == (2, 8, 300)
+
+
+def test_fake_cuda_tensors_get_the_outputs_shapes_and_the_checks():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q, k, v, k_cache, v_cache, lens = tensors("cuda")
+        o, lse = flashjit.attention(q, k, v, return_lse=True)
+        assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (2, 8, 64) and lse.dtype == torch.float32
+        assert o.device.type == "cuda"
+        o, lse = flashjit.decode(q[:, :3], k_cache, v_cache, lens, return_lse=True)
+        assert o.shape == (2, 3, 8, 64) and lse.shape == (2, 8, 3)
+        cu = torch.zeros(3, dtype=torch.int32, device="cuda")
+        o, lse = flashjit.attention_varlen(q[0], k[0], v[0], cu, cu, 64, 64, return_lse=True)
+        assert o.shape == (64, 8, 64) and lse.shape == (8, 64)
+        with pytest.raises(ValueError, match="k: head_dim 32 differs from q's 64"):
+            flashjit.attention(q, k[..., :32], v[..., :32])
+        with pytest.raises(ValueError, match="seqlens_k: dtype torch.int64 must be torch.int32"):
+            flashjit.decode(q[:, :1], k_cache, v_cache, lens.long())
+        with pytest.raises(ValueError, match="window_size must be"):
+            flashjit.attention(q, k, v, window_size=(-5, 0))
+
+
+def test_meta_tensors_in_eager_go_through_the_fake_implementations():
+    q, k, v, k_cache, v_cache, lens = tensors()
+    o, lse = flashjit.attention(q, k, v, return_lse=True)
+    assert o.device.type == META and lse.shape == (2, 8, 64)
+    out = torch.empty_like(q)
+    assert flashjit.attention(q, k, v, out=out) is out
+    with pytest.raises(ValueError, match="flashjit.attention\\(stream=...\\) cannot be traced"):
+        flashjit.attention(q, k, v, stream=0)
+
+
+def test_cpu_tensors_are_refused_by_the_eager_checks():
+    q, k, v = tensors("cpu")[:3]
+    with pytest.raises(ValueError, match="q must be a CUDA tensor, got one on cpu"):
+        flashjit.attention(q, k, v)
+
+
+def test_inputs_that_require_grad_are_refused():
+    q, k, v, k_cache, v_cache, lens = tensors()
+    k.requires_grad_(True)
+    with pytest.raises(RuntimeError, match="flashjit.attention is forward only .*: k require grad; call it under "
+                                           "torch.no_grad"):
+        flashjit.attention(q, k, v)
+    with pytest.raises(RuntimeError, match="forward only"):
+        flashjit.flash_attn_func(q, k, v)
+    with pytest.raises(RuntimeError, match="flashjit.decode is forward only"):
+        flashjit.decode(q[:, :1], k_cache.requires_grad_(True), v_cache, lens)
+    with torch.no_grad():
+        assert flashjit.attention(q, k, v).shape == q.shape
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="forward only"):
+        torch.compile(lambda q, k, v: flashjit.attention(q, k, v), backend="eager")(q, k, v)
+
+
+def test_the_old_window_keywords_warn_under_the_new_name():
+    q, k, v, k_cache, v_cache, lens = tensors()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flashjit.attention(q, k, v, window=(8, 8))
+        flashjit.decode(q[:, :1], k_cache, v_cache, lens, window_left=8)
+    messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert any("attention(window=...) is deprecated: pass window_size" in m for m in messages), messages
+    assert any("decode(window_left=...) is deprecated" in m for m in messages), messages
+
+
+def test_ops_registered_when_flashjit_is_imported_before_torch():
+    """The first traced call imports the ops module itself; the registration is not part of the trace."""
+    code = ("import flashjit, sys; assert 'torch' not in sys.modules; import torch\n"
+            "q = torch.empty(1, 8, 2, 64, dtype=torch.bfloat16, device='meta')\n"
+            "e = torch._dynamo.explain(lambda q: flashjit.attention(q, q, q, out=torch.empty_like(q)))(q)\n"
+            "print(e.graph_count, e.graph_break_count)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(PYTHON_DIR), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "0"], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_kvcache_append_writes_the_new_keys_at_the_lengths(paged):
+    b, new, hkv, d = 2, 3, 2, 8
+    lens = torch.tensor([5, 17], dtype=torch.int32)
+    k, v = torch.randn(b, new, hkv, d), torch.randn(b, new, hkv, d)
+    if paged:
+        page = 4
+        table = torch.tensor([[7, 1, 3, 0, 2, 9], [4, 8, 6, 5, 10, 11]], dtype=torch.int32)
+        k_cache, v_cache = torch.zeros(12, page, hkv, d), torch.zeros(12, page, hkv, d)
+        _flash_attn._append(k_cache, v_cache, k, v, lens, table)
+        for i in range(b):
+            for s in range(new):
+                pos = int(lens[i]) + s
+                assert torch.equal(k_cache[table[i, pos // page], pos % page], k[i, s])
+                assert torch.equal(v_cache[table[i, pos // page], pos % page], v[i, s])
+        assert int((k_cache != 0).any(dim=(2, 3)).sum()) == b * new
+    else:
+        k_cache, v_cache = torch.zeros(b, 24, hkv, d), torch.zeros(b, 24, hkv, d)
+        _flash_attn._append(k_cache, v_cache, k, v, lens, None)
+        for i in range(b):
+            n = int(lens[i])
+            assert torch.equal(k_cache[i, n:n + new], k[i]) and torch.equal(v_cache[i, n:n + new], v[i])
+        assert int((k_cache != 0).any(dim=(2, 3)).sum()) == b * new
+
+
+def test_kvcache_needs_causal_for_several_queries():
+    q, k, v, k_cache, v_cache, lens = tensors()
+    with pytest.raises(NotImplementedError, match="causal among the new queries; pass causal=True"):
+        flashjit.flash_attn_with_kvcache(q[:, :4], k_cache, v_cache, cache_seqlens=lens)
+    with pytest.raises(ValueError, match="pass k and v together"):
+        flashjit.flash_attn_with_kvcache(q[:, :1], k_cache, v_cache, k[:, :1], cache_seqlens=lens)
+    with pytest.raises(ValueError, match="pass cache_seqlens"):
+        flashjit.flash_attn_with_kvcache(q[:, :1], k_cache, v_cache, k[:, :1], v[:, :1])
+    o = flashjit.flash_attn_with_kvcache(q[:, :1], k_cache, v_cache, cache_seqlens=7)
+    assert o.shape == (2, 1, 8, 64)
+    traced = flashjit._attention._traced_tensors
+    assert traced("f", ("q",), q)  # meta
+    assert not traced("f", ("q", "out"), torch.empty(1), None)
+    with pytest.raises(RuntimeError, match="flashjit.f is forward only .*: lses\\[1\\] require grad"):
+        traced("f", lambda: ("outs[0]", "lses[1]"), torch.empty(1), torch.empty(1, requires_grad=True), grads=2)
+    assert not traced("f", ("q", "k", "v", "out"), *(torch.empty(1),) * 3, torch.empty(1, requires_grad=True))
