@@ -52,6 +52,15 @@ def _outputs(like, o_shape, lse_shape, return_lse):
     return like.new_empty(o_shape), (like.new_empty(lse_shape, dtype=torch.float32) if return_lse else _empty_lse(like))
 
 
+def _out(like, shapes):
+    """O for an op's real implementation: contiguous, of the shape the fake implementation gives (so a compiled
+    graph's assumptions about its strides hold), or None when the inputs are malformed (the checks then say how)."""
+    try:
+        return like.new_empty(shapes()[0])
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _forward_only(ctx, *grads):
     raise RuntimeError("flashjit's ops are forward only: no backward is implemented (run them under torch.no_grad())")
 
@@ -70,8 +79,9 @@ def register():
     @torch.library.custom_op("flashjit::attention", mutates_args=())
     def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window_left: int, window_right: int, chunk_size: int,
                   softmax_scale: Optional[float], return_lse: bool, config: Optional[str]) -> Tuple[Tensor, Tensor]:
+        out = _out(q, lambda: _checks.attention_out_shapes(q, k, v))
         o, lse = _attention.attention_eager(q, k, v, causal, (window_left, window_right), chunk_size, softmax_scale,
-                                            return_lse, None, config, None)
+                                            return_lse, out, config, None)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention.register_fake
@@ -85,9 +95,10 @@ def register():
                          max_seqlen_k: int, causal: bool, window_left: int, window_right: int, chunk_size: int,
                          softmax_scale: Optional[float], return_lse: bool,
                          config: Optional[str]) -> Tuple[Tensor, Tensor]:
+        out = _out(q, lambda: _checks.varlen_out_shapes(q, k, v))
         o, lse = _attention.attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                                    causal, (window_left, window_right), chunk_size, softmax_scale,
-                                                   return_lse, None, config, None)
+                                                   return_lse, out, config, None)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention_varlen.register_fake
@@ -101,8 +112,9 @@ def register():
     def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, page_table: Optional[Tensor],
                window_left: int, chunk_size: int, softmax_scale: Optional[float], return_lse: bool, num_splits: int,
                split_merge: str, max_seqlen_k: Optional[int]) -> Tuple[Tensor, Tensor]:
+        out = _out(q, lambda: _checks.decode_out_shapes(q, k_cache, v_cache))
         o, lse = _decode.decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
-                                      return_lse, None, num_splits, split_merge, max_seqlen_k, None, chunk_size)
+                                      return_lse, out, num_splits, split_merge, max_seqlen_k, None, chunk_size)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @decode.register_fake
@@ -114,7 +126,8 @@ def register():
 
     @torch.library.custom_op("flashjit::merge", mutates_args=())
     def merge(outs: List[Tensor], lses: List[Tensor], return_lse: bool) -> Tuple[Tensor, Tensor]:
-        o, lse = _decode.merge_eager(outs, lses, None, return_lse, None)
+        out = _out(outs[0], lambda: _checks.merge_out_shapes(outs, lses)) if outs else None
+        o, lse = _decode.merge_eager(outs, lses, out, return_lse, None)
         return o, (lse if lse is not None else _empty_lse(outs[0]))
 
     @merge.register_fake

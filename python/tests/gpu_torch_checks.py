@@ -87,6 +87,7 @@ def check_compile_block_matches_eager_without_graph_breaks():
     with torch.no_grad():
         eager = block(*args)
         ops = _explain(block, *args)
+        _strided_q_block(args)
         assert sum("flashjit" in op for op in ops) >= 3, ops  # the custom ops are in the graph
         compiled, frames = _counted_compile(block, *args)
         assert frames == 1, f"{frames} frames compiled (a graph break makes more)"
@@ -94,6 +95,23 @@ def check_compile_block_matches_eager_without_graph_breaks():
         assert error <= 1e-2, f"compiled vs eager: relative L2 error {error:.3e}"
         again = torch.compile(block, fullgraph=True)(*_inputs(sq=128, sk=320))  # new shapes, no break either
         assert torch.isfinite(again).all()
+
+
+def _strided_q_block(args):
+    """A block over a q that is a view of a wider tensor (strides not contiguous): compiled and eager agree, so the
+    op's real output has the strides its fake implementation promised."""
+    q, k, v = args[:3]
+    wide = torch.randn(q.shape[0], q.shape[1], q.shape[2] * 2, q.shape[3], device="cuda", dtype=q.dtype)
+
+    def f(wide, k, v):
+        o = flashjit.attention(wide[:, :, ::2], k, v, causal=True)
+        return o.transpose(1, 2).reshape(o.shape[0], o.shape[2], -1) * 2
+
+    eager = f(wide, k, v)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True)(wide, k, v)
+    assert torch.equal(compiled, eager), f"strided q: compiled differs from eager ({rel_l2(compiled, eager):.3e})"
+    return compiled
 
 
 def check_compile_varlen_and_merge():
@@ -275,14 +293,9 @@ def check_flash_attn_with_kvcache_against_float64():
     _expect64(o, ref, "kvcache paged append", lse, ref_lse)
 
 
-def _device_target():
-    major, minor = torch.cuda.get_device_capability()
-    arch = f"sm_{major}{minor}" + ("a" if major == 9 and minor == 0 else "")
-    return arch, torch.cuda.get_device_properties(0).multi_processor_count, torch.cuda.get_device_name()
-
-
 def check_select_for_the_device_arch_matches_the_device():
-    arch, sms, gpu = _device_target()
+    arch = flashjit.select((1, 128, 8, 64))["arch"]  # the device's, as the dispatcher names it (sm_90a on an H200)
+    sms, gpu = torch.cuda.get_device_properties(0).multi_processor_count, torch.cuda.get_device_name()
     for shapes, options in [(((1, 4096, 32, 128), (1, 4096, 8, 128)), dict(causal=True)),
                             (((1, 128, 8, 64), None), dict(window_size=(32, 0))),
                             (((2, 333, 8, 256), (2, 500, 8, 256)), dict(chunk_size=64, varlen=True))]:
