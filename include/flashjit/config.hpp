@@ -54,7 +54,8 @@ struct KernelConfig {
   Algorithm algorithm = Algorithm::fa2;
   Arch arch{};
   DType dtype = DType::bf16;
-  int head_dim = 128;
+  int head_dim = 128;  // Q's and K's
+  int head_dim_v = 0;  // V's and O's when it differs (DeepSeek: 192 / 128); 0: the same as head_dim
   int block_m = 128;   // query rows per CTA (naive: 1)
   int block_n = 64;    // keys per main-loop step
   int stages = 2;      // K/V shared-memory pipeline depth
@@ -72,6 +73,8 @@ struct KernelConfig {
 };
 // Equal when every field the algorithm has is equal.
 bool operator==(const KernelConfig& a, const KernelConfig& b);
+// V's and O's head dim (head_dim_v, or head_dim when that is 0).
+inline int value_head_dim(const KernelConfig& c) { return c.head_dim_v > 0 ? c.head_dim_v : c.head_dim; }
 
 // Decode split-KV kernel (templates/decode/split_kv.cuh).
 struct DecodeKernelConfig {

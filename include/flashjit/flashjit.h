@@ -146,6 +146,9 @@ typedef struct flashjit_attention_args {
   const int* cu_seqlens_k;
   int total_q; /* rows of the packed q and o (varlen only, required there) */
   int total_k; /* rows of the packed k and v (varlen only, required there) */
+  /* V's and O's head dim when it differs from head_dim (DeepSeek: 192 / 128): v [B, Sk, Hkv, Dv] and o
+   * [B, Sq, Hq, Dv]; a multiple of 8 up to 256. Default 0: the same as head_dim. */
+  int head_dim_v;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))

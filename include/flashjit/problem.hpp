@@ -39,7 +39,8 @@ struct AttentionProblem {
   int seqlen_k = 0;
   int heads_q = 0;
   int heads_kv = 0;
-  int head_dim = 0;
+  int head_dim = 0;    // Q's and K's
+  int head_dim_v = 0;  // V's and O's when it differs (DeepSeek: 192 / 128); 0: the same as head_dim
 
   const void* q = nullptr;
   const void* k = nullptr;
@@ -78,14 +79,17 @@ Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim);
 // The strides with zeros replaced by contiguous-BSHD values (for a varlen problem: contiguous
 // [total, heads, head_dim], batch stride 0).
 Strides resolved_q_strides(const AttentionProblem& p);
-Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s);
+Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s);  // K's (head_dim columns)
+Strides resolved_v_strides(const AttentionProblem& p);                     // V's (head_dim_v columns)
 Strides resolved_o_strides(const AttentionProblem& p);
+// V's and O's head dim (head_dim_v, or head_dim when that is 0).
+inline int value_head_dim(const AttentionProblem& p) { return p.head_dim_v > 0 ? p.head_dim_v : p.head_dim; }
 
 // Shape, stride and mask-constant checks that need no device (pointers non-null and 16-byte aligned,
 // strides multiples of 8 elements, Hq % Hkv == 0, ...). The runtime adds device-side pointer checks.
 Status check(const AttentionProblem& p);
 
-// Floating-point operations (4·B·Hq·Σ visible (q,k) pairs·D; for masks only the visible pairs count).
+// Floating-point operations (2·B·Hq·Σ visible (q,k) pairs·(D + Dv); for masks only the visible pairs count).
 // A varlen problem's lengths live on the device: this counts every sequence at the max lengths (seqlen_q,
 // seqlen_k), an upper bound; the overload below takes the offsets from the host for the exact count.
 double attention_flops(const AttentionProblem& p);

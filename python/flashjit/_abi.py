@@ -95,6 +95,7 @@ class AttentionArgs(ctypes.Structure):
         ("cu_seqlens_k", ctypes.c_void_p),
         ("total_q", ctypes.c_int),
         ("total_k", ctypes.c_int),
+        ("head_dim_v", ctypes.c_int),
     ]
 
     def __init__(self, **fields):

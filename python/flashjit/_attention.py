@@ -95,7 +95,7 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config), the
     addresses' alignment on every call."""
-    checked, out, addresses = _calls.checked(key, check, out, lambda: _output(None, q),
+    checked, out, addresses = _calls.checked(key, check, out, lambda: _output(None, q, v),
                                              lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
@@ -124,23 +124,26 @@ def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
             0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr())
 
 
-def _checked_options(q, out, out_dims, causal, window, chunk_size, softmax_scale):
+def _checked_options(q, out, out_dims, causal, window, chunk_size, softmax_scale, v=None):
     """The checks a forward call makes after its tensors' (mask, scale, out like q with strides over out_dims):
     (mask, window_left, window_right, chunk_size, softmax_scale, out allocated when None). An explicit config is
     checked as _forward reads it, per call (it is never part of the memo)."""
     mask, left, right, chunk = mask_of(causal, window, chunk_size)
     scale = scale_of(softmax_scale)
     if out is not None:
-        check_out(out, q, strides=out_dims)
-    return mask, left, right, chunk, scale, _output(out, q)
+        check_out(out, q, strides=out_dims, head_dim_v=None if v is None else v.shape[-1])
+    return mask, left, right, chunk, scale, _output(out, q, v)
 
 
-def _output(out, q):
+def _output(out, q, v=None):
     """out, or a new tensor like q (torch.empty_like: its layout follows from q's metadata, so a memo entry's
-    output strides hold for every call of the key)."""
+    output strides hold for every call of the key); contiguous with v's last dimension when that differs."""
     if out is None:
         import torch
-        out = torch.empty_like(q)
+        if v is not None and v.shape[-1] != q.shape[-1]:
+            out = q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
+        else:
+            out = torch.empty_like(q)
     return out
 
 
@@ -200,10 +203,10 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
     def check(out):
         problem = check_inputs(q, k, v)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
-                                                                window_size, chunk_size, softmax_scale)
+                                                                window_size, chunk_size, softmax_scale, v)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.seqlen_q, seqlen_k=problem.seqlen_k, heads_q=problem.heads_q,
-            heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
+            heads_kv=problem.heads_kv, head_dim=problem.head_dim, head_dim_v=problem.head_dim_v, dtype=problem.dtype,
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale)
@@ -254,10 +257,10 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     def check(out):
         problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
-                                                                chunk_size, softmax_scale)
+                                                                chunk_size, softmax_scale, v)
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
-            heads_kv=problem.heads_kv, head_dim=problem.head_dim, dtype=problem.dtype,
+            heads_kv=problem.heads_kv, head_dim=problem.head_dim, head_dim_v=problem.head_dim_v, dtype=problem.dtype,
             q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
             v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale,

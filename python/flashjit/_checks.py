@@ -26,6 +26,7 @@ class Problem:
     heads_kv: int
     head_dim: int
     dtype: int  # flashjit_dtype
+    head_dim_v: int = 0  # v's and o's last dim when it differs from head_dim (0: the same)
 
 
 def _shape(t):
@@ -53,6 +54,19 @@ def _require_heads_and_head_dim(k_name, hq, hkv, d, dk):
         raise ValueError(f"q: head_dim {d} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
 
 
+def _value_head_dim(k, v, d):
+    """v's head dim for the C ABI: 0 when it equals q's, else a multiple of 8 up to MAX_HEAD_DIM. v must match k
+    in every other dimension."""
+    shape_k, shape_v = _shape(k), _shape(v)
+    if shape_v[:-1] != shape_k[:-1]:
+        raise ValueError(f"v: shape {list(shape_v)} differs from k's {list(shape_k)} (only the last dimension, "
+                         f"head_dim_v, may differ)")
+    dv = shape_v[-1]
+    if dv % 8 != 0 or dv > MAX_HEAD_DIM:
+        raise ValueError(f"v: head_dim {dv} must be a multiple of 8 and at most {MAX_HEAD_DIM}")
+    return 0 if dv == d else dv
+
+
 def _require_4d(name, t):
     shape = _shape(t)
     if len(shape) != 4:
@@ -77,20 +91,20 @@ def _require_layout(name, t, dims=("batch", "sequence", "head"), traced=False):
 
 
 def check_inputs(q, k, v, traced=False):
-    """The Problem of q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D]; ValueError naming the first bad argument."""
+    """The Problem of q [B, Sq, Hq, D], k [B, Sk, Hkv, D] and v [B, Sk, Hkv, Dv] (Dv: head_dim_v, usually D);
+    ValueError naming the first bad argument."""
     tensors = (("q", q), ("k", k), ("v", v))
     _require_devices_and_dtypes(tensors, 3, traced)
     for name, t in tensors:
         _require_4d(name, t)
     (b, sq, hq, d), (bk, sk, hkv, dk) = _shape(q), _shape(k)
-    if _shape(v) != _shape(k):
-        raise ValueError(f"v: shape {list(_shape(v))} differs from k's {list(_shape(k))}")
     if bk != b:
         raise ValueError(f"k: batch {bk} differs from q's {b}")
     _require_heads_and_head_dim("k", hq, hkv, d, dk)
+    dv = _value_head_dim(k, v, d)
     for name, t in tensors:
         _require_layout(name, t, traced=traced)
-    return Problem(b, sq, sk, hq, hkv, d, DTYPES[str(q.dtype)])
+    return Problem(b, sq, sk, hq, hkv, d, DTYPES[str(q.dtype)], dv)
 
 
 def attention_out_shapes(q, k, v):
@@ -116,16 +130,18 @@ def merge_out_shapes(outs, lses):
     return _shape(outs[0]), _shape(lses[0])
 
 
-def check_out(out, q, strides=("batch", "sequence", "head")):
-    """`out=` must look like q: same device, dtype and shape, and a layout the kernels can write (`strides`
-    names the dimensions before the last: packed varlen tensors have no batch)."""
+def check_out(out, q, strides=("batch", "sequence", "head"), head_dim_v=None):
+    """`out=` must look like q: same device, dtype and shape (the last dimension v's head dim when `head_dim_v`
+    is given), and a layout the kernels can write (`strides` names the dimensions before the last: packed
+    varlen tensors have no batch)."""
     _require_cuda("out", out)
     if str(out.device) != str(q.device):
         raise ValueError(f"out is on {out.device} but q is on {q.device}")
     if str(out.dtype) != str(q.dtype):
         raise ValueError(f"out: dtype {out.dtype} differs from q's {q.dtype}")
-    if _shape(out) != _shape(q):
-        raise ValueError(f"out: shape {list(_shape(out))} differs from q's {list(_shape(q))}")
+    expected = _shape(q) if head_dim_v is None else _shape(q)[:-1] + (head_dim_v,)
+    if _shape(out) != expected:
+        raise ValueError(f"out: shape {list(_shape(out))} differs from {list(expected)} (q's, with v's head dim last)")
     _require_layout("out", out, strides)
 
 
@@ -468,6 +484,7 @@ class VarlenProblem:
     heads_kv: int
     head_dim: int
     dtype: int  # flashjit_dtype
+    head_dim_v: int = 0  # v's and o's last dim when it differs from head_dim (0: the same)
 
 
 def _require_3d(name, t):
@@ -487,9 +504,8 @@ def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     for name, t in tensors[:3]:
         _require_3d(name, t)
     (total_q, hq, d), (total_k, hkv, dk) = _shape(q), _shape(k)
-    if _shape(v) != _shape(k):
-        raise ValueError(f"v: shape {list(_shape(v))} differs from k's {list(_shape(k))}")
     _require_heads_and_head_dim("k", hq, hkv, d, dk)
+    dv = _value_head_dim(k, v, d)
     if total_q > INT32_MAX or total_k > INT32_MAX:
         raise ValueError(f"q and k may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q} and {total_k}")
     shape_q = _shape(cu_seqlens_q)
@@ -508,7 +524,7 @@ def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
     for name, t in tensors[:3]:
         _require_layout(name, t, ("sequence", "head"), traced)
-    return VarlenProblem(batch, total_q, total_k, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)])
+    return VarlenProblem(batch, total_q, total_k, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)], dv)
 
 
 def packed_strides(t):

@@ -61,11 +61,13 @@ def _dtype_name(dtype):
 
 def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, dtype: Any = "bf16",
            causal: bool = False, window_size: tuple = NO_WINDOW, chunk_size: int = 0, varlen: bool = False,
-           arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None) -> dict:
+           arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
+           head_dim_v: int = 0) -> dict:
     """The kernel config attention() gets for a problem (the dispatcher's choice: tuned tables, then heuristics),
     as a dict (the config's canonical JSON: algorithm, arch, tiles, ...).
 
     q_shape [batch, seqlen_q, heads_q, head_dim], k_shape [batch, seqlen_k, heads_kv, head_dim] (default q_shape);
+    head_dim_v: v's last dimension when it differs from q's (0: the same);
     dtype, causal, window_size, chunk_size as for attention(); varlen: the ragged-batch kernel (lengths are then
     the longest ones). arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one being present
     (no GPU, no torch needed), with sms multiprocessors (default 132; the prefill choice does not depend on it
@@ -73,7 +75,10 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     that GPU; without arch: on the current CUDA device (needs torch and a GPU).
     """
     target = _target(arch, sms, gpu)
-    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER)
+    if isinstance(head_dim_v, bool) or not isinstance(head_dim_v, int) or head_dim_v < 0:
+        raise ValueError(f"head_dim_v must be 0 (the same as head_dim) or a multiple of 8, got {head_dim_v!r}")
+    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER,
+                         head_dim_v=head_dim_v)
     if varlen:
         args.cu_seqlens_q = args.cu_seqlens_k = _PLACEHOLDER
         args.total_q, args.total_k = args.batch * args.seqlen_q, args.batch * args.seqlen_k

@@ -47,6 +47,7 @@ TENSOR_CASES = {
     "k head_dim differs": (mutate(k=FakeTensor((2, 96, 2, 128)), v=FakeTensor((2, 96, 2, 128))), "k: head_dim 128"),
     "heads not divisible": (mutate(k=FakeTensor((2, 96, 3, 64)), v=FakeTensor((2, 96, 3, 64))), "k: its 3 heads"),
     "head_dim 60": (dict(zip("qkv", qkv(d=60))), "q: head_dim 60"),
+    "v head_dim 60": (mutate(v=FakeTensor((2, 96, 2, 60))), "v: head_dim 60"),
     "head_dim 264": (dict(zip("qkv", qkv(d=264))), "q: head_dim 264"),
     "q last dim strided": (mutate(q=lambda t: like(t, strides=(64 * 8 * 128, 8 * 128, 128, 2))), "q: the last dimension"),
     "k sequence stride 12": (mutate(k=lambda t: like(t, strides=(96 * 12, 12, 1, 1))), "k: the sequence stride"),
@@ -160,3 +161,13 @@ def test_scale_and_dtype_codes():
     assert _checks.scale_of(0.125) == 0.125
     assert _checks.dtype_code("torch.float16") == _abi.DTYPE_FP16
     assert _checks.dtype_code("bf16") == _abi.DTYPE_BF16
+
+
+def test_v_may_have_its_own_head_dim():
+    # DeepSeek's 192 / 128: q and k 192, v and o 128; the problem carries v's head dim (0 when it is q's).
+    q, k = FakeTensor((2, 64, 8, 192)), FakeTensor((2, 96, 2, 192))
+    problem = _checks.check_inputs(q, k, FakeTensor((2, 96, 2, 128)))
+    assert (problem.head_dim, problem.head_dim_v) == (192, 128)
+    assert _checks.check_inputs(q, k, FakeTensor((2, 96, 2, 192))).head_dim_v == 0
+    with pytest.raises(ValueError, match=r"v: shape \[2, 95, 2, 128\] differs from k's"):
+        _checks.check_inputs(q, k, FakeTensor((2, 95, 2, 128)))

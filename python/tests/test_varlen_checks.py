@@ -121,10 +121,10 @@ def test_varlen_problem_and_strides():
     assert _checks.check_varlen_inputs(*one.values(), 4096, 4096).batch == 1
 
 
-def test_attention_args_varlen_fields_are_last():
-    # Appended after config_json, as the struct_size rules of flashjit.h require.
+def test_attention_args_varlen_fields_are_appended():
+    # Appended after config_json (then head_dim_v after them), as the struct_size rules of flashjit.h require.
     names = [name for name, _ in _abi.AttentionArgs._fields_]
-    assert names[-5:] == ["config_json", "cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k"]
+    assert names[-6:] == ["config_json", "cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k", "head_dim_v"]
     assert _abi.AttentionArgs().total_q == 0 and _abi.AttentionArgs().cu_seqlens_q is None
 
 

@@ -182,6 +182,7 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, cu_seqlens_k)) p.cu_seqlens_k = a.cu_seqlens_k;
   if (FLASHJIT_PRESENT(a, total_q)) p.total_q = a.total_q;
   if (FLASHJIT_PRESENT(a, total_k)) p.total_k = a.total_k;
+  if (FLASHJIT_PRESENT(a, head_dim_v)) p.head_dim_v = a.head_dim_v;
   return out;
 }
 
@@ -310,6 +311,7 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   };
   from_problem("dtype", problem.dtype, config->dtype);
   from_problem("head_dim", problem.head_dim, config->head_dim);
+  from_problem("head_dim_v", problem.head_dim_v == problem.head_dim ? 0 : problem.head_dim_v, config->head_dim_v);
   from_problem("mask", problem.mask, config->mask);
   from_problem("varlen", problem.varlen(), config->varlen);
   if (!partial->has("arch")) {

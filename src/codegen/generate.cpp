@@ -15,26 +15,30 @@ std::string kernel_type(const KernelConfig& c) {
     case Algorithm::fa2:
       return fmt::format(
           "flashjit::fa2::Kernel<\n"
-          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*block_m=*/{block_m}, /*block_n=*/{block_n},\n"
-          "    /*stages=*/{stages}, /*warps=*/{warps}, /*mask=*/{mask}, /*varlen=*/{varlen}>",
+          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_m=*/{block_m},\n"
+          "    /*block_n=*/{block_n}, /*stages=*/{stages}, /*warps=*/{warps}, /*mask=*/{mask}, /*varlen=*/{varlen}>",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
+          fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_m", c.block_m), fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages),
           fmt::arg("warps", c.warps), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen));
     case Algorithm::fa3:
       return fmt::format(
           "flashjit::fa3::Kernel<\n"
-          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*block_n=*/{block_n}, /*stages=*/{stages},\n"
-          "    /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent}, /*varlen=*/{varlen}>",
+          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_n=*/{block_n},\n"
+          "    /*stages=*/{stages}, /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent},\n"
+          "    /*varlen=*/{varlen}>",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
+          fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.consumer_warpgroups),
           fmt::arg("mask", mask_enum(c.mask)), fmt::arg("persistent", c.scheduler == Scheduler::persistent),
           fmt::arg("varlen", c.varlen));
     case Algorithm::naive:
       return fmt::format(
           "flashjit::reference::Kernel<\n"
-          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*threads=*/{threads}, /*mask=*/{mask},\n"
-          "    /*varlen=*/{varlen}>",
+          "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*threads=*/{threads},\n"
+          "    /*mask=*/{mask}, /*varlen=*/{varlen}>",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
+          fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("threads", threads_per_cta(c)), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen));
     default:
       return {};

@@ -17,7 +17,7 @@ struct Kind<KernelConfig> {
   static constexpr auto fields = std::make_tuple(
       Field<C, Algorithm>{"algorithm", &C::algorithm}, Field<C, Arch>{"arch", &C::arch},
       Field<C, DType>{"dtype", &C::dtype}, Field<C, int>{"head_dim", &C::head_dim},
-      Field<C, int>{"block_m", &C::block_m}, Field<C, int>{"block_n", &C::block_n},
+      Field<C, int>{"head_dim_v", &C::head_dim_v}, Field<C, int>{"block_m", &C::block_m}, Field<C, int>{"block_n", &C::block_n},
       Field<C, int>{"stages", &C::stages}, Field<C, int>{"warps", &C::warps, has_warps},
       Field<C, int>{"consumer_warpgroups", &C::consumer_warpgroups, has_consumer_warpgroups},
       Field<C, MaskKind>{"mask", &C::mask}, Field<C, Scheduler>{"scheduler", &C::scheduler},

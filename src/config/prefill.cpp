@@ -1,6 +1,8 @@
 // The prefill kind's contract beside its field declaration (kinds.hpp): validate(), every problem with a
 // KernelConfig, each naming its field; resources (shared memory, threads, the register estimates), so the
 // dispatcher, CLI and autotuner agree; the readable name.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "config/fields.hpp"
@@ -16,7 +18,7 @@ constexpr int kMaxRegisters = 255;
 // registers, plus addressing and softmax state. ptxas has the last word (CI checks for spills).
 int fa2_register_estimate(const KernelConfig& c) {
   int rows_per_warp = c.block_m / c.warps;
-  int o_acc = rows_per_warp * c.head_dim / 32;
+  int o_acc = rows_per_warp * ((value_head_dim(c) + 15) / 16 * 16) / 32;
   int s_acc = rows_per_warp * c.block_n / 32;
   int q_regs = (rows_per_warp == 16 && c.head_dim <= 128) ? c.head_dim / 4 : 0;
   return o_acc + s_acc + q_regs + 32;
@@ -25,8 +27,8 @@ int fa2_register_estimate(const KernelConfig& c) {
 void validate_fa2(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
   if (c.arch.sm < 80) add("arch", fmt::format("fa2 needs sm_80 or newer (mma.sync bf16), got {}", c.arch.to_string()));
-  if (c.head_dim % 16 != 0 || c.head_dim < 16 || c.head_dim > 256)
-    add("head_dim", fmt::format("fa2 needs a multiple of 16 in [16, 256], got {}", c.head_dim));
+  if (c.head_dim % 8 != 0 || c.head_dim < 8 || c.head_dim > 256)
+    add("head_dim", fmt::format("fa2 needs a multiple of 8 in [8, 256], got {}", c.head_dim));
   if (c.warps != 1 && c.warps != 2 && c.warps != 4 && c.warps != 8)
     add("warps", fmt::format("fa2 needs 1, 2, 4 or 8 warps, got {}", c.warps));
   else if (c.block_m % c.warps != 0 || (c.block_m / c.warps != 16 && c.block_m / c.warps != 32))
@@ -44,17 +46,23 @@ void validate_fa2(const KernelConfig& c, std::vector<ConfigIssue>& out) {
                                regs, c.block_m, c.block_n, c.head_dim, c.warps, kMaxRegisters));
 }
 
-// Per-thread registers of an FA3 consumer: O (head_dim / 2), S (block_n / 2), P (block_n / 4), softmax
+// FA3 tile rows hold head dims padded to 16 (one wgmma k-step), in column blocks of 64, 32 and 16
+// (templates/fa3/columns.cuh).
+int fa3_padded(int dim) { return (dim + 15) / 16 * 16; }
+
+// Per-thread registers of an FA3 consumer: O (head_dim_v / 2), S (block_n / 2), P (block_n / 4), softmax
 // state, descriptors and addressing.
-int fa3_consumer_registers(const KernelConfig& c) { return c.head_dim / 2 + c.block_n / 2 + c.block_n / 4 + 40; }
+int fa3_consumer_registers(const KernelConfig& c) {
+  return fa3_padded(value_head_dim(c)) / 2 + c.block_n / 2 + c.block_n / 4 + 40;
+}
 int fa3_consumer_budget(int consumers) { return consumers == 1 ? 256 : consumers == 2 ? 240 : 160; }
 
 void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
   if (!(c.arch.sm == 90 && c.arch.accelerated))
     add("arch", fmt::format("fa3 needs sm_90a (wgmma, setmaxnreg, TMA), got {}", c.arch.to_string()));
-  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
-    add("head_dim", fmt::format("fa3 supports head_dim 64, 128 or 256, got {}", c.head_dim));
+  if (c.head_dim % 8 != 0 || c.head_dim < 8 || c.head_dim > 256)
+    add("head_dim", fmt::format("fa3 needs a multiple of 8 in [8, 256], got {}", c.head_dim));
   const int wg = c.consumer_warpgroups;
   if (wg < 1 || wg > 3)
     add("consumer_warpgroups", fmt::format("fa3 runs 1, 2 or 3 consumer warpgroups, got {}", wg));
@@ -67,9 +75,9 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   if (!out.empty()) return;
   int regs = fa3_consumer_registers(c), budget = fa3_consumer_budget(wg);
   if (regs > budget)
-    add("block_n", fmt::format("register budget exceeded: about {} registers per consumer thread for head_dim {} / "
+    add("block_n", fmt::format("register budget exceeded: about {} registers per consumer thread for head_dim_v {} / "
                                "block_n {} (budget {} with {} consumer warpgroups)",
-                               regs, c.head_dim, c.block_n, budget, wg));
+                               regs, value_head_dim(c), c.block_n, budget, wg));
 }
 
 void validate_naive(const KernelConfig& c, std::vector<ConfigIssue>& out) {
@@ -94,15 +102,20 @@ int shared_memory_bytes(const KernelConfig& c) {
   int elem = 2;
   switch (c.algorithm) {
     case Algorithm::fa2: {
-      int dp = config::padded_head_dim(c.head_dim);
-      return c.block_m * dp * elem + 2 * c.stages * c.block_n * dp * elem;
+      // Q (whose space also stages O), then K and V stages (templates/fa2/kernel.cuh).
+      const int dq = config::padded_head_dim(c.head_dim), dv = config::padded_head_dim(value_head_dim(c));
+      return c.block_m * std::max(dq, dv) * elem + c.stages * c.block_n * (dq + dv) * elem;
     }
     case Algorithm::fa3: {
-      // Q buffers, K and V stages, 2 per Q buffer + 4 per stage barriers, and 1024 bytes to align the base for
-      // 128B swizzling. Persistent CTAs take a second Q buffer when it fits (templates/fa3/kernel.cuh).
+      // Q buffers (each also holds the O tile), K and V stages (each on a 1024-byte boundary), 2 per Q buffer +
+      // 4 per stage barriers, and 1024 bytes to align the base for the swizzle patterns. Persistent CTAs take
+      // a second Q buffer when it fits (templates/fa3/shared_storage.cuh, kernel.cuh).
+      const int dq = fa3_padded(c.head_dim), dv = fa3_padded(value_head_dim(c));
+      auto round_kb = [](int b) { return (b + 1023) / 1024 * 1024; };
+      const int q_buffer = c.block_m * std::max(dq, dv) * elem;
+      const int stage = round_kb(c.block_n * dq * elem) + round_kb(c.block_n * dv * elem);
       auto bytes = [&](int q_buffers) {
-        return q_buffers * c.block_m * c.head_dim * elem + 2 * c.stages * c.block_n * c.head_dim * elem +
-               (2 * q_buffers + 4 * c.stages) * 8 + 1024;
+        return q_buffers * q_buffer + c.stages * stage + (2 * q_buffers + 4 * c.stages) * 8 + 1024;
       };
       if (c.scheduler == Scheduler::persistent && bytes(2) <= 227 * 1024) return bytes(2);
       return bytes(1);
@@ -115,8 +128,17 @@ int shared_memory_bytes(const KernelConfig& c) {
   }
 }
 
+// head_dim_v: 0 (the same as head_dim) or a multiple of 8 in [8, 256] for the kernels that take it.
+static void validate_head_dim_v(const KernelConfig& c, std::vector<ConfigIssue>& out) {
+  if (c.head_dim_v == 0 || c.head_dim_v == c.head_dim) return;
+  if (c.head_dim_v % 8 != 0 || c.head_dim_v < 8 || c.head_dim_v > 256)
+    out.push_back({"head_dim_v", fmt::format("head_dim_v must be 0 (the same as head_dim) or a multiple of 8 in "
+                                             "[8, 256], got {}", c.head_dim_v)});
+}
+
 std::vector<ConfigIssue> validate(const KernelConfig& c) {
   std::vector<ConfigIssue> out;
+  validate_head_dim_v(c, out);
   switch (c.algorithm) {
     case Algorithm::automatic:
       out.push_back({"algorithm", "'auto' is resolved by the dispatcher; a compiled config names naive, fa2 or fa3"});
@@ -145,12 +167,13 @@ std::string readable_name(const KernelConfig& c) {
   std::string arch = c.arch.to_string();
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
   const char* varlen = c.varlen ? "_varlen" : "";
+  const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
+                                                           : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)
-    return fmt::format("naive_{}_d{}_w{}_{}{}_{}", to_string(c.dtype), c.head_dim, c.warps, to_string(c.mask), varlen,
-                       arch);
+    return fmt::format("naive_{}_{}_w{}_{}{}_{}", to_string(c.dtype), dims, c.warps, to_string(c.mask), varlen, arch);
   // fa3 counts consumer warpgroups ("wg"), fa2 warps ("w").
   const bool fa3 = c.algorithm == Algorithm::fa3;
-  return fmt::format("{}_{}_d{}_bm{}_bn{}_s{}_{}{}_{}{}{}_{}", to_string(c.algorithm), to_string(c.dtype), c.head_dim,
+  return fmt::format("{}_{}_{}_bm{}_bn{}_s{}_{}{}_{}{}{}_{}", to_string(c.algorithm), to_string(c.dtype), dims,
                      c.block_m, c.block_n, c.stages, fa3 ? "wg" : "w", fa3 ? c.consumer_warpgroups : c.warps,
                      to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "", varlen, arch);
 }

@@ -1,5 +1,7 @@
 #include "dispatch/heuristics.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "config/limits.hpp"
@@ -9,33 +11,36 @@ namespace flashjit::dispatch {
 namespace {
 
 // The fields a config takes from the problem and the device; the heuristics choose the rest.
-KernelConfig problem_fields(Algorithm algorithm, DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
+KernelConfig problem_fields(Algorithm algorithm, DType dtype, int head_dim, int head_dim_v, MaskKind mask,
+                            const Arch& arch) {
   KernelConfig c;
   c.algorithm = algorithm;
   c.arch = arch;
   c.dtype = dtype;
   c.head_dim = head_dim;
+  c.head_dim_v = head_dim_v == head_dim ? 0 : head_dim_v;
   c.mask = mask;
   return c;
 }
 
 }  // namespace
 
-KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
-  KernelConfig c = problem_fields(Algorithm::fa2, dtype, head_dim, mask, arch);
+KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v) {
+  KernelConfig c = problem_fields(Algorithm::fa2, dtype, head_dim, head_dim_v, mask, arch);
+  const int widest = std::max(head_dim, value_head_dim(c));
   // Measured on the H200 (bench/NOTES.md, 2026-11-29, S 8192, llama3 heads): 32 rows per warp halves the
   // shared-memory reads per FLOP and wins wherever O and S still fit in 255 registers without spills.
-  if (head_dim <= 64) {
+  if (widest <= 64) {
     // O 32 + S 64 registers: 128-key tiles would spill (68 B), 64-key tiles do not.
     c.block_m = 128, c.warps = 4, c.block_n = 64, c.stages = 2;
-  } else if (head_dim <= 128 && arch.sm >= 90 && (mask == MaskKind::none || mask == MaskKind::causal)) {
+  } else if (widest <= 128 && arch.sm >= 90 && (mask == MaskKind::none || mask == MaskKind::causal)) {
     // O 128 + S 64 registers: 64-key tiles fit in 255 without spills for sm_90's code of these two masks
     // (sm_80 code and the chunked masks spill 12-20 bytes: they keep the 32-key tiles below). With the lazy
     // rescale: 383 / 344 TFLOP/s at S 8192 (non-causal / causal) against 354 / 323 for 32-key tiles with
     // three stages, 1.10 / 1.11x torch's FA2 in the same process. A third 64-key stage (3 x 32 KB + Q)
     // leaves one CTA per SM: 236, far slower.
     c.block_m = 128, c.warps = 4, c.block_n = 64, c.stages = 2;
-  } else if (head_dim <= 128 && mask != MaskKind::sliding_window) {
+  } else if (widest <= 128 && mask != MaskKind::sliding_window) {
     // 32-key tiles (S 32 registers): 296 TFLOP/s at S 8192 against 272 for 8 warps x 16 rows (before the
     // changes above); the third stage hides more of the K/V latency at no occupancy cost (2 CTAs/SM).
     c.block_m = 128, c.warps = 4, c.block_n = 32, c.stages = 3;
@@ -46,46 +51,51 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
     c.block_m = 128, c.warps = 8, c.block_n = 64, c.stages = 2;
   } else {
     // sm_80 (163 KB) and sm_86 / 89 / 12x (99 KB): the 64 x 32 tile keeps d256 at 96 KB of shared memory.
-    c.block_m = head_dim <= 128 ? 128 : 64, c.warps = head_dim <= 128 ? 8 : 4;
-    c.block_n = head_dim <= 128 ? 64 : 32, c.stages = 2;
+    c.block_m = widest <= 128 ? 128 : 64, c.warps = widest <= 128 ? 8 : 4;
+    c.block_n = widest <= 128 ? 64 : 32, c.stages = 2;
   }
   return c;
 }
 
-KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
-  KernelConfig c = problem_fields(Algorithm::fa3, dtype, head_dim, mask, arch);
+KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v) {
+  KernelConfig c = problem_fields(Algorithm::fa3, dtype, head_dim, head_dim_v, mask, arch);
+  const int dv = value_head_dim(c), widest = std::max(head_dim, dv);
   // Measured on the H200 at S 8192 (bench/NOTES.md, 2026-11-29), TFLOP/s non-causal / causal.
   c.stages = 2;  // a third stage gave nothing (670 vs 672 at d128): the ping-pong already hides the loads
-  if (head_dim <= 64) {
+  if (widest <= 64) {
     // Three consumer warpgroups (192 rows, 160 registers each): O is only 32 registers, and a third
-    // warpgroup keeps the tensor cores busy while two run softmax. 477 / 433 vs 446 / 382 with two.
+    // warpgroup keeps the tensor cores busy while two run softmax. 477 / 433 vs 446 / 382 with two (d64).
     c.block_m = 192, c.consumer_warpgroups = 3, c.block_n = 96;
-  } else if (head_dim <= 128) {
-    // Two consumer warpgroups with 240 registers: O 64 + S 64 + P 32. 672 / 629; 112-176 key tiles land
-    // within 2% (176 is FA3's published choice; 128 is as fast here and tested more widely).
-    c.block_m = 128, c.consumer_warpgroups = 2, c.block_n = 128;
+    return c;
+  }
+  // Two consumer warpgroups with 240 registers: O (dv / 2) + S (block_n / 2) + P (block_n / 4). d128: 672 /
+  // 629 with 128-key tiles; 112-176 land within 2% (176 is FA3's published choice; 128 is as fast here and
+  // tested more widely). d256: O alone takes 128 registers; 80-key tiles keep S + P at 60 and two stages at
+  // 208 KB of shared memory (96 would not fit): 750 / 671 vs 636 / 592 with 64-key tiles. Between them the
+  // widest tile up to 128 keys that the register budget and shared memory allow.
+  c.block_m = 128, c.consumer_warpgroups = 2;
+  for (int bn = 128; bn >= 64; bn -= 16) {
+    c.block_n = bn;
+    if (validate(c).empty()) break;
+  }
+  if (widest <= 128) {
     // Persistent CTAs, whose producer streams the next work tile's first K/V stages while the consumers
     // run the epilogue of the current one (llama3 shape, same run, grid -> persistent): S 1024 480 -> 488 /
     // 260 -> 305 (non-causal / causal), S 2048 588 -> 596 / 411 -> 449, S 4096 630 -> 664 / 537 -> 553,
-    // S 8192 within noise (602-680 both). d64 and d256 keep the grid: not measured, and d256's producer
-    // spills with the persistent loop.
+    // S 8192 within noise (602-680 both). d256 keeps the grid: its producer spills with the persistent loop.
     c.scheduler = Scheduler::persistent;
-  } else {
-    // O alone takes 128 registers; 80-key tiles keep S + P at 60 and two stages at 208 KB of shared
-    // memory (96 would not fit). 750 / 671 vs 636 / 592 with 64-key tiles.
-    c.block_m = 128, c.consumer_warpgroups = 2, c.block_n = 80;
   }
   return c;
 }
 
 KernelConfig fa3_config(const AttentionProblem& p, const Arch& arch) {
-  KernelConfig c = fa3_heuristic(p.dtype, p.head_dim, p.mask, arch);
+  KernelConfig c = fa3_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
   // Small grids: when 128-row tiles give fewer CTAs than half the SMs of an H100 / H200 (132), 64-row tiles
   // (one consumer warpgroup) double the CTAs. Autotuned on the H200 (llama3, B1 H32, S 32-256): +13-27%
   // over the 128-row tile; from S 512 (128 CTAs) the 128-row tile wins.
   constexpr long long kHalfSms = 66;
   const long long ctas = 1LL * ((p.seqlen_q + 127) / 128) * p.heads_q * p.batch;
-  if (p.head_dim == 128 && ctas < kHalfSms) {
+  if (p.head_dim > 64 && p.head_dim <= 128 && value_head_dim(p) <= 128 && ctas < kHalfSms) {
     KernelConfig small = c;
     small.block_m = 64, small.consumer_warpgroups = 1, small.block_n = 64, small.scheduler = Scheduler::grid;
     if (validate(small).empty()) return small;
@@ -93,8 +103,8 @@ KernelConfig fa3_config(const AttentionProblem& p, const Arch& arch) {
   return c;
 }
 
-KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch) {
-  KernelConfig c = problem_fields(Algorithm::naive, dtype, head_dim, mask, arch);
+KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v) {
+  KernelConfig c = problem_fields(Algorithm::naive, dtype, head_dim, head_dim_v, mask, arch);
   // 4 warps: one key per thread per chunk, enough threads to cover head dims up to 128 in one pass.
   c.block_m = 1, c.warps = 4, c.block_n = 128, c.stages = 1;
   return c;
@@ -104,6 +114,8 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   std::vector<std::string> why;
   if (c.dtype != p.dtype) why.push_back(fmt::format("dtype {} != problem dtype {}", to_string(c.dtype), to_string(p.dtype)));
   if (c.head_dim != p.head_dim) why.push_back(fmt::format("head_dim {} != problem head_dim {}", c.head_dim, p.head_dim));
+  if (value_head_dim(c) != value_head_dim(p))
+    why.push_back(fmt::format("head_dim_v {} != problem head_dim_v {}", value_head_dim(c), value_head_dim(p)));
   if (c.mask != p.mask) why.push_back(fmt::format("mask {} != problem mask {}", to_string(c.mask), to_string(p.mask)));
   if (c.varlen != p.varlen())
     why.push_back(c.varlen ? "a varlen kernel needs cu_seqlens_q/cu_seqlens_k (the problem has none)"
@@ -123,9 +135,9 @@ namespace {
 Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, Algorithm requested,
                                   const TunedTables* tuned) {
   switch (requested) {
-    case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch);
+    case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
     case Algorithm::fa2: {
-      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);
+      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
       FLASHJIT_TRY(check(c));
       return c;
     }
@@ -144,15 +156,24 @@ Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, A
       }
       // FA3 where the GPU has wgmma/TMA (sm_90a) and the head dim is one it covers; FA2 elsewhere.
       if (auto c3 = fa3_config(p, arch); validate(c3).empty()) return c3;
-      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch);
+      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
       if (validate(c).empty()) return c;
-      return naive_config(p.dtype, p.head_dim, p.mask, arch);  // head dims fa2 does not cover, pre-sm_80 GPUs
+      return naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);  // what fa2 does not cover, pre-sm_80
     }
   }
   return Error(ErrorCode::internal, "unknown algorithm");
 }
 
 }  // namespace
+
+std::string reference_fallback_reason(const AttentionProblem& p, const Arch& arch) {
+  const KernelConfig fa3 = fa3_config(p, arch), fa2 = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
+  const auto fa3_issues = validate(fa3), fa2_issues = validate(fa2);
+  if (fa3_issues.empty() || fa2_issues.empty()) return {};
+  auto first = [](const std::vector<ConfigIssue>& issues) { return issues.front().field + ": " + issues.front().message; };
+  return fmt::format("no fast kernel runs it on {} (fa3 {}; fa2 {})", arch.to_string(), first(fa3_issues),
+                     first(fa2_issues));
+}
 
 Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
                             const TunedTables* tuned) {

@@ -2,6 +2,8 @@
 // with the reason for each choice next to it; support checks shared with explicit-config calls.
 #pragma once
 
+#include <string>
+
 #include "flashjit/config.hpp"
 #include "flashjit/problem.hpp"
 
@@ -10,13 +12,14 @@ namespace flashjit::dispatch {
 class TunedTables;
 
 // FA2 tile choice for a head dim on an architecture.
-KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+// head_dim_v: V's head dim when it differs (0: the same).
+KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v = 0);
 // FA3 (sm_90a) tile choice for a head dim.
-KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v = 0);
 // fa3_heuristic adjusted to the problem's grid (smaller tiles when 128-row tiles leave most SMs idle).
 KernelConfig fa3_config(const AttentionProblem& problem, const Arch& arch);
 // The reference kernel's config.
-KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch);
+KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v = 0);
 
 // Picks a config for the problem on a device of `arch`. `requested` = automatic takes the closest bucket of
 // the tuned tables when given and one matches, else the fastest algorithm by the heuristics that supports
@@ -24,6 +27,10 @@ KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& 
 // fixed-length twin, with varlen set.
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
                             Algorithm requested = Algorithm::automatic, const TunedTables* tuned = nullptr);
+
+// Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what
+// fa3 and fa2 lack there, e.g. "fa2: needs sm_80 or newer ...". Empty when a fast kernel runs it.
+std::string reference_fallback_reason(const AttentionProblem& problem, const Arch& arch);
 
 // Whether a (valid) config can run the problem on a device of `device_arch`; the error says what differs.
 Status supports(const KernelConfig& config, const AttentionProblem& problem, const Arch& device_arch);

@@ -44,16 +44,23 @@ Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim) {
 }
 
 // Varlen tensors are packed [total, heads, head_dim]: no batch dimension (stride 0; check() rejects others).
-static Strides resolved(const AttentionProblem& p, const Strides& s, int seqlen, int heads) {
-  Strides r = contiguous_bshd(s, seqlen, heads, p.head_dim);
+static Strides resolved(const AttentionProblem& p, const Strides& s, int seqlen, int heads, int dim) {
+  Strides r = contiguous_bshd(s, seqlen, heads, dim);
   if (p.varlen()) r.batch = 0;
   return r;
 }
 
-Strides resolved_q_strides(const AttentionProblem& p) { return resolved(p, p.q_strides, p.seqlen_q, p.heads_q); }
-Strides resolved_o_strides(const AttentionProblem& p) { return resolved(p, p.o_strides, p.seqlen_q, p.heads_q); }
+Strides resolved_q_strides(const AttentionProblem& p) {
+  return resolved(p, p.q_strides, p.seqlen_q, p.heads_q, p.head_dim);
+}
+Strides resolved_o_strides(const AttentionProblem& p) {
+  return resolved(p, p.o_strides, p.seqlen_q, p.heads_q, value_head_dim(p));
+}
 Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s) {
-  return resolved(p, s, p.seqlen_k, p.heads_kv);
+  return resolved(p, s, p.seqlen_k, p.heads_kv, p.head_dim);
+}
+Strides resolved_v_strides(const AttentionProblem& p) {
+  return resolved(p, p.v_strides, p.seqlen_k, p.heads_kv, value_head_dim(p));
 }
 
 Status check(const AttentionProblem& p) {
@@ -68,6 +75,9 @@ Status check(const AttentionProblem& p) {
     add(fmt::format("heads_q ({}) must be a multiple of heads_kv ({})", p.heads_q, p.heads_kv));
   if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0)
     add(fmt::format("head_dim must be a multiple of 8 in [8, 256], got {}", p.head_dim));
+  if (p.head_dim_v != 0 && (p.head_dim_v < 8 || p.head_dim_v > 256 || p.head_dim_v % 8 != 0))
+    add(fmt::format("head_dim_v must be 0 (the same as head_dim) or a multiple of 8 in [8, 256], got {}",
+                    p.head_dim_v));
   if (p.batch > 65535 || p.heads_q > 65535) add("batch and heads_q must be <= 65535 (grid limits)");
 
   const bool varlen = p.varlen();
@@ -104,7 +114,7 @@ Status check(const AttentionProblem& p) {
   struct Tensor { const char* name; const void* ptr; Strides strides; };
   const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p)},
                             {"k", p.k, resolved_kv_strides(p, p.k_strides)},
-                            {"v", p.v, resolved_kv_strides(p, p.v_strides)},
+                            {"v", p.v, resolved_v_strides(p)},
                             {"o", p.o, resolved_o_strides(p)}};
   for (const auto& t : tensors) {
     if (t.ptr == nullptr) {
@@ -147,7 +157,7 @@ double attention_flops(const AttentionProblem& p) {
   } else {
     for (std::int64_t i = 0; i < p.seqlen_q; ++i) pairs += double(visible_keys(p, i));
   }
-  return 4.0 * p.batch * p.heads_q * pairs * p.head_dim;
+  return 2.0 * p.batch * p.heads_q * pairs * (p.head_dim + value_head_dim(p));
 }
 
 double attention_flops(const AttentionProblem& p, const int* cu_q, const int* cu_k) {

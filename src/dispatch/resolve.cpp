@@ -10,9 +10,9 @@ namespace {
 
 KernelConfig heuristic(Algorithm a, const KernelConfig& c) {
   switch (a) {
-    case Algorithm::fa3: return fa3_heuristic(c.dtype, c.head_dim, c.mask, c.arch);
-    case Algorithm::fa2: return fa2_heuristic(c.dtype, c.head_dim, c.mask, c.arch);
-    default: return naive_config(c.dtype, c.head_dim, c.mask, c.arch);
+    case Algorithm::fa3: return fa3_heuristic(c.dtype, c.head_dim, c.mask, c.arch, c.head_dim_v);
+    case Algorithm::fa2: return fa2_heuristic(c.dtype, c.head_dim, c.mask, c.arch, c.head_dim_v);
+    default: return naive_config(c.dtype, c.head_dim, c.mask, c.arch, c.head_dim_v);
   }
 }
 

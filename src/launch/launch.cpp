@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,7 +20,7 @@ static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
 
 AttentionParams make_params(const AttentionProblem& p) {
   const Strides q = resolved_q_strides(p), k = resolved_kv_strides(p, p.k_strides),
-                v = resolved_kv_strides(p, p.v_strides), o = resolved_o_strides(p);
+                v = resolved_v_strides(p), o = resolved_o_strides(p);
   const float scale = p.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(p.head_dim)));
   AttentionParams a{};
   a.q = p.q, a.k = p.k, a.v = p.v, a.o = p.o, a.lse = p.lse;
@@ -56,45 +57,55 @@ Grid grid_for(const KernelConfig& c, const AttentionProblem& p, int sms) {
 static_assert(sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) == alignof(CUtensorMap),
               "TensorMap must mirror CUtensorMap");
 
-// A 4-D TMA view (head_dim, sequence, head, batch) of a BSHD tensor, boxes of 64 x `rows` elements with
-// 128-byte swizzling (the layout the FA3 templates and their wgmma descriptors expect).
-static Status encode_bshd(const cuda::Api& api, TensorMap& map, const char* name, const void* ptr, DType dtype,
-                          int head_dim, int seqlen, int heads, int batch, const Strides& strides, int rows) {
-  const cuuint64_t dims[4] = {cuuint64_t(head_dim), cuuint64_t(seqlen), cuuint64_t(heads), cuuint64_t(batch)};
-  const cuuint64_t byte_strides[3] = {cuuint64_t(strides.seq) * 2, cuuint64_t(strides.head) * 2,
-                                      cuuint64_t(strides.batch) * 2};
-  const cuuint32_t box[4] = {64, cuuint32_t(rows), 1, 1};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  CUresult r = api.cuTensorMapEncodeTiled(
-      reinterpret_cast<CUtensorMap*>(&map),
-      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-      const_cast<void*>(ptr), dims, byte_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return cuda::check(r, "cuTensorMapEncodeTiled")
-        .error()
-        .with(fmt::format("TMA cannot describe tensor {} (strides must be multiples of 16 bytes below 2^40)", name));
-  return {};
+// The column blocks of an FA3 tile row of `dim` elements (templates/fa3/columns.cuh): (first column, width)
+// of each 64-, 32- and 16-column block, rows padded to 16.
+struct ColumnBlock {
+  int col, width, map;  // map: index into TensorMaps::q/k/v (0: 64 wide, 1: 32, 2: 16)
+};
+static std::vector<ColumnBlock> column_blocks(int dim) {
+  const int padded = (dim + 15) / 16 * 16;
+  std::vector<ColumnBlock> out;
+  int col = 0;
+  for (; col + 64 <= padded; col += 64) out.push_back({col, 64, 0});
+  if (padded - col >= 32) out.push_back({col, 32, 1}), col += 32;
+  if (padded - col == 16) out.push_back({col, 16, 2});
+  return out;
 }
 
-// A 3-D TMA view (head_dim, row, head) of a packed varlen tensor [total, heads, head_dim]; rows past `total`
-// read as zeros. Same boxes and swizzling as encode_bshd.
-static Status encode_packed(const cuda::Api& api, TensorMap& map, const char* name, const void* ptr, DType dtype,
-                            int head_dim, int total, int heads, const Strides& strides, int rows) {
-  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(total), cuuint64_t(heads)};
-  const cuuint64_t byte_strides[2] = {cuuint64_t(strides.seq) * 2, cuuint64_t(strides.head) * 2};
-  const cuuint32_t box[3] = {64, cuuint32_t(rows), 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  CUresult r = api.cuTensorMapEncodeTiled(
-      reinterpret_cast<CUtensorMap*>(&map),
-      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
-      const_cast<void*>(ptr), dims, byte_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return cuda::check(r, "cuTensorMapEncodeTiled")
-        .error()
-        .with(fmt::format("TMA cannot describe varlen tensor {} (strides must be multiples of 16 bytes below 2^40)",
-                          name));
+static CUtensorMapSwizzle swizzle_for(int width) {
+  return width == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : width == 32 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
+}
+
+// TMA views of one tensor, one per column-block width its tiles use: 4-D (head_dim, sequence, head, batch)
+// of a BSHD tensor, or for `packed` (varlen) 3-D (head_dim, row, head) of [total, heads, head_dim] whose rows
+// past `total` read as zeros. Boxes of `width` x `rows` elements; columns past head_dim read as zeros too.
+struct TensorView {
+  const char* name;
+  const void* ptr;
+  int head_dim, seqlen, heads, batch;
+  Strides strides;
+  bool packed;
+};
+static Status encode(const cuda::Api& api, TensorMap (&maps)[3], const TensorView& t, DType dtype, int rows) {
+  const int rank = t.packed ? 3 : 4;
+  const cuuint64_t dims[4] = {cuuint64_t(t.head_dim), cuuint64_t(t.seqlen), cuuint64_t(t.heads), cuuint64_t(t.batch)};
+  const cuuint64_t byte_strides[3] = {cuuint64_t(t.strides.seq) * 2, cuuint64_t(t.strides.head) * 2,
+                                      cuuint64_t(t.strides.batch) * 2};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  for (const ColumnBlock& b : column_blocks(t.head_dim)) {
+    if (b.col > 0 && b.map == 0) continue;  // one map serves every 64-column block
+    const cuuint32_t box[4] = {cuuint32_t(b.width), cuuint32_t(rows), 1, 1};
+    CUresult r = api.cuTensorMapEncodeTiled(
+        reinterpret_cast<CUtensorMap*>(&maps[b.map]),
+        dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, rank,
+        const_cast<void*>(t.ptr), dims, byte_strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle_for(b.width), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      return cuda::check(r, "cuTensorMapEncodeTiled")
+          .error()
+          .with(fmt::format("TMA cannot describe {}tensor {} (strides must be multiples of 16 bytes below 2^40)",
+                            t.packed ? "varlen " : "", t.name));
+  }
   return {};
 }
 
@@ -109,23 +120,18 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
   fa3::TensorMaps maps{};
   if (config.algorithm == Algorithm::fa3) {
     const cuda::Api& a = **api;
-    const Strides q = resolved_q_strides(problem), k = resolved_kv_strides(problem, problem.k_strides),
-                  v = resolved_kv_strides(problem, problem.v_strides);
-    if (config.varlen) {
-      FLASHJIT_TRY(encode_packed(a, maps.q, "q", problem.q, problem.dtype, problem.head_dim, problem.total_q,
-                                 problem.heads_q, q, config.block_m));
-      FLASHJIT_TRY(encode_packed(a, maps.k, "k", problem.k, problem.dtype, problem.head_dim, problem.total_k,
-                                 problem.heads_kv, k, config.block_n));
-      FLASHJIT_TRY(encode_packed(a, maps.v, "v", problem.v, problem.dtype, problem.head_dim, problem.total_k,
-                                 problem.heads_kv, v, config.block_n));
-    } else {
-      FLASHJIT_TRY(encode_bshd(a, maps.q, "q", problem.q, problem.dtype, problem.head_dim, problem.seqlen_q,
-                               problem.heads_q, problem.batch, q, config.block_m));
-      FLASHJIT_TRY(encode_bshd(a, maps.k, "k", problem.k, problem.dtype, problem.head_dim, problem.seqlen_k,
-                               problem.heads_kv, problem.batch, k, config.block_n));
-      FLASHJIT_TRY(encode_bshd(a, maps.v, "v", problem.v, problem.dtype, problem.head_dim, problem.seqlen_k,
-                               problem.heads_kv, problem.batch, v, config.block_n));
-    }
+    const bool packed = config.varlen;
+    const int dv = value_head_dim(problem);
+    const int seq_q = packed ? problem.total_q : problem.seqlen_q, seq_k = packed ? problem.total_k : problem.seqlen_k;
+    const TensorView q{"q", problem.q, problem.head_dim, seq_q, problem.heads_q, problem.batch,
+                       resolved_q_strides(problem), packed};
+    const TensorView k{"k", problem.k, problem.head_dim, seq_k, problem.heads_kv, problem.batch,
+                       resolved_kv_strides(problem, problem.k_strides), packed};
+    const TensorView v{"v", problem.v, dv, seq_k, problem.heads_kv, problem.batch,
+                       resolved_v_strides(problem), packed};
+    FLASHJIT_TRY(encode(a, maps.q, q, problem.dtype, config.block_m));
+    FLASHJIT_TRY(encode(a, maps.k, k, problem.dtype, config.block_n));
+    FLASHJIT_TRY(encode(a, maps.v, v, problem.dtype, config.block_n));
   }
   Geometry g;
   g.grid = grid_for(config, problem, sms);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "cache/artifact_store.hpp"
@@ -194,6 +196,19 @@ struct Runtime::Impl {
     return {};
   }
 
+  // The reference kernel is never picked for speed without a word: one info line per kernel and runtime.
+  std::mutex fallback_mutex;
+  std::set<std::string> fallbacks_noted;
+  void note_reference_fallback(const AttentionProblem& problem, const Arch& arch, const KernelConfig& config) {
+    const std::string name = readable_name(config);
+    {
+      std::lock_guard<std::mutex> lock(fallback_mutex);
+      if (!fallbacks_noted.insert(name).second) return;
+    }
+    settings.logger.info("running the reference kernel {} (fp32, far slower than fa2 / fa3): {}", name,
+                         dispatch::reference_fallback_reason(problem, arch));
+  }
+
   // Resolves the config, makes its kernel loaded on the problem's device and, when `launch_it`, launches it.
   Result<KernelConfig> run(const AttentionProblem& problem, const KernelConfig* explicit_config, bool launch_it) {
     FLASHJIT_TRY(check(problem));
@@ -209,6 +224,7 @@ struct Runtime::Impl {
       auto chosen = dispatch::choose(problem, dev.info.arch, Algorithm::automatic, &dev.tuned);
       if (!chosen.ok()) return std::move(chosen).error();
       config = *chosen;
+      if (config.algorithm == Algorithm::naive) note_reference_fallback(problem, dev.info.arch, config);
     }
     Status st = Devices::in_context(dev, [&]() -> Status {
       auto fn = function(config, dev, static_cast<CUstream>(problem.stream));

@@ -25,30 +25,38 @@
 
 namespace flashjit::fa2 {
 
-template <class T, int kHeadDim, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask, bool kVarlen = false>
+// kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (multiples of 8 up to 256). An odd multiple of 8
+// is padded to 16 for the mma k-steps: Q's and K's padding chunk is zeroed in shared memory, V's reaches only
+// O columns that are never stored.
+template <class T, int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask,
+          bool kVarlen = false>
 struct Kernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRowsPerWarp = kBM / kWarps;
-  static constexpr int kMT = kRowsPerWarp / 16;   // m-tiles per warp
-  static constexpr int kNT = kBN / 8;             // n-tiles of S
-  static constexpr int kDT = kHeadDim / 8;        // n-tiles of O
-  static constexpr int kKS = kHeadDim / 16;       // k-steps of Q·Kᵀ
+  static constexpr int kMT = kRowsPerWarp / 16;            // m-tiles per warp
+  static constexpr int kNT = kBN / 8;                      // n-tiles of S
+  static constexpr int kDT = (kHeadDimV + 15) / 16 * 2;    // n-tiles of O (pairs of them per ldmatrix)
+  static constexpr int kKS = (kHeadDim + 15) / 16;         // k-steps of Q·Kᵀ
   // Q fragments stay in registers when they fit beside the accumulators; else ldmatrix per k-step.
   static constexpr bool kQInRegisters = kMT == 1 && kHeadDim <= 128;
 
   using QTile = SmemTile<kBM, kHeadDim>;
-  using KVTile = SmemTile<kBN, kHeadDim>;
-  static constexpr int kSmemBytes = QTile::kBytes + 2 * kStages * KVTile::kBytes;
+  using KTile = SmemTile<kBN, kHeadDim>;
+  using VTile = SmemTile<kBN, kHeadDimV>;
+  using OTile = SmemTile<kBM, kHeadDimV>;  // staged where Q was
+  static constexpr int kQBytes = QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes;
+  static constexpr int kSmemBytes = kQBytes + kStages * (KTile::kBytes + VTile::kBytes);
 
   static_assert(kRowsPerWarp == 16 || kRowsPerWarp == 32, "16 or 32 rows per warp");
-  static_assert(kHeadDim % 16 == 0 && kBN % 16 == 0, "head_dim and block_n are multiples of 16");
+  static_assert(kHeadDim % 8 == 0 && kHeadDimV % 8 == 0 && kBN % 16 == 0,
+                "head dims are multiples of 8, block_n of 16");
   static_assert(kStages >= 2, "the pipeline needs two stages");
 
   static __device__ void run(const AttentionParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const unsigned s_q = ptx::smem_addr(smem);
-    const unsigned s_k = s_q + QTile::kBytes;
-    const unsigned s_v = s_k + kStages * KVTile::kBytes;
+    const unsigned s_k = s_q + kQBytes;
+    const unsigned s_v = s_k + kStages * KTile::kBytes;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int num_m_blocks = gridDim.x;
@@ -77,9 +85,16 @@ struct Kernel {
     auto load_kv = [&](int tile, int stage) {
       const int n0 = (tile_begin + tile) * kBN;
       const int valid = min(kBN, seqlen_k - n0);
-      KVTile::template load_async<kThreads>(s_k + stage * KVTile::kBytes, k + n0 * p.k_seq, p.k_seq, valid, tid);
-      KVTile::template load_async<kThreads>(s_v + stage * KVTile::kBytes, v + n0 * p.v_seq, p.v_seq, valid, tid);
+      KTile::template load_async<kThreads>(s_k + stage * KTile::kBytes, k + n0 * p.k_seq, p.k_seq, valid, tid);
+      VTile::template load_async<kThreads>(s_v + stage * VTile::kBytes, v + n0 * p.v_seq, p.v_seq, valid, tid);
     };
+
+    // Odd multiples of 8: the padding chunk of Q and of every K stage is zero (visible after the main loop's
+    // first barrier).
+    QTile::template zero_padding<kThreads>(smem, tid);
+#pragma unroll
+    for (int s = 0; s < kStages; ++s)
+      KTile::template zero_padding<kThreads>(smem + kQBytes + s * KTile::kBytes, tid);
 
     // Prologue: Q and the first kStages - 1 K/V tiles in flight (one commit group per tile).
     QTile::template load_async<kThreads>(s_q, q, p.q_seq, rows_valid, tid);
@@ -106,8 +121,8 @@ struct Kernel {
     // (lane / 16) * 8 + lane % 8, chunk (lane / 8) % 2); V transposed (keys ((lane / 8) % 2) * 8 + lane % 8,
     // chunk lane / 16).
     const typename QTile::Fragments q_ld(warp_row0 + lane % 16, lane / 16);
-    const typename KVTile::Fragments k_ld((lane / 16) * 8 + lane % 8, (lane / 8) % 2);
-    const typename KVTile::Fragments v_ld(((lane / 8) % 2) * 8 + lane % 8, lane / 16);
+    const typename KTile::Fragments k_ld((lane / 16) * 8 + lane % 8, (lane / 8) % 2);
+    const typename VTile::Fragments v_ld(((lane / 8) % 2) * 8 + lane % 8, lane / 16);
 
     for (int it = 0; it < num_tiles; ++it) {
       ptx::cp_async_wait<kStages - 2>();
@@ -124,8 +139,8 @@ struct Kernel {
       }
 
       const int stage = it % kStages;
-      const unsigned k_tile = s_k + stage * KVTile::kBytes;
-      const unsigned v_tile = s_v + stage * KVTile::kBytes;
+      const unsigned k_tile = s_k + stage * KTile::kBytes;
+      const unsigned v_tile = s_v + stage * VTile::kBytes;
 
       // S = Q·Kᵀ
       float s[kMT][kNT][4];
@@ -229,7 +244,7 @@ struct Kernel {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = warp_row0 + mt * 16 + lane / 4 + h * 8;
-          const unsigned off = QTile::offset(row, d) + 4 * (lane % 4);
+          const unsigned off = OTile::offset(row, d) + 4 * (lane % 4);
           *reinterpret_cast<unsigned*>(s_o + off) =
               pack2<T>(o[mt][d][2 * h] * inv_sum[2 * mt + h], o[mt][d][2 * h + 1] * inv_sum[2 * mt + h]);
         }
@@ -244,7 +259,7 @@ struct Kernel {
     }
     __syncthreads();
     auto* out = static_cast<unsigned short*>(p.o) + out_seq.o_offset(p, batch) + head * p.o_head + m0 * p.o_seq;
-    QTile::template store<kThreads>(out, p.o_seq, smem, rows_out, tid);
+    OTile::template store<kThreads>(out, p.o_seq, smem, rows_out, tid);
   }
 };
 

@@ -11,6 +11,8 @@ template <int kRows, int kCols>
 struct SmemTile {
   static constexpr int kRowElems = (kCols + 63) / 64 * 64;
   static constexpr int kChunks = kCols / 8;  // 16-byte chunks holding data
+  // Chunks the mma k-steps (16 columns) read past the data when kCols is an odd multiple of 8.
+  static constexpr int kPadChunks = (kCols + 15) / 16 * 2 - kChunks;
   static constexpr int kElems = kRows * kRowElems;
   static constexpr int kBytes = kElems * 2;
   static_assert(kCols % 8 == 0, "rows are copied in 16-byte chunks");
@@ -69,6 +71,15 @@ struct SmemTile {
           ptx::cp_async_16(dst + offset(row, chunk), src + (valid ? row * ld + chunk * 8 : 0), valid);
         }
       }
+    }
+  }
+
+  // Zeroes the padding chunk of every row (loads never write it), so a k-step over it adds nothing.
+  template <int kThreads>
+  static __device__ __forceinline__ void zero_padding(unsigned char* tile, int tid) {
+    if constexpr (kPadChunks > 0) {
+      for (int row = tid; row < kRows; row += kThreads)
+        *reinterpret_cast<uint4*>(tile + offset(row, kChunks)) = uint4{0u, 0u, 0u, 0u};
     }
   }
 

@@ -15,14 +15,17 @@
 
 namespace flashjit::fa3 {
 
-template <class T, class Storage, int kHeadDim, int kBM, int kBN, int kStages, MaskKind kMask>
+template <class T, class Storage, int kBM, int kBN, int kStages, MaskKind kMask>
 struct Consumer {
+  using QK = typename Storage::QK;
+  using VO = typename Storage::VO;
   static constexpr bool kBf16 = MmaName<T>::is_bf16;
-  static constexpr int kKS = kHeadDim / 16;  // k-steps of Q·Kᵀ
-  static constexpr int kPK = kBN / 16;       // k-steps of P·V
+  static constexpr int kKS = QK::kKSteps;  // k-steps of Q·Kᵀ
+  static constexpr int kPK = kBN / 16;     // k-steps of P·V
+  static constexpr int kOT = VO::kPadded / 8;  // 8-column n-tiles of O
 
   float s[1][kBN / 8][4];       // scores, then probabilities (fp32)
-  float o[kHeadDim / 8][4];     // output accumulator
+  float o[kOT][4];              // output accumulator
   unsigned pf[kPK][4];          // P as A fragments
   OnlineSoftmax<2> softmax;
 
@@ -32,14 +35,18 @@ struct Consumer {
   int lane;
   int qbuf = 0;  // Q buffer of the current work tile
 
+  // K-major operands (Q, K): k-step ks reads 16 columns of one column block (fa3/columns.cuh).
+  static __device__ __forceinline__ unsigned long long k_major(unsigned tile, int rows, int row, int ks) {
+    int block, width, within;
+    QK::locate(rows, 16 * ks, block, width, within);
+    const unsigned mode = width == 128 ? 1 : width == 64 ? 2 : 3;
+    return ptx::smem_descriptor(tile + block + row * width + within, 16, 8 * width, mode);
+  }
   __device__ unsigned long long q_desc(const Storage& smem, int ks) const {
-    return ptx::smem_descriptor(smem.q(qbuf) + (ks / 4) * kBM * 128 + wg * 64 * 128 + (ks % 4) * 32, 16, 1024);
+    return k_major(smem.q(qbuf), kBM, wg * 64, ks);
   }
   __device__ unsigned long long k_desc(const Storage& smem, int stage, int ks) const {
-    return ptx::smem_descriptor(smem.k(stage) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024);
-  }
-  __device__ unsigned long long v_desc(const Storage& smem, int stage, int kk) const {
-    return ptx::smem_descriptor(smem.v(stage) + kk * 16 * 128, kBN * 128, 1024);
+    return k_major(smem.k(stage), kBN, 0, ks);
   }
 
   __device__ void issue_qk(const Storage& smem, int stage) {
@@ -52,11 +59,32 @@ struct Consumer {
     ptx::fence_registers(s[0]);
   }
 
+  // The n-tiles [first, first + N / 8) of O as an accumulator of an N-column wgmma.
+  template <int N>
+  __device__ __forceinline__ float (&o_part(int first))[N / 8][4] {
+    return *reinterpret_cast<float(*)[N / 8][4]>(&o[first][0]);
+  }
+
+  // O += P·V: V is the MN-major B operand, one wgmma per column group (the 64-column blocks together, whose
+  // stride is the leading offset; then the 32- and the 16-column block, each its own swizzle).
   __device__ void issue_pv(const Storage& smem, int stage) {
     ptx::fence_registers(o);
     ptx::wgmma_fence();
+    const unsigned v = smem.v(stage);
 #pragma unroll
-    for (int kk = 0; kk < kPK; ++kk) ptx::WgmmaRS<kHeadDim>::template run<kBf16>(o, pf[kk], v_desc(smem, stage, kk));
+    for (int kk = 0; kk < kPK; ++kk) {
+      if constexpr (VO::kWide > 0)
+        ptx::WgmmaRS<64 * VO::kWide>::template run<kBf16>(
+            o_part<64 * VO::kWide>(0), pf[kk], ptx::smem_descriptor(v + kk * 16 * 128, kBN * 128, 1024, 1));
+      if constexpr (VO::kHas32)
+        ptx::WgmmaRS<32>::template run<kBf16>(
+            o_part<32>(VO::kCol32 / 8), pf[kk],
+            ptx::smem_descriptor(v + VO::offset32(kBN) + kk * 16 * 64, kBN * 64, 512, 2));
+      if constexpr (VO::kHas16)
+        ptx::WgmmaRS<16>::template run<kBf16>(
+            o_part<16>(VO::kCol16 / 8), pf[kk],
+            ptx::smem_descriptor(v + VO::offset16(kBN) + kk * 16 * 32, kBN * 32, 256, 3));
+    }
     ptx::wgmma_commit();
     ptx::fence_registers(o);
   }
@@ -101,7 +129,7 @@ struct Consumer {
 
   __device__ void rescale_o(const float (&rescale)[2]) {
 #pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j) {
+    for (int j = 0; j < kOT; ++j) {
       o[j][0] *= rescale[0];
       o[j][1] *= rescale[0];
       o[j][2] *= rescale[1];
@@ -114,7 +142,7 @@ struct Consumer {
   __device__ void mainloop(const Storage& smem, const AttentionParams& p, int causal_offset, int seqlen_k,
                            int tile_begin, int num_tiles, int local, int ring) {
 #pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j)
+    for (int j = 0; j < kOT; ++j)
 #pragma unroll
       for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
     softmax.init();

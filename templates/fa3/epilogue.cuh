@@ -11,8 +11,10 @@
 
 namespace flashjit::fa3 {
 
-template <class T, class Storage, int kHeadDim, int kBM>
+template <class T, class Storage, int kBM>
 struct Epilogue {
+  using VO = typename Storage::VO;
+  static constexpr int kAllConsumersBarrier = 8;  // 1-3: per warpgroup; 4-7: the consumers' turns
   // seq: the batch entry's SeqInfo (its length, where its rows and LSE live).
   template <class Consumer, class Seq>
   static __device__ void run(Consumer& c, unsigned char* smem_q, unsigned q_empty, const AttentionParams& p, int m0,
@@ -22,12 +24,15 @@ struct Epilogue {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
     const int barrier = 1 + c.wg;
     ptx::named_barrier_sync(barrier, 128);  // every warp of the group is done reading its Q rows
+    // With head_dim_v != head_dim the O tile's rows of this warpgroup may cover Q rows of another, which may
+    // still be in its last Q·Kᵀ: every consumer warpgroup must be done with Q first.
+    if constexpr (Storage::QK::kPadded != VO::kPadded) ptx::named_barrier_sync(kAllConsumersBarrier, 128 * c.consumers);
 #pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j)
+    for (int j = 0; j < VO::kPadded / 8; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = 64 * c.wg + 16 * warp + lane / 4 + 8 * h;
-        const unsigned off = Storage::swizzled(kBM, row, j) + 4 * (lane % 4);
+        const unsigned off = VO::swizzled(kBM, row, j) + 4 * (lane % 4);
         *reinterpret_cast<unsigned*>(smem_q + off) =
             pack2<T>(c.o[j][2 * h] * inv_sum[h], c.o[j][2 * h + 1] * inv_sum[h]);
       }
@@ -40,18 +45,30 @@ struct Epilogue {
     }
     ptx::named_barrier_sync(barrier, 128);
     auto* out = static_cast<unsigned short*>(p.o) + seq.o_offset(p, batch) + head * p.o_head;
-    // Thread tid copies chunk tid % kChunks of rows tid / kChunks + j * kPassRows: its chunk is fixed, so
-    // each copy is the first shared and global address plus j steps, not a division and a multiply.
-    constexpr int kChunks = kHeadDim / 8, kPassRows = 128 / kChunks;
-    static_assert(128 % kChunks == 0 && 64 % kPassRows == 0, "whole rows per pass, whole passes per warpgroup");
-    const int chunk = tid % kChunks, r0 = tid / kChunks;
-    const int rows_left = seq.seqlen_q - (m0 + 64 * c.wg + r0);
-    unsigned short* dst = out + (m0 + 64 * c.wg + r0) * p.o_seq + chunk * 8;
+    // Thread tid copies chunk tid % kChunks of rows tid / kChunks + j * kPassRows (when 128 threads cover
+    // whole rows: the chunk is fixed, each copy is the first shared and global address plus j steps), else
+    // chunks tid + 128 j of the warpgroup's 64 rows (head dims of 9, 10, ... chunks).
+    constexpr int kChunks = VO::kChunks;
+    const int rows_left = seq.seqlen_q - (m0 + 64 * c.wg);
+    unsigned short* wg_out = out + (m0 + 64 * c.wg) * p.o_seq;
+    if constexpr (128 % kChunks == 0) {
+      constexpr int kPassRows = 128 / kChunks;
+      const int chunk = tid % kChunks, r0 = tid / kChunks;
+      unsigned short* dst = wg_out + r0 * p.o_seq + chunk * 8;
 #pragma unroll
-    for (int j = 0; j < 64 / kPassRows; ++j) {
-      if (j * kPassRows < rows_left)
-        *reinterpret_cast<uint4*>(dst + j * kPassRows * p.o_seq) =
-            *reinterpret_cast<const uint4*>(smem_q + Storage::swizzled(kBM, 64 * c.wg + r0 + j * kPassRows, chunk));
+      for (int j = 0; j < 64 / kPassRows; ++j) {
+        if (r0 + j * kPassRows < rows_left)
+          *reinterpret_cast<uint4*>(dst + j * kPassRows * p.o_seq) =
+              *reinterpret_cast<const uint4*>(smem_q + VO::swizzled(kBM, 64 * c.wg + r0 + j * kPassRows, chunk));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < (64 * kChunks + 127) / 128; ++j) {
+        const int i = tid + 128 * j, r = i / kChunks, chunk = i % kChunks;
+        if (i < 64 * kChunks && r < rows_left)
+          *reinterpret_cast<uint4*>(wg_out + r * p.o_seq + chunk * 8) =
+              *reinterpret_cast<const uint4*>(smem_q + VO::swizzled(kBM, 64 * c.wg + r, chunk));
+      }
     }
     ptx::named_barrier_sync(barrier, 128);  // every thread is done reading the staged O
     if (tid == 0) ptx::mbarrier_arrive(q_empty);

@@ -33,18 +33,19 @@ template <> struct RegisterSplit<1> { static constexpr int kProducer = 56, kCons
 template <> struct RegisterSplit<2> { static constexpr int kProducer = 24, kConsumer = 240; };
 template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kConsumer = 160; };
 
-template <class T, int kHeadDim, int kBN, int kStages, int kConsumers, MaskKind kMask, bool kPersistent,
-          bool kVarlen = false>
+// kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
+template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
+          bool kPersistent, bool kVarlen = false>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   // Two Q buffers for persistent CTAs when they fit in 227 KB (d64, d128; not d256): see shared_storage.cuh.
-  // src/config/validate.cpp (shared_memory_bytes) applies the same rule.
+  // src/config/prefill.cpp (shared_memory_bytes) applies the same rule.
   static constexpr int kQBuffers =
-      kPersistent && SharedStorage<kHeadDim, kBM, kBN, kStages, 2>::kAllocBytes <= 227 * 1024 ? 2 : 1;
-  using Storage = SharedStorage<kHeadDim, kBM, kBN, kStages, kQBuffers>;
+      kPersistent && SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, 2>::kAllocBytes <= 227 * 1024 ? 2 : 1;
+  using Storage = SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, kQBuffers>;
   static constexpr int kSmemBytes = Storage::kAllocBytes;
-  using ConsumerT = Consumer<T, Storage, kHeadDim, kBM, kBN, kStages, kMask>;
+  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
   using Seq = SeqInfo<kVarlen>;
 
@@ -90,7 +91,7 @@ struct Kernel {
     if (wg == 0) {
       ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
       if (threadIdx.x != 0) return;
-      using ProducerT = Producer<Storage, kHeadDim, kBM, kBN, kStages, kVarlen>;
+      using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen>;
       ProducerT::prefetch_descriptors(maps);
       int ring = 0, local = 0;
       for (Scheduler sched(p, kBM); sched.valid(); sched.advance()) {
@@ -120,7 +121,7 @@ struct Kernel {
         const int m0 = t.m_block * kBM;
         c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
         c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring);
-        Epilogue<T, Storage, kHeadDim, kBM>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
+        Epilogue<T, Storage, kBM>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
                                                  m0, t.head, t.batch, seq);
         ring += num_tiles;
         ++local;

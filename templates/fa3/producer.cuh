@@ -13,9 +13,12 @@
 
 namespace flashjit::fa3 {
 
-template <class Storage, int kHeadDim, int kBM, int kBN, int kStages, bool kVarlen = false>
+template <class Storage, int kBM, int kBN, int kStages, bool kVarlen = false>
 struct Producer {
-  // One box of 64 columns x rows starting at `row` (of batch entry `batch`; varlen: of the packed tensor).
+  using QK = typename Storage::QK;
+  using VO = typename Storage::VO;
+
+  // One box of one column block x rows starting at `row` (of batch entry `batch`; varlen: of the packed tensor).
   static __device__ __forceinline__ void load_box(unsigned dst, const TensorMap* map, unsigned bar, int col, int row,
                                                   int head, int batch) {
     if constexpr (kVarlen) {
@@ -25,10 +28,26 @@ struct Producer {
     }
   }
 
+  // Every column block of a tile of `rows` rows at `dst`, from the maps of one tensor (fa3/tensor_maps.cuh).
+  template <class Cols>
+  static __device__ __forceinline__ void load_tile_boxes(unsigned dst, const TensorMap (&maps)[3], int rows,
+                                                         unsigned bar, int row, int head, int batch) {
+#pragma unroll
+    for (int cb = 0; cb < Cols::kWide; ++cb) load_box(dst + cb * rows * 128, &maps[0], bar, cb * 64, row, head, batch);
+    if constexpr (Cols::kHas32) load_box(dst + Cols::offset32(rows), &maps[1], bar, Cols::kCol32, row, head, batch);
+    if constexpr (Cols::kHas16) load_box(dst + Cols::offset16(rows), &maps[2], bar, Cols::kCol16, row, head, batch);
+  }
+
+  template <class Cols>
+  static __device__ void prefetch(const TensorMap (&maps)[3]) {
+    if constexpr (Cols::kWide > 0) ptx::tma_prefetch_descriptor(&maps[0]);
+    if constexpr (Cols::kHas32) ptx::tma_prefetch_descriptor(&maps[1]);
+    if constexpr (Cols::kHas16) ptx::tma_prefetch_descriptor(&maps[2]);
+  }
   static __device__ void prefetch_descriptors(const TensorMaps& maps) {
-    ptx::tma_prefetch_descriptor(&maps.q);
-    ptx::tma_prefetch_descriptor(&maps.k);
-    ptx::tma_prefetch_descriptor(&maps.v);
+    prefetch<QK>(maps.q);
+    prefetch<QK>(maps.k);
+    prefetch<VO>(maps.v);
   }
 
   // Loads the Q tile of the CTA's `local`-th work tile (after the consumers released the previous one) and
@@ -43,15 +62,11 @@ struct Producer {
       const unsigned free_parity = ((r / kStages) & 1) ^ 1;
       const int n0 = k_start + (tile_begin + i) * kBN;
       ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
-      ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKVBytes);
-#pragma unroll
-      for (int cb = 0; cb < kHeadDim / 64; ++cb)
-        load_box(smem.k(stage) + cb * kBN * 128, &maps.k, smem.k_full(stage), cb * 64, n0, kv_head, batch);
+      ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes);
+      load_tile_boxes<QK>(smem.k(stage), maps.k, kBN, smem.k_full(stage), n0, kv_head, batch);
       ptx::mbarrier_wait(smem.v_empty(stage), free_parity);
-      ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kKVBytes);
-#pragma unroll
-      for (int cb = 0; cb < kHeadDim / 64; ++cb)
-        load_box(smem.v(stage) + cb * kBN * 128, &maps.v, smem.v_full(stage), cb * 64, n0, kv_head, batch);
+      ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kVBytes);
+      load_tile_boxes<VO>(smem.v(stage), maps.v, kBN, smem.v_full(stage), n0, kv_head, batch);
     };
     // Q's buffer frees only when the epilogue of the work tile that last used it (which stages O there) is
     // done. With one buffer that is the previous tile, whose epilogue runs after its last GEMMs released the
@@ -62,9 +77,7 @@ struct Producer {
     for (int i = 0; i < early; ++i) load_kv(i);
     if (use > 0) ptx::mbarrier_wait(smem.q_empty(buf), (use - 1) & 1);
     ptx::mbarrier_arrive_expect_tx(smem.q_full(buf), Storage::kQBytes);
-#pragma unroll
-    for (int cb = 0; cb < kHeadDim / 64; ++cb)
-      load_box(smem.q(buf) + cb * kBM * 128, &maps.q, smem.q_full(buf), cb * 64, q_start + m0, head, batch);
+    load_tile_boxes<QK>(smem.q(buf), maps.q, kBM, smem.q_full(buf), q_start + m0, head, batch);
     for (int i = early; i < num_tiles; ++i) load_kv(i);
   }
 };

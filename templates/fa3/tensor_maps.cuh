@@ -1,5 +1,7 @@
-// The TMA descriptors of one FA3 launch (second kernel parameter), encoded by the host launcher:
-// 4-D views (head_dim, sequence, head, batch) of Q, K and V with 64 x rows boxes and 128-byte swizzling.
+// The TMA descriptors of one FA3 launch (second kernel parameter), encoded by the host launcher: 4-D views
+// (head_dim, sequence, head, batch) of Q, K and V (3-D (head_dim, row, head) for packed varlen tensors), one
+// per column-block width a tile has (fa3/columns.cuh): [0] 64-column boxes with 128-byte swizzling, [1]
+// 32-column boxes with 64-byte, [2] 16-column boxes with 32-byte. Maps a head dim does not use stay zero.
 #pragma once
 
 #include "common/tensor_map.cuh"
@@ -7,7 +9,7 @@
 namespace flashjit::fa3 {
 
 struct TensorMaps {
-  TensorMap q, k, v;
+  TensorMap q[3], k[3], v[3];
 };
 
 }  // namespace flashjit::fa3

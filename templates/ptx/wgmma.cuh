@@ -10,13 +10,15 @@ namespace flashjit::ptx {
 // bits 0-13 start >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
 // K-major: stride = 1024 (next 8 rows), leading unused (1). MN-major: leading = next 64-element block of
 // the MN dimension, stride = 1024 (next 8 rows of K).
+// Other swizzle widths (mode 2 = 64B, 3 = 32B; rows of 64 or 32 bytes): the same with stride = 8 rows of that
+// width (512, 256 bytes).
 __device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, unsigned leading_bytes,
-                                                              unsigned stride_bytes) {
+                                                              unsigned stride_bytes, unsigned swizzle_mode = 1) {
   unsigned long long d = 0;
   d |= static_cast<unsigned long long>((addr & 0x3ffff) >> 4);
   d |= static_cast<unsigned long long>((leading_bytes >> 4) & 0x3fff) << 16;
   d |= static_cast<unsigned long long>((stride_bytes >> 4) & 0x3fff) << 32;
-  d |= 1ull << 62;
+  d |= static_cast<unsigned long long>(swizzle_mode & 3) << 62;
   return d;
 }
 

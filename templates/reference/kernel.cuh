@@ -12,11 +12,12 @@
 
 namespace flashjit::reference {
 
-template <class T, int kHeadDim, int kBlockThreads, MaskKind kMask, bool kVarlen = false>
+// kHeadDim: Q's and K's head dim; kHeadDimV: V's and O's.
+template <class T, int kHeadDim, int kHeadDimV, int kBlockThreads, MaskKind kMask, bool kVarlen = false>
 struct Kernel {
   static constexpr int kThreads = kBlockThreads;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kColsPerThread = (kHeadDim + kThreads - 1) / kThreads;
+  static constexpr int kColsPerThread = (kHeadDimV + kThreads - 1) / kThreads;
   // probabilities of one key chunk, one float per warp for reductions, the query row
   static constexpr int kSmemBytes = (kThreads + 2 * 32 + kHeadDim) * 4;
 
@@ -79,7 +80,7 @@ struct Kernel {
       const int n = min(kThreads, hi - base);
       for (int c = 0; c < kColsPerThread; ++c) {
         const int d = tid + c * kThreads;
-        if (d < kHeadDim)
+        if (d < kHeadDimV)
           for (int j = 0; j < n; ++j) acc[c] = fmaf(probs[j], to_float(v[(base + j) * p.v_seq + d]), acc[c]);
       }
       __syncthreads();
@@ -90,7 +91,7 @@ struct Kernel {
     T* o = static_cast<T*>(p.o) + seq.o_offset(p, batch) + head * p.o_head + row * p.o_seq;
     for (int c = 0; c < kColsPerThread; ++c) {
       const int d = tid + c * kThreads;
-      if (d < kHeadDim) o[d] = from_float<T>(empty ? 0.f : acc[c] / sum);
+      if (d < kHeadDimV) o[d] = from_float<T>(empty ? 0.f : acc[c] / sum);
     }
     if (p.lse != nullptr && tid == 0)
       p.lse[seq.lse_index(p, batch, head, row)] =

@@ -59,6 +59,7 @@ std::vector<Mutation> mutations() {
       {"mask", [](KernelConfig& c) { c.mask = MaskKind::chunked; }},
       {"mask", [](KernelConfig& c) { c.mask = MaskKind::chunked_causal; }},
       {"varlen", [](KernelConfig& c) { c.varlen = true; }},
+      {"head_dim_v", [](KernelConfig& c) { c.head_dim_v = 64; }},
       // scheduler: Scheduler has a single value, so there is nothing to change yet.
   };
 }

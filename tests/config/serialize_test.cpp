@@ -73,7 +73,7 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     KernelConfig c;  // the defaults
     c.mask = MaskKind::causal;
     CHECK(to_json(c) ==
-          R"({"algorithm":"fa2","arch":"sm_90a","dtype":"bf16","head_dim":128,"block_m":128,"block_n":64,)"
+          R"({"algorithm":"fa2","arch":"sm_90a","dtype":"bf16","head_dim":128,"head_dim_v":0,"block_m":128,"block_n":64,)"
           R"("stages":2,"warps":4,"mask":"causal","scheduler":"grid","varlen":false})");
   }
   SECTION("naive") {
@@ -84,7 +84,7 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     c.head_dim = 40, c.block_m = 1, c.block_n = 128, c.stages = 1, c.warps = 4;
     c.mask = MaskKind::chunked_causal;
     CHECK(to_json(c) ==
-          R"({"algorithm":"naive","arch":"sm_80","dtype":"fp16","head_dim":40,"block_m":1,"block_n":128,)"
+          R"({"algorithm":"naive","arch":"sm_80","dtype":"fp16","head_dim":40,"head_dim_v":0,"block_m":1,"block_n":128,)"
           R"("stages":1,"warps":4,"mask":"chunked_causal","scheduler":"grid","varlen":false})");
   }
   SECTION("varlen fa3") {
@@ -94,7 +94,7 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     c.scheduler = Scheduler::persistent;
     c.varlen = true;
     CHECK(to_json(c) ==
-          R"({"algorithm":"fa3","arch":"sm_90a","dtype":"bf16","head_dim":128,"block_m":128,"block_n":128,)"
+          R"({"algorithm":"fa3","arch":"sm_90a","dtype":"bf16","head_dim":128,"head_dim_v":0,"block_m":128,"block_n":128,)"
           R"("stages":2,"consumer_warpgroups":2,"mask":"none","scheduler":"persistent","varlen":true})");
   }
   SECTION("the same config always gives the same text; a different one a different text") {
@@ -112,7 +112,7 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
         "\t\"block_m\":64, \"head_dim\": 256, \"dtype\":\"fp16\", \"arch\":\"sm_86\", \"algorithm\":\"fa2\" }");
     REQUIRE(r.ok());
     CHECK(to_json(*r) ==
-          R"({"algorithm":"fa2","arch":"sm_86","dtype":"fp16","head_dim":256,"block_m":64,"block_n":32,)"
+          R"({"algorithm":"fa2","arch":"sm_86","dtype":"fp16","head_dim":256,"head_dim_v":0,"block_m":64,"block_n":32,)"
           R"("stages":3,"warps":8,"mask":"sliding_window","scheduler":"grid","varlen":false})");
   }
 }

@@ -97,8 +97,10 @@ TEST_CASE("validate: fa3 constraints", "[config]") {
       {"arch", [](KernelConfig& c) { c.arch = Arch{90, false}; }},
       {"arch", [](KernelConfig& c) { c.arch = Arch{80, false}; }},
       {"arch", [](KernelConfig& c) { c.arch = Arch{100, true}; }},
-      {"head_dim", [](KernelConfig& c) { c.head_dim = 96; }},
-      {"head_dim", [](KernelConfig& c) { c.head_dim = 32; }},
+      {"head_dim", [](KernelConfig& c) { c.head_dim = 100; }},
+      {"head_dim", [](KernelConfig& c) { c.head_dim = 264; }},
+      {"head_dim_v", [](KernelConfig& c) { c.head_dim_v = 12; }},
+      {"head_dim_v", [](KernelConfig& c) { c.head_dim_v = 264; }},
       {"consumer_warpgroups", [](KernelConfig& c) { c.consumer_warpgroups = 0; }},
       {"consumer_warpgroups", [](KernelConfig& c) { c.consumer_warpgroups = 4; }},
       {"block_m", [](KernelConfig& c) { c.block_m = 64; }},  // 2 warpgroups need 128 rows
@@ -143,7 +145,7 @@ TEST_CASE("validate: bad arch", "[config]") {
 }
 
 TEST_CASE("validate: bad fa2 head_dim", "[config]") {
-  int d = GENERATE(0, -16, 8, 12, 65, 72, 264, 272, 512);
+  int d = GENERATE(0, -16, 4, 12, 65, 100, 264, 272, 512);
   KernelConfig c = fa2_base();
   c.head_dim = d;
   auto issues = validate(c);
@@ -151,8 +153,8 @@ TEST_CASE("validate: bad fa2 head_dim", "[config]") {
   CHECK(fields(issues) == std::set<std::string>{"head_dim"});
 }
 
-TEST_CASE("validate: fa2 accepts every multiple of 16 up to 256 with a fitting tile", "[config]") {
-  int d = GENERATE(16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256);
+TEST_CASE("validate: fa2 accepts every multiple of 8 up to 256 with a fitting tile", "[config]") {
+  int d = GENERATE(8, 16, 24, 32, 48, 64, 72, 80, 96, 112, 128, 136, 144, 160, 176, 192, 200, 208, 224, 240, 256);
   KernelConfig c = fa2_base();
   c.head_dim = d;
   c.block_m = 64, c.warps = 4, c.block_n = 32;  // 16 rows per warp, the smallest key tile the heuristic uses

@@ -90,31 +90,32 @@ TEST_CASE("choose: fa2 for head_dim 64 96 128 256 on sm_90", "[dispatch]") {
   check_chooses_fa2({64, 96, 128, 256}, {kSm90});
 }
 
-// On sm_90a fa3 takes the head dims it covers (64, 128, 256) and fa2 the others; fa2 stays available on
+// On sm_90a fa3 takes every head dim (multiples of 8 up to 256, head_dim_v too); fa2 stays available on
 // request.
-TEST_CASE("choose: fa3 for head_dim 64 128 256 and fa2 for 96 on sm_90a", "[dispatch]") {
-  for (int d : {64, 96, 128, 256})
-    for (MaskKind mask : kMasks)
-      for (DType dtype : {DType::bf16, DType::fp16}) {
-        auto p = problem(dtype, d, mask);
-        auto r = choose(p, kSm90a);
-        INFO("d" << d << " " << to_string(mask) << " " << to_string(dtype));
-        REQUIRE(r.ok());
-        INFO("chose " << readable_name(*r));
-        CHECK(validate(*r).empty());
-        CHECK(supports(*r, p, kSm90a).ok());
-        if (d == 96) {
-          CHECK(*r == fa2_heuristic(dtype, d, mask, kSm90a));
-        } else {
+TEST_CASE("choose: fa3 for every head dim and head_dim_v on sm_90a", "[dispatch]") {
+  for (int d = 8; d <= 256; d += 8)
+    for (int dv : {0, 128, 72})
+      for (MaskKind mask : kMasks)
+        for (DType dtype : {DType::bf16, DType::fp16}) {
+          auto p = problem(dtype, d, mask);
+          p.head_dim_v = dv;
+          auto r = choose(p, kSm90a);
+          INFO("d" << d << " dv" << dv << " " << to_string(mask) << " " << to_string(dtype));
+          REQUIRE(r.ok());
+          INFO("chose " << readable_name(*r));
+          CHECK(r->algorithm == Algorithm::fa3);
+          CHECK(validate(*r).empty());
+          CHECK(supports(*r, p, kSm90a).ok());
           CHECK(*r == flashjit::dispatch::fa3_config(p, kSm90a));
+          CHECK(value_head_dim(*r) == value_head_dim(p));
+          CHECK(r->head_dim_v == (dv == d ? 0 : dv));  // normalized: 0 when V's head dim is Q's
           auto explicit_fa3 = choose(p, kSm90a, Algorithm::fa3);
           REQUIRE(explicit_fa3.ok());
           CHECK(*explicit_fa3 == *r);
+          auto explicit_fa2 = choose(p, kSm90a, Algorithm::fa2);
+          REQUIRE(explicit_fa2.ok());
+          CHECK(*explicit_fa2 == fa2_heuristic(dtype, d, mask, kSm90a, dv));
         }
-        auto explicit_fa2 = choose(p, kSm90a, Algorithm::fa2);
-        REQUIRE(explicit_fa2.ok());
-        CHECK(*explicit_fa2 == fa2_heuristic(dtype, d, mask, kSm90a));
-      }
 }
 
 TEST_CASE("choose: fa2 for head_dim 64 96 128 on sm_80 sm_86 sm_89", "[dispatch]") {
@@ -127,18 +128,18 @@ TEST_CASE("choose: fa2 for head_dim 256 on sm_80 sm_86 sm_89", "[dispatch]") {
   check_chooses_fa2({256}, {kSm80, kSm86, kSm89});
 }
 
-TEST_CASE("choose: naive for head_dim 40 and for sm_75", "[dispatch]") {
+TEST_CASE("choose: fa2 for odd multiples of 8 before Hopper, naive for sm_75", "[dispatch]") {
   auto mask = GENERATE(MaskKind::none, MaskKind::causal, MaskKind::sliding_window, MaskKind::chunked,
                        MaskKind::chunked_causal);
   auto dtype = GENERATE(DType::bf16, DType::fp16);
   SECTION("head_dim 40 (and other multiples of 8 that are not of 16)") {
     for (int d : {8, 24, 40, 72, 136, 248}) {
-      for (Arch a : {kSm80, kSm86, kSm90a}) {
+      for (Arch a : {kSm80, kSm86}) {
         auto r = choose(problem(dtype, d, mask), a);
         INFO(a.to_string() << " d" << d);
         REQUIRE(r.ok());
-        CHECK(r->algorithm == Algorithm::naive);
-        CHECK(*r == naive_config(dtype, d, mask, a));
+        CHECK(r->algorithm == Algorithm::fa2);
+        CHECK(*r == fa2_heuristic(dtype, d, mask, a));
       }
     }
   }
@@ -161,7 +162,7 @@ TEST_CASE("choose: explicit algorithms", "[dispatch]") {
     CHECK(*r == naive_config(DType::bf16, 128, MaskKind::causal, kSm90a));
   }
   SECTION("fa2 for a head dim it does not support is invalid_config") {
-    auto r = choose(problem(DType::bf16, 40, MaskKind::none), kSm90a, Algorithm::fa2);
+    auto r = choose(problem(DType::bf16, 264, MaskKind::none), kSm90a, Algorithm::fa2);
     REQUIRE(!r.ok());
     CHECK(r.error().code == ErrorCode::invalid_config);
     CHECK(r.error().message.find("head_dim") != std::string::npos);
@@ -177,7 +178,7 @@ TEST_CASE("choose: explicit algorithms", "[dispatch]") {
     REQUIRE(!r.ok());
     CHECK(r.error().code == ErrorCode::invalid_config);
     CHECK(r.error().message.find("arch") != std::string::npos);
-    r = choose(problem(DType::bf16, 96, MaskKind::none), kSm90a, Algorithm::fa3);
+    r = choose(problem(DType::bf16, 264, MaskKind::none), kSm90a, Algorithm::fa3);
     REQUIRE(!r.ok());
     CHECK(r.error().code == ErrorCode::invalid_config);
     CHECK(r.error().message.find("head_dim") != std::string::npos);
@@ -200,7 +201,7 @@ TEST_CASE("choose: for every valid problem the choice is a valid config that sup
       }
 }
 
-// fa2 covers every multiple of 16 up to 256 on sm_80 and newer, so a fast kernel (fa2, or fa3 on sm_90a)
+// fa2 covers every multiple of 8 up to 256 on sm_80 and newer, so a fast kernel (fa2, or fa3 on sm_90a)
 // should be chosen for all of them.
 TEST_CASE("choose: a fast kernel whenever fa2 can run the problem", "[dispatch]") {
   for (Arch a : {kSm75, kSm80, Arch{87, false}, kSm86, kSm89, kSm90a})
@@ -209,7 +210,7 @@ TEST_CASE("choose: a fast kernel whenever fa2 can run the problem", "[dispatch]"
         auto r = choose(problem(DType::bf16, d, m), a);
         INFO(a.to_string() << " d" << d << " " << to_string(m));
         REQUIRE(r.ok());
-        CHECK((r->algorithm != Algorithm::naive) == (a.sm >= 80 && d % 16 == 0));
+        CHECK((r->algorithm != Algorithm::naive) == (a.sm >= 80));
       }
 }
 
@@ -219,7 +220,7 @@ void check_heuristic_valid(int d_min, int d_max, std::initializer_list<Arch> arc
   for (DType dtype : {DType::bf16, DType::fp16})
     for (Arch a : arches)
       for (MaskKind m : kMasks)
-        for (int d = d_min; d <= d_max; d += 16) {
+        for (int d = d_min; d <= d_max; d += 8) {
           auto c = fa2_heuristic(dtype, d, m, a);
           INFO(readable_name(c) << "\n" << issues_text(c));
           CHECK(validate(c).empty());
@@ -234,11 +235,11 @@ void check_heuristic_valid(int d_min, int d_max, std::initializer_list<Arch> arc
 }  // namespace
 
 TEST_CASE("fa2_heuristic: every config for sm_90 and newer is valid (sm_120: 99 KB of shared memory)", "[dispatch]") {
-  check_heuristic_valid(16, 256, {kSm90, kSm90a, Arch{100, true}, Arch{120, false}, Arch{121, false}});
+  check_heuristic_valid(8, 256, {kSm90, kSm90a, Arch{100, true}, Arch{120, false}, Arch{121, false}});
 }
 
 TEST_CASE("fa2_heuristic: every config up to head_dim 128 is valid on sm_80 sm_86 sm_87 sm_89", "[dispatch]") {
-  check_heuristic_valid(16, 128, {kSm80, kSm86, Arch{87, false}, kSm89});
+  check_heuristic_valid(8, 128, {kSm80, kSm86, Arch{87, false}, kSm89});
 }
 
 // Above head_dim 128 the sm_90 tile (block_m 128, block_n 64, 2 stages) needs 768 * round_up(head_dim, 64)
@@ -246,24 +247,24 @@ TEST_CASE("fa2_heuristic: every config up to head_dim 128 is valid on sm_80 sm_8
 // from head_dim 208; older archs get a smaller tile.
 TEST_CASE("fa2_heuristic: every config above head_dim 128 is valid on sm_80 sm_86 sm_87 sm_89",
           "[dispatch]") {
-  check_heuristic_valid(144, 256, {kSm80, kSm86, Arch{87, false}, kSm89});
+  check_heuristic_valid(136, 256, {kSm80, kSm86, Arch{87, false}, kSm89});
 }
 
-TEST_CASE("fa3_heuristic: valid on sm_90a for head_dim 64 128 256; invalid elsewhere", "[dispatch]") {
+TEST_CASE("fa3_heuristic: valid on sm_90a for every head dim and head_dim_v; invalid elsewhere", "[dispatch]") {
   for (DType dtype : {DType::bf16, DType::fp16})
-    for (MaskKind m : kMasks) {
-      for (int d : {64, 128, 256}) {
-        auto c = fa3_heuristic(dtype, d, m, kSm90a);
-        INFO(readable_name(c) << "\n" << issues_text(c));
-        CHECK(validate(c).empty());
-        CHECK(c.algorithm == Algorithm::fa3);
-        CHECK(c.head_dim == d);
-        CHECK(c.mask == m);
-        CHECK(c.dtype == dtype);
-        for (Arch other : {kSm80, kSm90}) CHECK(!validate(fa3_heuristic(dtype, d, m, other)).empty());
-      }
-      CHECK(!validate(fa3_heuristic(dtype, 96, m, kSm90a)).empty());
-    }
+    for (MaskKind m : kMasks)
+      for (int d = 8; d <= 256; d += 8)
+        for (int dv : {0, 8, 128, 256}) {
+          auto c = fa3_heuristic(dtype, d, m, kSm90a, dv);
+          INFO(readable_name(c) << "\n" << issues_text(c));
+          CHECK(validate(c).empty());
+          CHECK(c.algorithm == Algorithm::fa3);
+          CHECK(c.head_dim == d);
+          CHECK(value_head_dim(c) == (dv == 0 ? d : dv));
+          CHECK(c.mask == m);
+          CHECK(c.dtype == dtype);
+          for (Arch other : {kSm80, kSm90}) CHECK(!validate(fa3_heuristic(dtype, d, m, other, dv)).empty());
+        }
 }
 
 TEST_CASE("naive_config: valid for every multiple of 8 up to 256", "[dispatch]") {

@@ -55,8 +55,10 @@ TEST_CASE("resolve: given fields are kept over the heuristic's", "[dispatch][res
 TEST_CASE("resolve: algorithm auto is the dispatcher's pick for the arch and head dim", "[dispatch][resolve]") {
   CHECK(resolved({"algorithm=auto", "head_dim=128"}).algorithm == Algorithm::fa3);
   CHECK(resolved({"algorithm=auto", "head_dim=128", "arch=sm_80"}).algorithm == Algorithm::fa2);
-  CHECK(resolved({"algorithm=auto", "head_dim=96"}).algorithm == Algorithm::fa2);   // fa3 lacks d96 today
-  CHECK(resolved({"algorithm=auto", "head_dim=72"}).algorithm == Algorithm::naive); // fa2 lacks it too
+  CHECK(resolved({"algorithm=auto", "head_dim=96"}).algorithm == Algorithm::fa3);
+  CHECK(resolved({"algorithm=auto", "head_dim=72", "head_dim_v=136"}).algorithm == Algorithm::fa3);
+  CHECK(resolved({"algorithm=auto", "head_dim=72", "arch=sm_80"}).algorithm == Algorithm::fa2);
+  CHECK(resolved({"algorithm=auto", "head_dim=72", "arch=sm_75"}).algorithm == Algorithm::naive);
   const KernelConfig c = resolved({"algorithm=auto", "head_dim=64", "arch=sm_80", "warps=8", "block_m=128"});
   CHECK(c.algorithm == Algorithm::fa2);
   CHECK(c.warps == 8);

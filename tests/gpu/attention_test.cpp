@@ -1,6 +1,7 @@
 // FA3, FA2 and reference kernels against a float64 CPU reference (and, for long sequences, against the
 // reference kernel, itself checked against float64 below): fresh random data, poisoned outputs, odd lengths,
-// Sk < Sq, GQA groups 1/4/8, every mask, bf16 and fp16, head dims 64/96/128/256 (FA3: 64/128/256).
+// Sk < Sq, GQA groups 1/4/8, every mask, bf16 and fp16, head dims 64/96/128/256 and, for every kernel, odd
+// multiples of 8 and of 16 from 8 to 248 and head_dim_v != head_dim.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -52,21 +53,21 @@ void check_against_fp64(const Shape& shape, const KernelConfig& config) {
   CHECK(cmp.lse_max_abs <= kPrefillLseTolerance);
 }
 
-Shape make_shape(const Lengths& l, const MaskCase& m, DType dtype, int head_dim) {
+Shape make_shape(const Lengths& l, const MaskCase& m, DType dtype, int head_dim, int head_dim_v = 0) {
   Shape s;
   s.batch = l.batch, s.seqlen_q = l.sq, s.seqlen_k = l.sk, s.heads_q = 8, s.heads_kv = 8 / l.group;
-  s.head_dim = head_dim, s.dtype = dtype;
+  s.head_dim = head_dim, s.head_dim_v = head_dim_v, s.dtype = dtype;
   s.mask = m.kind, s.window_left = m.left, s.window_right = m.right, s.chunk_size = m.chunk;
   return s;
 }
 
 }  // namespace
 
-KernelConfig heuristic(Algorithm algorithm, DType dtype, int head_dim, MaskKind mask) {
+KernelConfig heuristic(Algorithm algorithm, DType dtype, int head_dim, MaskKind mask, int head_dim_v = 0) {
   switch (algorithm) {
-    case Algorithm::fa3: return dispatch::fa3_heuristic(dtype, head_dim, mask, kSm90a);
-    case Algorithm::fa2: return dispatch::fa2_heuristic(dtype, head_dim, mask, kSm90a);
-    default: return dispatch::naive_config(dtype, head_dim, mask, kSm90a);
+    case Algorithm::fa3: return dispatch::fa3_heuristic(dtype, head_dim, mask, kSm90a, head_dim_v);
+    case Algorithm::fa2: return dispatch::fa2_heuristic(dtype, head_dim, mask, kSm90a, head_dim_v);
+    default: return dispatch::naive_config(dtype, head_dim, mask, kSm90a, head_dim_v);
   }
 }
 
@@ -74,16 +75,16 @@ namespace {
 
 // One heuristic config per mask at this algorithm, dtype and head dim, each on three length sets (rotating, so
 // that every set meets every mask). One test case per algorithm below (tools/gpu_tests.sh runs them at once).
-void check_heuristic_configs(Algorithm algorithm, DType dtype, int head_dim) {
+void check_heuristic_configs(Algorithm algorithm, DType dtype, int head_dim, int head_dim_v = 0) {
   // FLASHJIT_TEST_ALGORITHMS=fa3,naive limits this sweep (quick device runs after a kernel change).
   if (const char* only = std::getenv("FLASHJIT_TEST_ALGORITHMS"))
     if (std::string(only).find(to_string(algorithm)) == std::string::npos) return;
   int index = 0;
   for (const auto& m : kMasks) {
-    const KernelConfig config = heuristic(algorithm, dtype, head_dim, m.kind);
+    const KernelConfig config = heuristic(algorithm, dtype, head_dim, m.kind, head_dim_v);
     for (int r = 0; r < 3; ++r) {
       const auto& l = kLengths[(index++ * 3 + head_dim / 32 + r) % std::size(kLengths)];
-      check_against_fp64(make_shape(l, m, dtype, head_dim), config);
+      check_against_fp64(make_shape(l, m, dtype, head_dim, head_dim_v), config);
     }
   }
 }
@@ -100,6 +101,39 @@ TEST_CASE("fa2 heuristic kernels match float64 on every mask, head dim and dtype
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int head_dim = GENERATE(64, 96, 128, 256);
   check_heuristic_configs(Algorithm::fa2, dtype, head_dim);
+}
+
+// Head dims with narrow column blocks (fa3/columns.cuh: 16-, 32-column blocks, padding to 16) and
+// head_dim_v != head_dim (DeepSeek's 192 / 128, and O wider than Q).
+struct Dims {
+  int d, dv;
+};
+// Split in four test cases so that tools/gpu_tests.sh runs them side by side (their time is NVRTC).
+TEST_CASE("fa3 heuristic kernels match float64 at narrow head dims (16- and 32-column blocks)", "[fa3][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const Dims dims = GENERATE(Dims{8, 0}, Dims{24, 0}, Dims{40, 0});
+  check_heuristic_configs(Algorithm::fa3, dtype, dims.d, dims.dv);
+}
+TEST_CASE("fa3 heuristic kernels match float64 at head dims 72 to 112", "[fa3][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const Dims dims = GENERATE(Dims{72, 0}, Dims{80, 0}, Dims{96, 0}, Dims{112, 0});
+  check_heuristic_configs(Algorithm::fa3, dtype, dims.d, dims.dv);
+}
+TEST_CASE("fa3 heuristic kernels match float64 at head dims 136 to 248", "[fa3][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const Dims dims = GENERATE(Dims{136, 0}, Dims{160, 0}, Dims{192, 0}, Dims{200, 0}, Dims{248, 0});
+  check_heuristic_configs(Algorithm::fa3, dtype, dims.d, dims.dv);
+}
+TEST_CASE("fa3 heuristic kernels match float64 with head_dim_v != head_dim", "[fa3][gpu]") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16);
+  const Dims dims = GENERATE(Dims{192, 128}, Dims{128, 192}, Dims{72, 96}, Dims{64, 256}, Dims{256, 40});
+  check_heuristic_configs(Algorithm::fa3, dtype, dims.d, dims.dv);
+}
+
+TEST_CASE("fa2 and reference kernels match float64 at odd multiples of 8 and head_dim_v", "[fa2][reference][gpu]") {
+  const Algorithm algorithm = GENERATE(Algorithm::fa2, Algorithm::naive);
+  const Dims dims = GENERATE(Dims{8, 0}, Dims{72, 0}, Dims{200, 0}, Dims{192, 128}, Dims{72, 96});
+  check_heuristic_configs(algorithm, DType::bf16, dims.d, dims.dv);
 }
 
 TEST_CASE("reference kernels match float64 on every mask, head dim and dtype", "[reference][gpu]") {
@@ -159,6 +193,9 @@ TEST_CASE("non-heuristic fa3 configs (tiles, consumer warpgroups, stages, schedu
       "algorithm=fa3 head_dim=256 block_m=128 consumer_warpgroups=2 block_n=64 stages=2",
       "algorithm=fa3 head_dim=128 block_m=128 consumer_warpgroups=2 block_n=128 scheduler=persistent",
       "algorithm=fa3 head_dim=64 block_m=192 consumer_warpgroups=3 block_n=96 stages=3 scheduler=persistent",
+      "algorithm=fa3 head_dim=96 block_m=192 consumer_warpgroups=3 block_n=96 stages=2 scheduler=persistent",
+      "algorithm=fa3 head_dim=192 head_dim_v=128 block_m=128 consumer_warpgroups=2 block_n=128 scheduler=persistent",
+      "algorithm=fa3 head_dim=40 block_m=64 consumer_warpgroups=1 block_n=176 stages=3",
   });
 }
 

@@ -40,8 +40,8 @@ std::size_t elems(int b, int s, int h, int d) { return std::size_t(b) * s * h * 
 }  // namespace
 
 std::string Shape::to_string() const {
-  return fmt::format("B{} Sq{} Sk{} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {})", batch, seqlen_q, seqlen_k, heads_q,
-                     heads_kv, head_dim, flashjit::to_string(dtype), flashjit::to_string(mask), window_left,
+  return fmt::format("B{} Sq{} Sk{} Hq{} Hkv{} D{}{} {} {} (w {} {}, chunk {})", batch, seqlen_q, seqlen_k, heads_q,
+                     heads_kv, head_dim, dv() != head_dim ? fmt::format(" Dv{}", dv()) : "", flashjit::to_string(dtype), flashjit::to_string(mask), window_left,
                      window_right, chunk_size);
 }
 
@@ -65,8 +65,8 @@ Result<Case> Case::make(const Shape& s, std::uint64_t seed) {
   };
   FLASHJIT_TRY(fill(c.q_, elems(s.batch, s.seqlen_q, s.heads_q, s.head_dim), uq, c.dq_));
   FLASHJIT_TRY(fill(c.k_, elems(s.batch, s.seqlen_k, s.heads_kv, s.head_dim), ukv, c.dk_));
-  FLASHJIT_TRY(fill(c.v_, elems(s.batch, s.seqlen_k, s.heads_kv, s.head_dim), ukv, c.dv_));
-  auto o = cuda::DeviceBuffer::allocate(elems(s.batch, s.seqlen_q, s.heads_q, s.head_dim) * 2);
+  FLASHJIT_TRY(fill(c.v_, elems(s.batch, s.seqlen_k, s.heads_kv, s.dv()), ukv, c.dv_));
+  auto o = cuda::DeviceBuffer::allocate(elems(s.batch, s.seqlen_q, s.heads_q, s.dv()) * 2);
   if (!o.ok()) return std::move(o).error();
   c.do_ = std::move(*o);
   auto lse = cuda::DeviceBuffer::allocate(std::size_t(s.batch) * s.heads_q * s.seqlen_q * 4);
@@ -81,6 +81,7 @@ AttentionProblem Case::problem() const {
   p.dtype = shape_.dtype;
   p.batch = shape_.batch, p.seqlen_q = shape_.seqlen_q, p.seqlen_k = shape_.seqlen_k;
   p.heads_q = shape_.heads_q, p.heads_kv = shape_.heads_kv, p.head_dim = shape_.head_dim;
+  p.head_dim_v = shape_.head_dim_v;
   p.q = dq_.get(), p.k = dk_.get(), p.v = dv_.get(), p.o = do_.get();
   p.lse = static_cast<float*>(dlse_.get());
   p.mask = shape_.mask;
@@ -105,9 +106,9 @@ Status Case::read_outputs(std::vector<float>& o, std::vector<float>& lse) const 
 
 void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                          const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse) {
-  const int D = s.head_dim, group = s.heads_q / s.heads_kv;
+  const int D = s.head_dim, Dv = s.dv(), group = s.heads_q / s.heads_kv;
   const double scale = 1.0 / std::sqrt(double(D));
-  o.assign(elems(s.batch, s.seqlen_q, s.heads_q, D), 0.0);
+  o.assign(elems(s.batch, s.seqlen_q, s.heads_q, Dv), 0.0);
   lse.assign(std::size_t(s.batch) * s.heads_q * s.seqlen_q, -INFINITY);
   const int jobs = s.batch * s.heads_q;
   const int workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
@@ -131,15 +132,15 @@ void reference_attention(const Shape& s, const std::vector<float>& q, const std:
         }
         if (mx == -INFINITY) continue;  // no visible key: O = 0, LSE = -inf
         double sum = 0;
-        double* orow = &o[((std::size_t(b) * s.seqlen_q + i) * s.heads_q + h) * D];
+        double* orow = &o[((std::size_t(b) * s.seqlen_q + i) * s.heads_q + h) * Dv];
         for (int j = 0; j < s.seqlen_k; ++j) {
           if (scores[j] == -INFINITY) continue;
           const double p = std::exp(scores[j] - mx);
           sum += p;
-          const float* vr = &v[((std::size_t(b) * s.seqlen_k + j) * s.heads_kv + hk) * D];
-          for (int d = 0; d < D; ++d) orow[d] += p * vr[d];
+          const float* vr = &v[((std::size_t(b) * s.seqlen_k + j) * s.heads_kv + hk) * Dv];
+          for (int d = 0; d < Dv; ++d) orow[d] += p * vr[d];
         }
-        for (int d = 0; d < D; ++d) orow[d] /= sum;
+        for (int d = 0; d < Dv; ++d) orow[d] /= sum;
         lse[(std::size_t(b) * s.heads_q + h) * s.seqlen_q + i] = mx + std::log(sum);
       }
     }
@@ -154,7 +155,7 @@ static Comparison compare_impl(const Shape& s, const std::vector<float>& o, cons
                                const std::vector<Ref>& ref_o, const std::vector<Ref>& ref_lse) {
   Comparison c;
   double num = 0, den = 0;
-  const int D = s.head_dim;
+  const int D = s.dv();
   for (std::size_t i = 0; i < o.size(); ++i) {
     if (std::isnan(o[i])) {
       ++c.nan_count;

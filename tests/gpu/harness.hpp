@@ -30,6 +30,8 @@ inline const MaskCase kMasks[] = {{MaskKind::none, -1, -1, 0},
 
 struct Shape {
   int batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 64;
+  int head_dim_v = 0;  // V's and O's when it differs (0: head_dim)
+  int dv() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
   DType dtype = DType::bf16;
   MaskKind mask = MaskKind::none;
   int window_left = -1, window_right = -1, chunk_size = 0;

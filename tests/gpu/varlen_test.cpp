@@ -338,7 +338,7 @@ void check_short_batches(Algorithm algorithm, DType dtype, int head_dim) {
 
 TEST_CASE("varlen fa3 kernels match float64 on short ragged batches, every mask", "[varlen][fa3][gpu]") {
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
-  const int head_dim = GENERATE(64, 128);
+  const int head_dim = GENERATE(64, 128, 80, 200);
   check_short_batches(Algorithm::fa3, dtype, head_dim);
 }
 

@@ -14,6 +14,8 @@ Writes OUT/SWEEP.json, OUT/SWEEP.md and OUT/SWEEP.png per sweep.
 """
 import argparse
 import datetime
+import inspect
+import itertools
 import json
 import math
 import os
@@ -136,13 +138,26 @@ def ceilings():
 
 
 def make_sets(s, count):
+    """Input sets of one case: BSHD q, k, v (v with head_dim_v) and o; ragged cases pack their sequences
+    ([total, H, D]) and carry cu_seqlens."""
     dtype = DTYPES[s["dtype"]]
+    d, dv = s["head_dim"], report.head_dim_v(s)
     sets = []
     for _ in range(count):
-        q = torch.randn(s["batch"], s["seqlen_q"], s["heads_q"], s["head_dim"], device="cuda", dtype=dtype)
-        k = torch.randn(s["batch"], s["seqlen_k"], s["heads_kv"], s["head_dim"], device="cuda", dtype=dtype)
-        v = torch.randn_like(k)
-        sets.append({"q": q, "k": k, "v": v, "o": torch.empty_like(q)})
+        if "lengths" in s:
+            total = sum(s["lengths"])
+            cu = torch.tensor([0] + list(itertools.accumulate(s["lengths"])), dtype=torch.int32, device="cuda")
+            q = torch.randn(total, s["heads_q"], d, device="cuda", dtype=dtype)
+            k = torch.randn(total, s["heads_kv"], d, device="cuda", dtype=dtype)
+            v = torch.randn(total, s["heads_kv"], dv, device="cuda", dtype=dtype)
+            o = torch.empty(total, s["heads_q"], dv, device="cuda", dtype=dtype)
+            sets.append({"q": q, "k": k, "v": v, "o": o, "cu": cu})
+            continue
+        q = torch.randn(s["batch"], s["seqlen_q"], s["heads_q"], d, device="cuda", dtype=dtype)
+        k = torch.randn(s["batch"], s["seqlen_k"], s["heads_kv"], d, device="cuda", dtype=dtype)
+        v = torch.randn(s["batch"], s["seqlen_k"], s["heads_kv"], dv, device="cuda", dtype=dtype)
+        o = torch.empty(s["batch"], s["seqlen_q"], s["heads_q"], dv, device="cuda", dtype=dtype)
+        sets.append({"q": q, "k": k, "v": v, "o": o})
     return sets
 
 
@@ -160,29 +175,64 @@ def flex_functions():
 _fa4 = None
 
 
-def fa4_function():
-    """FlashAttention-4's flash_attn_func when it is importable (../shared/peers/README.md: install_fa4.sh and
-    its PYTHONPATH), else None."""
+def fa4_function(name="flash_attn_func"):
+    """FlashAttention-4's flash_attn_func (or flash_attn_varlen_func) when it is importable
+    (../shared/peers/README.md: install_fa4.sh and its PYTHONPATH), else None."""
     global _fa4
     if _fa4 is None:
         try:
-            from flash_attn.cute import flash_attn_func
-            _fa4 = flash_attn_func
+            from flash_attn.cute import flash_attn_func, flash_attn_varlen_func
+            _fa4 = {"flash_attn_func": flash_attn_func, "flash_attn_varlen_func": flash_attn_varlen_func}
         except ImportError:
             _fa4 = False
-    return _fa4 or None
+    return _fa4[name] if _fa4 else None
+
+
+def first_output(result):
+    """O of a peer's return value (FA4 returns (out, lse))."""
+    return result[0] if isinstance(result, tuple) else result
+
+
+def fa4_window(s):
+    """FA4's window_size: None for an unbounded side."""
+    left, right = s.get("window", (-1, -1))
+    return (None if left < 0 else left, None if right < 0 else right)
+
+
+def fa4_varlen_kwargs(s, t):
+    """The varlen function's keyword arguments that its signature has (names differ between FA4 releases)."""
+    fn = fa4_function("flash_attn_varlen_func")
+    wanted = {"cu_seqlens_q": t["cu"], "cu_seqlens_k": t["cu"], "max_seqlen_q": s["seqlen_q"],
+              "max_seqlen_k": s["seqlen_k"], "causal": s["causal"]}
+    params = inspect.signature(fn).parameters
+    return {k: v for k, v in wanted.items() if k in params or k == "causal"}
 
 
 def runners(s, sets, with_flex):
-    """name -> run(i): one call on input set i % len(sets). Peers take [B, H, S, D] views of the BSHD tensors."""
+    """name -> run(i): one call on input set i % len(sets). Peers take [B, H, S, D] views of the BSHD tensors.
+    Windows: flashjit, FA4 and FlexAttention (SDPA has none); ragged batches: flashjit and FA4."""
     causal, gqa = s["causal"], s["heads_q"] != s["heads_kv"]
     n = len(sets)
+    window = tuple(s.get("window", (-1, -1)))
+    if "lengths" in s:
+        out = {"flashjit": lambda i: flashjit.attention_varlen(
+            sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], sets[i % n]["cu"], sets[i % n]["cu"], s["seqlen_q"],
+            s["seqlen_k"], causal=causal, out=sets[i % n]["o"])}
+        fa4 = fa4_function("flash_attn_varlen_func")
+        if fa4 is not None:
+            out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"],
+                                       **fa4_varlen_kwargs(s, sets[i % n]))
+        return out
     bhsd = [tuple(t[name].transpose(1, 2) for name in "qkv") for t in sets]
     out = {"flashjit": lambda i: flashjit.attention(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"],
-                                                    causal=causal, out=sets[i % n]["o"])}
+                                                    causal=causal, window_size=window, out=sets[i % n]["o"])}
     fa4 = fa4_function()
     if fa4 is not None:  # BSHD like flashjit; GQA by head counts
-        out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal)
+        if "window" in s:
+            out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal,
+                                       window_size=fa4_window(s))
+        else:
+            out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal)
 
     def sdpa(backend):
         def run(i):
@@ -190,9 +240,10 @@ def runners(s, sets, with_flex):
                 return F.scaled_dot_product_attention(*bhsd[i % n], is_causal=causal, enable_gqa=gqa)
         return run
 
-    out["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
-    out["torch_flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
-    out["torch_efficient"] = sdpa(SDPBackend.EFFICIENT_ATTENTION)
+    if "window" not in s:
+        out["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
+        out["torch_flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+        out["torch_efficient"] = sdpa(SDPBackend.EFFICIENT_ATTENTION)
     if with_flex:
         out["flex"] = flex_runner(s, bhsd, gqa)
     return out
@@ -207,8 +258,16 @@ def flex_runner(s, bhsd, gqa):
         if not state:
             flex, create_block_mask = flex_functions()
             state["flex"], state["mask"] = flex, None
-            if s["causal"]:
-                offset = s["seqlen_k"] - s["seqlen_q"]
+            offset = s["seqlen_k"] - s["seqlen_q"]
+            if "window" in s:
+                left, right = s["window"]
+
+                def windowed(b, h, qi, ki):
+                    a = qi + offset
+                    seen = (ki >= a - left) if left >= 0 else (ki >= 0)
+                    return seen & (ki <= a + right) if right >= 0 else seen
+                state["mask"] = create_block_mask(windowed, None, None, s["seqlen_q"], s["seqlen_k"], device="cuda")
+            elif s["causal"]:
                 state["mask"] = create_block_mask(lambda b, h, qi, ki: qi + offset >= ki, None, None, s["seqlen_q"],
                                                   s["seqlen_k"], device="cuda")
         return state["flex"](*bhsd[i % len(bhsd)], block_mask=state["mask"], enable_gqa=gqa)
@@ -216,26 +275,47 @@ def flex_runner(s, bhsd, gqa):
 
 
 def check_against_peer(s, sets, run):
-    """flashjit's output on set 0 against cuDNN's (else the next SDPA backend that supports the shape)."""
-    t = sets[0]
-    mine = flashjit.attention(t["q"], t["k"], t["v"], causal=s["causal"]).float()
-    for name in ("cudnn", "torch_flash", "torch_efficient"):
-        try:
-            theirs = run[name](0).transpose(1, 2).float()
-        except RuntimeError:
+    """flashjit's output on set 0 against cuDNN's (else the next peer that runs the case: the other SDPA
+    backends, FA4, FlexAttention; FA4 alone for ragged batches)."""
+    mine = first_output(run["flashjit"](0)).float().clone()
+    for name in ("cudnn", "torch_flash", "torch_efficient", "fa4", "flex"):
+        if name not in run:
             continue
+        try:
+            theirs = first_output(run[name](0))
+        except Exception:  # noqa: BLE001  (a peer that does not run the case)
+            continue
+        theirs = theirs.float() if name in ("fa4",) else theirs.transpose(1, 2).float()
         rel = (torch.linalg.vector_norm(mine - theirs) / torch.linalg.vector_norm(theirs)).item()
         ok = math.isfinite(rel) and rel <= CHECK_TOLERANCE
         return {"against": name, "rel_l2": rel, "ok": ok}
     return {"against": None, "ok": False}
 
 
+def flashjit_kernel_name(s, t):
+    """The kernel flashjit's dispatcher picks for the case (flashjit.select), in short."""
+    try:
+        q_shape = (s["batch"], s["seqlen_q"], s["heads_q"], s["head_dim"])
+        k_shape = (s["batch"], s["seqlen_k"], s["heads_kv"], s["head_dim"])
+        c = flashjit.select(q_shape, k_shape, dtype=s["dtype"], causal=s["causal"],
+                            window_size=tuple(s.get("window", (-1, -1))), varlen="lengths" in s,
+                            head_dim_v=s.get("head_dim_v", 0))
+        warps = f"wg{c['consumer_warpgroups']}" if "consumer_warpgroups" in c else f"w{c.get('warps')}"
+        return (f"{c['algorithm']} bm{c['block_m']} bn{c['block_n']} s{c['stages']} {warps}"
+                + (" persistent" if c.get("scheduler") == "persistent" else ""))
+    except Exception as e:  # noqa: BLE001
+        return f"? ({type(e).__name__}: {str(e)[:80]})"
+
+
 def bench_case(s, args, ceil):
     flops = report.attention_flops(s)
     method, calls = report.timing_method(flops)
     sets = make_sets(s, report.rotation_sets(s))
-    info = flashjit.precompile(q_shape=sets[0]["q"].shape, k_shape=sets[0]["k"].shape, dtype=s["dtype"],
-                               causal=s["causal"])
+    run_once = runners(s, sets[:1], False)["flashjit"]
+    run_once(0)  # compiles (or loads) the kernel outside the timing
+    torch.cuda.synchronize()
+    info = {"name": flashjit_kernel_name(s, sets[0])}
+    run_once = None
     with_flex = args.flex_min_seqlen > 0 and s["seqlen_q"] >= args.flex_min_seqlen
     run = runners(s, sets, with_flex)
     row = {"shape": s, "flops": flops, "io_bytes": report.io_bytes(s), "sets": len(sets), "calls_per_replay": calls,
@@ -417,7 +497,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outdir", required=True)
     parser.add_argument("--sweep", action="append", choices=sorted(report.SWEEPS),
-                        help="llama3, fa3, decode, decode-batches, decode-short and/or decode-small (repeatable; default: all)")
+                        help="llama3, fa3, headdims, windows, ragged, decode, decode-batches, decode-short and/or "
+                             "decode-small (repeatable; default: all)")
     parser.add_argument("--seqlens", type=lambda t: [int(x) for x in t.split(",")],
                         help="llama3 sequence lengths (comma-separated; default: the full sweep)")
     parser.add_argument("--iters", type=int, default=30)

@@ -14,9 +14,23 @@ LABELS = {"flashjit": "flashjit", "fa4": "FA4", "cudnn": "cuDNN", "torch_flash":
           "torch_efficient": "torch efficient", "flex": "FlexAttention"}
 
 
-def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype="bf16"):
-    return {"batch": batch, "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "heads_q": heads_q, "heads_kv": heads_kv,
-            "head_dim": head_dim, "causal": causal, "dtype": dtype}
+def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype="bf16", head_dim_v=None,
+          window=None, lengths=None):
+    """One prefill case. Optional: head_dim_v (V's and O's head dim when it differs), window (left, right) of a
+    sliding window, lengths (a ragged batch: the query = key length of each sequence, packed back to back)."""
+    s = {"batch": batch, "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "heads_q": heads_q, "heads_kv": heads_kv,
+         "head_dim": head_dim, "causal": causal, "dtype": dtype}
+    if head_dim_v is not None and head_dim_v != head_dim:
+        s["head_dim_v"] = head_dim_v
+    if window is not None:
+        s["window"] = list(window)
+    if lengths is not None:
+        s.update(lengths=list(lengths), batch=len(lengths), seqlen_q=max(lengths), seqlen_k=max(lengths))
+    return s
+
+
+def head_dim_v(s):
+    return s.get("head_dim_v", s["head_dim"])
 
 
 LLAMA3_SEQLENS = [32, 64, 128, 256, 512, 1024, 1536, 2048, 4096, 8192, 16384]
@@ -30,6 +44,35 @@ def llama3_sweep(seqlens=LLAMA3_SEQLENS):
 def fa3_grid():
     """The FA3 paper's grid: 16k tokens, hidden 2048 (heads = 2048 / d), here batch 1 at seqlen 16384."""
     return [shape(1, 16384, 16384, 2048 // d, 2048 // d, d, causal) for causal in (False, True) for d in (64, 128, 256)]
+
+
+HEAD_DIMS = [64, 72, 80, 96, 112, 128, 160, 192, 256]
+
+
+def head_dim_sweep():
+    """MHA at every head dim of HEAD_DIMS with H = round(2048 / D), S 4096 and 16384, then DeepSeek's 192 / 128
+    (D 192 for Q and K, 128 for V and O)."""
+    shapes = [shape(1, s, s, round(2048 / d), round(2048 / d), d, causal) for causal in (False, True)
+              for d in HEAD_DIMS for s in (4096, 16384)]
+    shapes += [shape(1, s, s, 16, 16, 192, causal, head_dim_v=128) for causal in (False, True) for s in (4096, 16384)]
+    return shapes
+
+
+def window_sweep():
+    """Causal sliding windows (query i sees keys i - w .. i): gpt-oss's 128 at d64 H64/8 S 8192, 512 at d128
+    H32/8 S 8192, 4096 at d128 H32/8 S 16384."""
+    return [shape(1, 8192, 8192, 64, 8, 64, False, window=(128, 0)),
+            shape(1, 8192, 8192, 32, 8, 128, False, window=(512, 0)),
+            shape(1, 16384, 16384, 32, 8, 128, False, window=(4096, 0))]
+
+
+RAGGED_MIXED = [17, 8000, 523, 3100, 64, 1999, 4700, 250]  # 8 sequences of 17-8000 tokens
+
+
+def ragged_sweep():
+    """Ragged batches, GQA 32/8 d128: 8 sequences of 17-8000 tokens, 8 x 2048, 64 x 128; non-causal and causal."""
+    return [shape(0, 0, 0, 32, 8, 128, causal, lengths=lengths) for causal in (False, True)
+            for lengths in (RAGGED_MIXED, [2048] * 8, [128] * 64)]
 
 
 def decode_shape(batch, seqlen_k, heads_q=32, heads_kv=8, head_dim=128, q_len=1, page_size=0, dtype="bf16"):
@@ -86,7 +129,8 @@ def decode_small_sweep():
             for sk in DECODE_SMALL_SEQLENS]
 
 
-SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
+SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "headdims": head_dim_sweep, "windows": window_sweep,
+          "ragged": ragged_sweep, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
           "decode-short": decode_short_sweep, "decode-small": decode_small_sweep}
 
 
@@ -105,17 +149,23 @@ def visible_pairs(seqlen_q, seqlen_k, causal, window=(-1, -1)):
     return total
 
 
-def attention_flops(s, window=(-1, -1)):
-    """4·B·Hq·(visible pairs)·D: two matmuls of 2 FLOPs per multiply-add, masked pairs not counted."""
+def attention_flops(s, window=None):
+    """2·B·Hq·(visible pairs)·(D + Dv): two matmuls of 2 FLOPs per multiply-add, masked pairs not counted (the
+    shape's own window unless one is given; ragged batches summed per sequence)."""
+    window = tuple(window or s.get("window", (-1, -1)))
+    if "lengths" in s:
+        pairs = sum(visible_pairs(n, n, s["causal"], window) for n in s["lengths"])
+        return 2.0 * s["heads_q"] * pairs * (s["head_dim"] + head_dim_v(s))
     pairs = visible_pairs(s["seqlen_q"], s["seqlen_k"], s["causal"], window)
-    return 4.0 * s["batch"] * s["heads_q"] * pairs * s["head_dim"]
+    return 2.0 * s["batch"] * s["heads_q"] * pairs * (s["head_dim"] + head_dim_v(s))
 
 
 def io_bytes(s, element_bytes=2):
     """Bytes a kernel must move at least: read Q, K, V and write O once."""
-    q = s["batch"] * s["seqlen_q"] * s["heads_q"] * s["head_dim"]
-    kv = s["batch"] * s["seqlen_k"] * s["heads_kv"] * s["head_dim"]
-    return element_bytes * (2 * q + 2 * kv)
+    rows_q = sum(s["lengths"]) if "lengths" in s else s["batch"] * s["seqlen_q"]
+    rows_k = sum(s["lengths"]) if "lengths" in s else s["batch"] * s["seqlen_k"]
+    d, dv = s["head_dim"], head_dim_v(s)
+    return element_bytes * (rows_q * s["heads_q"] * (d + dv) + rows_k * s["heads_kv"] * (d + dv))
 
 
 def rotation_sets(s):
@@ -165,8 +215,16 @@ def decode_label(s):
 def label(s):
     if s.get("kind") == "decode":
         return decode_label(s)
+    dims = f"D{s['head_dim']}" + (f"/{s['head_dim_v']}" if "head_dim_v" in s else "")
+    mask = "causal" if s["causal"] else "full"
+    if "window" in s:
+        mask = f"window {s['window'][0]}" + (f"/{s['window'][1]}" if s["window"][1] != 0 else "")
+    if "lengths" in s:
+        n = s["lengths"]
+        seqs = f"{len(n)}x{n[0]}" if len(set(n)) == 1 else f"{len(n)} seqs {min(n)}-{max(n)}"
+        return f"ragged {seqs} H{s['heads_q']}/{s['heads_kv']} {dims} {mask}"
     return (f"B{s['batch']} S{s['seqlen_q']}" + (f"/{s['seqlen_k']}" if s["seqlen_k"] != s["seqlen_q"] else "") +
-            f" H{s['heads_q']}/{s['heads_kv']} D{s['head_dim']} {'causal' if s['causal'] else 'full'}")
+            f" H{s['heads_q']}/{s['heads_kv']} {dims} {mask}")
 
 
 def tflops_of(result):
@@ -196,7 +254,7 @@ def markdown_table(sweep, rows, ceilings, stamp):
              f"(CUDA {stamp.get('cuda', '')}, cuDNN {stamp.get('cudnn', '')}).", "",
              f"Ceilings measured in this run: bf16 matmul 8192³ {ceilings['matmul_tflops']:.0f} TFLOP/s, "
              f"device copy of 2 GiB {ceilings['copy_tb_s']:.2f} TB/s (read + write).", "",
-             "TFLOP/s = 4·B·Hq·(visible pairs)·D / median time; every implementation on the same tensors in one "
+             "TFLOP/s = 2·B·Hq·(visible pairs)·(D + Dv) / median time; every implementation on the same tensors in one "
              "process, inputs rotated past the L2. Timing: " +
              "; ".join(f"**{k}** = {v}" for k, v in METHOD_NOTE.items()) + ". "
              "flashjit's output is checked against cuDNN's (rel. L2 ≤ 2e-2) before timing; ✗ marks a failed check.", "",
@@ -406,6 +464,8 @@ def plot(sweep, rows, ceilings, path):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    if sweep in ("headdims", "windows", "ragged"):
+        return plot_bars(sweep, rows, path)
     by_x = "seqlen_q" if len({row["shape"]["seqlen_q"] for row in rows}) > 1 else "head_dim"
     panels = [("full", False), ("causal", True)]
     fig, axes = plt.subplots(1, len(panels), figsize=(12, 4.5), sharey=True)
@@ -429,6 +489,29 @@ def plot(sweep, rows, ceilings, path):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("TFLOP/s")
     axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_bars(sweep, rows, path):
+    """Cases side by side (grouped bars of TFLOP/s per implementation): sweeps whose cases are not a series."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    impls = [impl for impl in IMPLS if any(tflops_of(row["results"].get(impl)) for row in rows)]
+    width = 0.8 / max(1, len(impls))
+    fig, ax = plt.subplots(figsize=(max(8, 0.6 * len(rows) * max(1, len(impls)) / 2), 5))
+    for i, impl in enumerate(impls):
+        ys = [tflops_of(row["results"].get(impl)) or 0 for row in rows]
+        ax.bar([x + i * width for x in range(len(rows))], ys, width, label=LABELS[impl])
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))])
+    ax.set_xticklabels([label(row["shape"]) for row in rows], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(sweep)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

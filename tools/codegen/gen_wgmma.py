@@ -6,7 +6,7 @@ accumulator register spelled out, so the wrappers are generated rather than writ
 """
 
 SS_N = list(range(64, 257, 16))  # S = Q·Kᵀ: N = block_n
-RS_N = [64, 128, 256]            # O += P·V: N = head_dim
+RS_N = [16, 32, 64, 128, 192, 256]  # O += P·V: N = one column group of head_dim_v (fa3/columns.cuh)
 
 
 def operands(n, first):

@@ -44,6 +44,8 @@ int compile_only(Runtime& runtime, const RunPlan& plan, const std::string& reaso
     if (!chosen.ok()) return report(chosen.error());
     config = *chosen;
     how = fmt::format("dispatcher's choice for {}", target.to_string());
+    if (config.algorithm == Algorithm::naive)
+      how += ": the reference kernel (fp32, slow): " + dispatch::reference_fallback_reason(plan.problem, target);
   }
   auto info = runtime.compile(config);
   if (!info.ok()) return report(info.error());

@@ -162,7 +162,10 @@ int run_on_device(Runtime& runtime, const RunPlan& plan) {
   if (!selected.ok()) return report(selected.error());
   auto info = runtime.compile(*selected);
   if (!info.ok()) return report(info.error());
-  print_kernel(*info, config ? "explicit config" : "dispatcher's choice for " + device->arch.to_string());
+  std::string how = config ? "explicit config" : "dispatcher's choice for " + device->arch.to_string();
+  if (!config && selected->algorithm == Algorithm::naive)
+    how += ": the reference kernel (fp32, slow): " + dispatch::reference_fallback_reason(p, device->arch);
+  print_kernel(*info, how);
 
   if (auto st = t.o.fill_bytes(0xFF); !st.ok()) return report(st.error());  // unwritten outputs read as NaN
   if (auto st = config ? runtime.forward(p, *config) : runtime.forward(p); !st.ok()) return report(st.error());
