@@ -60,31 +60,35 @@ KernelConfig fa2_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
 KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch& arch, int head_dim_v) {
   KernelConfig c = problem_fields(Algorithm::fa3, dtype, head_dim, head_dim_v, mask, arch);
   const int dv = value_head_dim(c), widest = std::max(head_dim, dv);
-  // Measured on the H200 at S 8192 (bench/NOTES.md, 2026-11-29), TFLOP/s non-causal / causal.
+  // Measured on the H200 (bench/NOTES.md), TFLOP/s non-causal / causal.
   c.stages = 2;  // a third stage gave nothing (670 vs 672 at d128): the ping-pong already hides the loads
-  if (widest <= 64) {
-    // Three consumer warpgroups (192 rows, 160 registers each): O is only 32 registers, and a third
-    // warpgroup keeps the tensor cores busy while two run softmax. 477 / 433 vs 446 / 382 with two (d64).
+  if (widest <= 96) {
+    // Three consumer warpgroups (192 rows, 160 registers each): O is at most 48 registers, and a third
+    // warpgroup keeps the tensor cores busy while two run softmax. d64 (S 8192): 477 / 433 vs 446 / 382 with
+    // two. d72-d96 (S 16384, 2026-12-01): persistent, 466 / 440 (d72), 540 / 496 (d80), 580 / 543 (d96) against
+    // 426 / 401, 488 / 453, 550 / 504 for two warpgroups with 128-key tiles; d64 keeps the grid (515 / 479
+    // against 515 / 470 persistent).
     c.block_m = 192, c.consumer_warpgroups = 3, c.block_n = 96;
+    if (widest > 64) c.scheduler = Scheduler::persistent;
     return c;
   }
   // Two consumer warpgroups with 240 registers: O (dv / 2) + S (block_n / 2) + P (block_n / 4). d128: 672 /
   // 629 with 128-key tiles; 112-176 land within 2% (176 is FA3's published choice; 128 is as fast here and
-  // tested more widely). d256: O alone takes 128 registers; 80-key tiles keep S + P at 60 and two stages at
-  // 208 KB of shared memory (96 would not fit): 750 / 671 vs 636 / 592 with 64-key tiles. Between them the
-  // widest tile up to 128 keys that the register budget and shared memory allow.
+  // tested more widely). d160: 665 / 615 (S 16384, persistent), against 666 / 580 on the grid. d192: 96-key
+  // tiles, persistent, 712 / 668 against 698 / 656 for 112 keys on the grid. d256: O alone takes 128
+  // registers; 80-key tiles keep S + P at 60 and two stages at 208 KB of shared memory (96 would not fit):
+  // 750 / 671 vs 636 / 592 with 64-key tiles. Elsewhere the widest tile up to 128 keys (96 from d184) that
+  // the register budget and shared memory allow.
   c.block_m = 128, c.consumer_warpgroups = 2;
-  for (int bn = 128; bn >= 64; bn -= 16) {
+  for (int bn = widest > 176 ? 96 : 128; bn >= 64; bn -= 16) {
     c.block_n = bn;
     if (validate(c).empty()) break;
   }
-  if (widest <= 128) {
-    // Persistent CTAs, whose producer streams the next work tile's first K/V stages while the consumers
-    // run the epilogue of the current one (llama3 shape, same run, grid -> persistent): S 1024 480 -> 488 /
-    // 260 -> 305 (non-causal / causal), S 2048 588 -> 596 / 411 -> 449, S 4096 630 -> 664 / 537 -> 553,
-    // S 8192 within noise (602-680 both). d256 keeps the grid: its producer spills with the persistent loop.
-    c.scheduler = Scheduler::persistent;
-  }
+  // Persistent CTAs, whose producer streams the next work tile's first K/V stages while the consumers run
+  // the epilogue of the current one (llama3 shape, same run, grid -> persistent): S 1024 480 -> 488 / 260 ->
+  // 305 (non-causal / causal), S 2048 588 -> 596 / 411 -> 449, S 4096 630 -> 664 / 537 -> 553, S 8192 within
+  // noise (602-680 both). d200 and up keep the grid: d256's producer spills with the persistent loop.
+  if (widest <= 192) c.scheduler = Scheduler::persistent;
   return c;
 }
 
@@ -95,7 +99,18 @@ KernelConfig fa3_config(const AttentionProblem& p, const Arch& arch) {
   // over the 128-row tile; from S 512 (128 CTAs) the 128-row tile wins.
   constexpr long long kHalfSms = 66;
   const long long ctas = 1LL * ((p.seqlen_q + 127) / 128) * p.heads_q * p.batch;
-  if (p.head_dim > 64 && p.head_dim <= 128 && value_head_dim(p) <= 128 && ctas < kHalfSms) {
+  // Short sliding windows (a span of at most 256 keys): most key tiles of a query tile are cut by the window,
+  // and the work per tile is short; two warpgroups on 64-key tiles, persistent, waste the fewest masked pairs
+  // and overlap one tile's epilogue with the next one's loads. H200, 2026-12-01, S 8192: window 128 at d64
+  // H64/8 59 TFLOP/s against 42 for the 192-row tiles on the grid (and 53 with 128-key tiles).
+  const int widest = std::max(p.head_dim, value_head_dim(p));
+  if (p.mask == MaskKind::sliding_window && p.window_left >= 0 && p.window_right >= 0 &&
+      p.window_left + p.window_right <= 256 && widest <= 128) {
+    KernelConfig narrow = c;
+    narrow.block_m = 128, narrow.consumer_warpgroups = 2, narrow.block_n = 64, narrow.scheduler = Scheduler::persistent;
+    if (validate(narrow).empty()) return narrow;
+  }
+  if (p.head_dim > 64 && widest <= 128 && ctas < kHalfSms) {
     KernelConfig small = c;
     small.block_m = 64, small.consumer_warpgroups = 1, small.block_n = 64, small.scheduler = Scheduler::grid;
     if (validate(small).empty()) return small;

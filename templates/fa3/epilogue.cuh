@@ -47,11 +47,11 @@ struct Epilogue {
     auto* out = static_cast<unsigned short*>(p.o) + seq.o_offset(p, batch) + head * p.o_head;
     // Thread tid copies chunk tid % kChunks of rows tid / kChunks + j * kPassRows (when 128 threads cover
     // whole rows: the chunk is fixed, each copy is the first shared and global address plus j steps), else
-    // chunks tid + 128 j of the warpgroup's 64 rows (head dims of 9, 10, ... chunks).
+    // chunks tid + 128 j of the warpgroup's 64 rows (head dims of 9, 10, ... chunks, and d8's one).
     constexpr int kChunks = VO::kChunks;
     const int rows_left = seq.seqlen_q - (m0 + 64 * c.wg);
     unsigned short* wg_out = out + (m0 + 64 * c.wg) * p.o_seq;
-    if constexpr (128 % kChunks == 0) {
+    if constexpr (128 % kChunks == 0 && 128 / kChunks <= 64) {
       constexpr int kPassRows = 128 / kChunks;
       const int chunk = tid % kChunks, r0 = tid / kChunks;
       unsigned short* dst = wg_out + r0 * p.o_seq + chunk * 8;

@@ -161,9 +161,9 @@ void check_configs(std::initializer_list<const char*> configs) {
       REQUIRE(parsed.ok());
       KernelConfig config = *parsed;
       config.mask = m.kind;
-      check_against_fp64(make_shape({300, 1000, 4, 1}, m, DType::bf16, config.head_dim), config);
+      check_against_fp64(make_shape({300, 1000, 4, 1}, m, DType::bf16, config.head_dim, config.head_dim_v), config);
       config.dtype = DType::fp16;
-      check_against_fp64(make_shape({257, 129, 1, 1}, m, DType::fp16, config.head_dim), config);
+      check_against_fp64(make_shape({257, 129, 1, 1}, m, DType::fp16, config.head_dim, config.head_dim_v), config);
     }
   }
 }
