@@ -65,30 +65,29 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
   if (widest <= 96) {
     // Three consumer warpgroups (192 rows, 160 registers each): O is at most 48 registers, and a third
     // warpgroup keeps the tensor cores busy while two run softmax. d64 (S 8192): 477 / 433 vs 446 / 382 with
-    // two. d72-d96 (S 16384, 2026-12-01): persistent, 466 / 440 (d72), 540 / 496 (d80), 580 / 543 (d96) against
-    // 426 / 401, 488 / 453, 550 / 504 for two warpgroups with 128-key tiles; d64 keeps the grid (515 / 479
-    // against 515 / 470 persistent).
+    // two. d72-d96 (S 16384, 2026-12-01, persistent): 466 / 440 (d72), 540 / 496 (d80), 580 / 543 (d96) against
+    // 426 / 401, 488 / 453, 550 / 504 for two warpgroups with 128-key tiles. On the grid: the persistent loop
+    // spills 44-56 bytes of the 160-register consumers from d72 (ptxas), and at d64 it gave nothing (515 / 479
+    // against 515 / 470).
     c.block_m = 192, c.consumer_warpgroups = 3, c.block_n = 96;
-    if (widest > 64) c.scheduler = Scheduler::persistent;
     return c;
   }
   // Two consumer warpgroups with 240 registers: O (dv / 2) + S (block_n / 2) + P (block_n / 4). d128: 672 /
   // 629 with 128-key tiles; 112-176 land within 2% (176 is FA3's published choice; 128 is as fast here and
-  // tested more widely). d160: 665 / 615 (S 16384, persistent), against 666 / 580 on the grid. d192: 96-key
-  // tiles, persistent, 712 / 668 against 698 / 656 for 112 keys on the grid. d256: O alone takes 128
-  // registers; 80-key tiles keep S + P at 60 and two stages at 208 KB of shared memory (96 would not fit):
-  // 750 / 671 vs 636 / 592 with 64-key tiles. Elsewhere the widest tile up to 128 keys (96 from d184) that
-  // the register budget and shared memory allow.
+  // tested more widely). d256: O alone takes 128 registers; 80-key tiles keep S + P at 60 and two stages at
+  // 208 KB of shared memory (96 would not fit): 750 / 671 vs 636 / 592 with 64-key tiles. Between them the
+  // widest tile up to 128 keys that the register budget and shared memory allow (d160 128, d192 112).
   c.block_m = 128, c.consumer_warpgroups = 2;
-  for (int bn = widest > 176 ? 96 : 128; bn >= 64; bn -= 16) {
+  for (int bn = 128; bn >= 64; bn -= 16) {
     c.block_n = bn;
     if (validate(c).empty()) break;
   }
   // Persistent CTAs, whose producer streams the next work tile's first K/V stages while the consumers run
   // the epilogue of the current one (llama3 shape, same run, grid -> persistent): S 1024 480 -> 488 / 260 ->
   // 305 (non-causal / causal), S 2048 588 -> 596 / 411 -> 449, S 4096 630 -> 664 / 537 -> 553, S 8192 within
-  // noise (602-680 both). d200 and up keep the grid: d256's producer spills with the persistent loop.
-  if (widest <= 192) c.scheduler = Scheduler::persistent;
+  // noise (602-680 both). Up to d128, where two Q buffers fit: with one (d136 and up) the persistent kernel
+  // spills 40-88 bytes (ptxas), though d160 ran 1.06x causal and d192 (96-key tiles) 1.02x that way.
+  if (widest <= 128) c.scheduler = Scheduler::persistent;
   return c;
 }
 

@@ -212,6 +212,27 @@ TEST_CASE("nvrtc: every FA3 heuristic variant for sm_90a compiles without spills
   }
 }
 
+// Every head dim (multiples of 8 up to 256: each column-block structure and tile choice) and head_dim_v, one
+// mask (causal) and one dtype each; FA3 on sm_90a, FA2 on sm_80 at the odd multiples of 8.
+TEST_CASE("nvrtc: the FA3 heuristic at every head dim and head_dim_v compiles without spills", "[compile]") {
+  std::vector<KernelConfig> configs;
+  for (int d = 8; d <= 256; d += 8) configs.push_back(flashjit::dispatch::fa3_heuristic(DType::bf16, d, MaskKind::causal, kSm90a));
+  for (auto [d, dv] : {std::pair{192, 128}, {128, 192}, {72, 96}, {64, 256}, {256, 40}})
+    configs.push_back(flashjit::dispatch::fa3_heuristic(DType::bf16, d, MaskKind::causal, kSm90a, dv));
+  for (int d : {8, 24, 40, 72, 136, 200, 248})
+    configs.push_back(flashjit::dispatch::fa2_heuristic(DType::bf16, d, MaskKind::causal, kSm80));
+  auto outcomes = CompileCache::get().compile_all(configs);
+  REQUIRE(outcomes.size() == configs.size());
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    check_no_spills(*o);
+    if (o->result && o->result->ok() && o->config.algorithm == flashjit::Algorithm::fa3) {
+      INFO(readable_name(o->config));
+      CHECK_FALSE((*o->result)->ptxas.setmaxnreg_ignored);
+    }
+  }
+}
+
 // The varlen variants of the kernels choose() picks (the heuristic tiles with varlen set): FA3 on sm_90a, FA2 on
 // sm_90a (head dims FA3 does not cover, and explicit requests) and sm_80 (the Ampere path), bf16 (fp16 has the
 // same registers); no spills, setmaxnreg kept. The reference kernel's varlen variants compile.
