@@ -1,7 +1,6 @@
 #include "compile/nvrtc.hpp"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 
 #include <atomic>
 #include <chrono>
@@ -9,27 +8,29 @@
 
 #include "codegen/embedded_templates.hpp"
 #include "common/log.hpp"
+#include "compile/nvrtc_library.hpp"
 
 namespace flashjit::compile {
 namespace {
 
-Error nvrtc_error(nvrtcResult r, const char* call, std::string log = {}) {
-  return Error(ErrorCode::compile, fmt::format("{} failed: {}", call, nvrtcGetErrorString(r)), std::move(log));
+Error nvrtc_error(const NvrtcApi& api, nvrtcResult r, const char* call, std::string log = {}) {
+  return Error(ErrorCode::compile, fmt::format("{} failed: {}", call, api.nvrtcGetErrorString(r)), std::move(log));
 }
 
 // Owns an nvrtcProgram.
 struct Program {
+  const NvrtcApi& api;
   nvrtcProgram handle = nullptr;
   ~Program() {
-    if (handle) nvrtcDestroyProgram(&handle);
+    if (handle) api.nvrtcDestroyProgram(&handle);
   }
 };
 
-std::string program_log(nvrtcProgram prog) {
+std::string program_log(const NvrtcApi& api, nvrtcProgram prog) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  if (api.nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+  if (api.nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
   log.resize(size - 1);
   return log;
 }
@@ -40,8 +41,8 @@ std::string program_log(nvrtcProgram prog) {
 // NVRTC's would only hide the report (and fill the user's ~/.nv/ComputeCache). Older NVRTC has no cache and
 // refuses the option.
 bool nvrtc_has_cache() {
-  int major = 0, minor = 0;
-  return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 9));
+  auto api = nvrtc();
+  return api.ok() && ((*api)->major > 12 || ((*api)->major == 12 && (*api)->minor >= 9));
 }
 
 }  // namespace
@@ -62,9 +63,8 @@ std::vector<std::string> options_for(const Arch& arch) {
 
 const std::string& nvrtc_version() {
   static const std::string v = [] {
-    int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
-    return fmt::format("{}.{}", major, minor);
+    auto api = nvrtc();
+    return api.ok() ? fmt::format("{}.{}", (*api)->major, (*api)->minor) : std::string("unknown");
   }();
   return v;
 }
@@ -81,21 +81,22 @@ Status compile_program(Program& prog, std::string& log, double& ms, const codege
     header_names.push_back(h.name);
   }
   std::string file_name = source.name + ".cu";
-  nvrtcResult r = nvrtcCreateProgram(&prog.handle, source.text.c_str(), file_name.c_str(),
+  const NvrtcApi& api = prog.api;
+  nvrtcResult r = api.nvrtcCreateProgram(&prog.handle, source.text.c_str(), file_name.c_str(),
                                      static_cast<int>(headers.size()), header_texts.data(), header_names.data());
-  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcCreateProgram");
+  if (r != NVRTC_SUCCESS) return nvrtc_error(api, r, "nvrtcCreateProgram");
 
   std::vector<const char*> opts;
   for (const auto& o : options) opts.push_back(o.c_str());
   logger.debug("nvrtc compile {} with: {}", source.name, fmt::join(options, " "));
 
   auto t0 = std::chrono::steady_clock::now();
-  r = nvrtcCompileProgram(prog.handle, static_cast<int>(opts.size()), opts.data());
+  r = api.nvrtcCompileProgram(prog.handle, static_cast<int>(opts.size()), opts.data());
   auto t1 = std::chrono::steady_clock::now();
   ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  log = program_log(prog.handle);
+  log = program_log(api, prog.handle);
   if (r != NVRTC_SUCCESS)
-    return nvrtc_error(r, "nvrtcCompileProgram", log).with(fmt::format("while compiling {}", source.name));
+    return nvrtc_error(api, r, "nvrtcCompileProgram", log).with(fmt::format("while compiling {}", source.name));
   return {};
 }
 
@@ -103,15 +104,18 @@ Status compile_program(Program& prog, std::string& log, double& ms, const codege
 
 Result<CompiledKernel> compile(const codegen::GeneratedSource& source, const std::vector<std::string>& options,
                                const log::Logger& logger) {
-  Program prog;
+  auto loaded = nvrtc();
+  if (!loaded.ok()) return Error(loaded.error()).with(fmt::format("while compiling {}", source.name));
+  const NvrtcApi& api = **loaded;
+  Program prog{api};
   CompiledKernel out;
   FLASHJIT_TRY(compile_program(prog, out.log, out.compile_ms, source, options, logger));
   size_t size = 0;
-  nvrtcResult r = nvrtcGetCUBINSize(prog.handle, &size);
-  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBINSize");
+  nvrtcResult r = api.nvrtcGetCUBINSize(prog.handle, &size);
+  if (r != NVRTC_SUCCESS) return nvrtc_error(api, r, "nvrtcGetCUBINSize");
   out.cubin.resize(size);
-  r = nvrtcGetCUBIN(prog.handle, out.cubin.data());
-  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetCUBIN");
+  r = api.nvrtcGetCUBIN(prog.handle, out.cubin.data());
+  if (r != NVRTC_SUCCESS) return nvrtc_error(api, r, "nvrtcGetCUBIN");
   out.ptxas = parse_ptxas(out.log, source.entry);
   if (out.ptxas.registers < 0) {
     // A log format this parser does not know would say so for every kernel: once as a warning.
@@ -133,16 +137,19 @@ Result<std::string> compile_ptx(const codegen::GeneratedSource& source, const Ar
     if (o.rfind("-Xptxas", 0) == 0) continue;
     options.push_back(o.rfind("-arch=", 0) == 0 ? "-arch=compute_" + arch.to_string().substr(3) : o);
   }
-  Program prog;
+  auto loaded = nvrtc();
+  if (!loaded.ok()) return Error(loaded.error()).with(fmt::format("while compiling {}", source.name));
+  const NvrtcApi& api = **loaded;
+  Program prog{api};
   std::string log;
   double ms = 0;
   FLASHJIT_TRY(compile_program(prog, log, ms, source, options, logger));
   size_t size = 0;
-  nvrtcResult r = nvrtcGetPTXSize(prog.handle, &size);
-  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetPTXSize");
+  nvrtcResult r = api.nvrtcGetPTXSize(prog.handle, &size);
+  if (r != NVRTC_SUCCESS) return nvrtc_error(api, r, "nvrtcGetPTXSize");
   std::string ptx(size, '\0');
-  r = nvrtcGetPTX(prog.handle, ptx.data());
-  if (r != NVRTC_SUCCESS) return nvrtc_error(r, "nvrtcGetPTX");
+  r = api.nvrtcGetPTX(prog.handle, ptx.data());
+  if (r != NVRTC_SUCCESS) return nvrtc_error(api, r, "nvrtcGetPTX");
   if (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
   return ptx;
 }

@@ -273,8 +273,10 @@ TEST_CASE("settings: two runtimes log to their own sinks at their own levels", "
 
 TEST_CASE("settings: only settings.cpp reads the environment", "[runtime][settings]") {
   const fs::path root = FLASHJIT_SOURCE_DIR;
-  // The compile worker's fault hook (FLASHJIT_WORKER_FAULT) is a test hook of the CLI, not a setting.
-  const std::vector<fs::path> allowed = {root / "src/runtime/settings.cpp", root / "tools/flashjit/compile_worker.cpp"};
+  // The compile worker's fault hook (FLASHJIT_WORKER_FAULT) is a test hook of the CLI, not a setting; where
+  // NVRTC is loaded from (FLASHJIT_NVRTC, CUDA_HOME) is process-wide, like the driver's dlopen (ARCHITECTURE.md).
+  const std::vector<fs::path> allowed = {root / "src/runtime/settings.cpp", root / "tools/flashjit/compile_worker.cpp",
+                                         root / "src/compile/nvrtc_library.cpp"};
   std::vector<std::string> offenders;
   std::size_t scanned = 0;
   for (const char* top : {"src", "tools"}) {
