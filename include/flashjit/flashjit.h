@@ -28,6 +28,12 @@
 #define FLASHJIT_API
 #endif
 
+/* The version of this C ABI: raised on any change that breaks a caller built against an older header (a
+ * function removed or its signature changed, a struct changed other than by appending fields under the
+ * struct_size rule above). libflashjit.so's SONAME carries it (libflashjit.so.1), and flashjit_abi_version()
+ * returns the library's, for a caller that loads it at run time (dlopen, ctypes) to compare. */
+#define FLASHJIT_ABI_VERSION 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -299,6 +305,8 @@ static inline flashjit_target flashjit_target_default(void) {
 
 /* "0.1.0". */
 FLASHJIT_API const char* flashjit_version(void);
+/* FLASHJIT_ABI_VERSION as this library was built. */
+FLASHJIT_API int flashjit_abi_version(void);
 /* Short name of a status ("ok", "invalid argument", ...). */
 FLASHJIT_API const char* flashjit_status_string(int status);
 /* This thread's last failure in full; "" when none. */

@@ -155,6 +155,7 @@ using namespace flashjit::capi;
 extern "C" {
 
 const char* flashjit_version(void) { return flashjit::version(); }
+int flashjit_abi_version(void) { return FLASHJIT_ABI_VERSION; }
 
 const char* flashjit_status_string(int status) {
   if (status == FLASHJIT_OK) return "ok";
