@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <type_traits>
 
 namespace flashjit {
 namespace config {
@@ -13,23 +15,61 @@ namespace {
 
 using TextFields = std::vector<std::pair<std::string, std::string>>;
 
-// A JSON object's fields in order: strings as they are, integers and booleans printed.
+// The JSON type a field's value must have: an integer for an int field, a boolean for a bool one, a string
+// for the rest (enums, arch, "kernel"). Unknown keys: none (set_field names them).
+enum class JsonType { string, integer, boolean };
+const char* describe(JsonType t) {
+  return t == JsonType::integer ? "an integer" : t == JsonType::boolean ? "a boolean (true/false)" : "a string";
+}
+template <class T>
+constexpr JsonType json_type_of() {
+  if constexpr (std::is_same_v<T, int>) return JsonType::integer;
+  else if constexpr (std::is_same_v<T, bool>) return JsonType::boolean;
+  else return JsonType::string;
+}
+std::optional<JsonType> field_json_type(const std::string& key) {
+  if (key == "kernel") return JsonType::string;
+  std::optional<JsonType> type;
+  auto scan = [&]<class Config>(const Config*) {
+    for_each_field<Config>([&]<class T>(const Field<Config, T>& f) {
+      if (!type && key == f.name) type = json_type_of<T>();
+    });
+  };
+  scan(static_cast<const KernelConfig*>(nullptr));
+  scan(static_cast<const DecodeKernelConfig*>(nullptr));
+  scan(static_cast<const CombineKernelConfig*>(nullptr));
+  return type;
+}
+
+// A JSON object's fields in order: strings as they are, integers and booleans printed; each of the JSON type
+// its field takes ("head_dim": "64" is refused). Syntax errors say where (line and column).
 Result<TextFields> json_text_fields(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error(ErrorCode::invalid_config, "config is not valid JSON");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // what(): "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+    std::string why = e.what();
+    if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
+    return Error(ErrorCode::invalid_config, fmt::format("config is not valid JSON: {}", why));
+  }
   if (!j.is_object()) return Error(ErrorCode::invalid_config, "config JSON must be an object");
   TextFields out;
   for (const auto& [key, value] : j.items()) {
-    if (value.is_string()) {
-      out.emplace_back(key, value.get<std::string>());
-    } else if (value.is_number_integer()) {
-      out.emplace_back(key, std::to_string(value.get<long long>()));
-    } else if (value.is_boolean()) {
-      out.emplace_back(key, value.get<bool>() ? "true" : "false");
-    } else {
-      return bad_field(key, fmt::format("expected a string, an integer or a boolean, got {}",
+    const auto want = field_json_type(key);
+    const JsonType got = value.is_string()           ? JsonType::string
+                         : value.is_number_integer() ? JsonType::integer
+                                                     : JsonType::boolean;
+    if (!value.is_string() && !value.is_number_integer() && !value.is_boolean())
+      return bad_field(key, fmt::format("expected {}, got {}", describe(want.value_or(JsonType::string)),
                                         value.is_structured() ? std::string(value.type_name()) : value.dump()));
-    }
+    if (want && *want != got)
+      return bad_field(key, fmt::format("expected {}, got {} {}", describe(*want),
+                                        got == JsonType::string ? "the string" : value.is_boolean() ? "the boolean" : "the integer",
+                                        value.dump()));
+    if (got == JsonType::string) out.emplace_back(key, value.get<std::string>());
+    else if (got == JsonType::integer) out.emplace_back(key, std::to_string(value.get<long long>()));
+    else out.emplace_back(key, value.get<bool>() ? "true" : "false");
   }
   return out;
 }

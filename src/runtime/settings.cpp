@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <initializer_list>
 #include <cstdlib>
 #include <system_error>
 
@@ -16,7 +17,8 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-// FLASHJIT_LOG: debug, info or error; anything else (warn, unset, unknown) is warn.
+// FLASHJIT_LOG: debug, info or error; anything else (warn, unset, unknown) is warn (an unknown value is
+// warned about: warn_unknown()).
 log::Level level_of(const std::string& v) {
   if (v == "debug") return log::Level::debug;
   if (v == "info") return log::Level::info;
@@ -34,6 +36,22 @@ std::uint64_t max_bytes_of(const std::string& v, const log::Logger& logger) {
     return 0;
   }
   return mb << 20;
+}
+
+// Values of the FLASHJIT_* variables that are neither empty nor one the variable takes, said once per resolve.
+void warn_unknown(const Environment& env, const log::Logger& logger) {
+  auto check = [&](const char* name, const std::string& v, std::initializer_list<const char*> known) {
+    if (v.empty()) return;
+    for (const char* k : known)
+      if (v == k) return;
+    std::string list;
+    for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
+    logger.warn("ignoring {}='{}': not one of {}", name, v, list);
+  };
+  check("FLASHJIT_LOG", env.log, {"debug", "info", "warn", "error"});
+  check("FLASHJIT_JIT", env.jit, {"0", "1"});
+  check("FLASHJIT_PDL", env.pdl, {"0", "1"});
+  check("FLASHJIT_CHECK_PAGES", env.check_pages, {"0", "1"});
 }
 
 }  // namespace
@@ -55,6 +73,7 @@ Environment Environment::current() {
 Settings resolve(const RuntimeOptions& options, const Environment& env) {
   Settings s;
   s.logger = log::Logger(options.log_level.value_or(level_of(env.log)), options.log_callback);
+  warn_unknown(env, s.logger);
   s.cache_dir = options.cache_dir.value_or(default_cache_dir(env));
   s.cache_max_bytes =
       options.cache_max_mb ? *options.cache_max_mb * 1024 * 1024 : max_bytes_of(env.cache_max_mb, s.logger);

@@ -171,7 +171,7 @@ TEST_CASE("cli: precompile of mixed sweeps, decode worker faults, --sms usage", 
                        write(cli, "bad.json", R"({"problems": [{"kind": "decode", "heads_q": 4, "head_dim": 64,
                                                                   "seqlen_k": 64, "mask": "causal"}]})"));
   INFO(bad_sweep);
-  CHECK(bad_sweep.code == 1);
+  CHECK(bad_sweep.code == 2);
   CHECK(bad_sweep.has("problems[0].mask: unknown field"));
 }
 
@@ -189,11 +189,11 @@ TEST_CASE("cli: emit of decode and combine configs", "[cli][decode]") {
   CHECK(combine.has("combine_fp16_fp16_d128_w4_sm90a"));
   auto invalid = cli("emit kernel=decode rows=24");
   INFO(invalid);
-  CHECK(invalid.code == 1);
+  CHECK(invalid.code == 2);
   CHECK(invalid.has("rows:"));
   auto bad_kind = cli("emit kernel=prefil");
   INFO(bad_kind);
-  CHECK(bad_kind.code == 1);
+  CHECK(bad_kind.code == 2);
   CHECK(bad_kind.has("'kernel'"));
   auto run = cli("run kernel=combine");
   INFO(run);
@@ -207,7 +207,7 @@ TEST_CASE("cli: autotune skips decode problems", "[cli][autotune][decode]") {
   const std::string out = quote((cli.root() / "out.json").string());
   auto rejected = cli("autotune --sweep " + only_decode + " -o " + out);
   INFO(rejected);
-  CHECK(rejected.code == 1);
+  CHECK(rejected.code == 2);
   CHECK(rejected.has("only decode problems"));
   CHECK(rejected.has("decode problems are not autotuned"));
   CHECK_FALSE(fs::exists(cli.root() / "out.json"));

@@ -115,11 +115,11 @@ TEST_CASE("cli: precompile and autotune usage errors", "[cli][precompile]") {
                                                                  {"heads_q": 4, "head_dim": 64, "seqlen": "x"}]})");
   auto r = cli("precompile --sweep " + bad);
   INFO(r);
-  CHECK(r.code == 1);
+  CHECK(r.code == 2);
   CHECK(r.has("problems[1].seqlen"));
   auto missing = cli("precompile --sweep " + quote((cli.root() / "none.json").string()));
   INFO(missing);
-  CHECK(missing.code == 1);
+  CHECK(missing.code == 2);
   CHECK(missing.has("none.json"));
 
   auto help = cli("--help");

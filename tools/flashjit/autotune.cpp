@@ -1,4 +1,4 @@
-// `flashjit autotune --sweep FILE -o OUT [--iters N] [-j N] [--quick]`: for each problem of a sweep, time
+// `flashjit autotune --sweep FILE -o OUT [--iters N] [-j N] [--quick] [--json]`: for each problem of a sweep, time
 // every candidate config on GPU 0 and write a tuned table (dispatch/tuned_table.hpp) that the runtime's dispatcher
 // then uses on this GPU. Candidates compile in worker processes while the GPU times those compiled first.
 // Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured. Decode problems
@@ -27,6 +27,7 @@ struct AutotuneArgs {
   std::string output;
   BenchSettings bench;
   bool quick = false;
+  bool json = false;
   PoolArgs pool;
 };
 
@@ -57,17 +58,19 @@ Result<cuda::DeviceInfo> gpu() {
 
 int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
+  Output out(args.json);
+  auto results = nlohmann::ordered_json::array();
   auto sweep = tune::load_sweep(args.sweep);
-  if (!sweep.ok()) return report(sweep.error());
+  if (!sweep.ok()) return report_input(sweep.error());
   // Decode problems have no candidate space (their kernels come from the split planner); precompile
   // compiles them, autotune leaves them out.
   if (!sweep->decode.empty()) {
     if (sweep->problems.empty())
-      return report(Error(ErrorCode::invalid_argument,
+      return report_input(Error(ErrorCode::invalid_argument,
                           fmt::format("sweep {} has only decode problems ({}), and decode problems are not autotuned "
                                       "(`flashjit precompile` compiles their kernels)",
                                       sweep->name, sweep->decode.size())));
-    fmt::print("autotune {}: skipping {} decode problem{}: decode problems are not autotuned\n", sweep->name,
+    out.text("autotune {}: skipping {} decode problem{}: decode problems are not autotuned\n", sweep->name,
                sweep->decode.size(), sweep->decode.size() == 1 ? "" : "s");
     std::fflush(stdout);
   }
@@ -84,7 +87,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   if (!table.ok()) return report(table.error());
   table->sweep = sweep->name;
   const auto pending = tune::pending_problems(sweep->problems, *table);
-  fmt::print("autotune {}: {} problems on {} ({}), {} already measured, {} to go\n", sweep->name,
+  out.text("autotune {}: {} problems on {} ({}), {} already measured, {} to go\n", sweep->name,
              sweep->problems.size(), device->name, device->arch.to_string(), sweep->problems.size() - pending.size(),
              pending.size());
 
@@ -111,7 +114,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   auto options = pool_options(args.pool, (*runtime)->cache_dir());
   if (!options.ok()) return report(options.error());
   if (!plan.empty())
-    fmt::print("{} kernels: {} in the cache, compiling {} with {} workers while the GPU times\n", configs.size(),
+    out.text("{} kernels: {} in the cache, compiling {} with {} workers while the GPU times\n", configs.size(),
                split->cached.size(), split->missing.size(), options->jobs);
   std::fflush(stdout);
   tune::BackgroundCompiles compiles(*options, std::move(split->missing), std::move(split->cached));
@@ -124,8 +127,9 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     auto bench = make_device_bench(**runtime, p.shape, device->arch, args.bench);
     if (!bench.ok()) {
       ++without_result;
-      fmt::print("{}: no result\n", head);
+      out.text("{}: no result\n", head);
       report(bench.error());
+      results.push_back({{"problem", dispatch::describe(p.shape)}, {"ok", false}, {"error", bench.error().message}});
       continue;
     }
     const tune::ProblemReport r = tune::tune_problem(
@@ -134,10 +138,19 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     for (const auto& note : r.notes) fmt::print(stderr, "flashjit: {}: {}\n", dispatch::describe(p.shape), note);
     if (!r.entry) {
       ++without_result;
-      fmt::print("{}: no result ({} candidates, {} failed)\n", head, r.counts.enumerated, r.counts.failed);
+      out.text("{}: no result ({} candidates, {} failed)\n", head, r.counts.enumerated, r.counts.failed);
+      results.push_back({{"problem", dispatch::describe(p.shape)}, {"ok", false}, {"candidates", r.counts.enumerated},
+                         {"failed", r.counts.failed}});
       continue;
     }
-    fmt::print("{}: {}\n", head, entry_line(*r.entry, r.counts));
+    out.text("{}: {}\n", head, entry_line(*r.entry, r.counts));
+    results.push_back({{"problem", dispatch::describe(p.shape)}, {"ok", true}, {"best", readable_name(r.entry->best)},
+                       {"tflops", r.entry->tflops},
+                       {"runner_up", r.entry->runner_up ? nlohmann::ordered_json(readable_name(*r.entry->runner_up)) : nullptr},
+                       {"heuristic_tflops", r.entry->heuristic ? nlohmann::ordered_json(r.entry->heuristic_tflops) : nullptr},
+                       {"candidates", {{"enumerated", r.counts.enumerated}, {"invalid", r.counts.invalid},
+                                       {"spilling", r.counts.spilling}, {"failed", r.counts.failed},
+                                       {"timed", r.counts.timed}}}});
     std::fflush(stdout);
     table->entries.push_back(*r.entry);
     if (auto st = dispatch::save_table(*table, partial); !st.ok()) return report(st.error());
@@ -147,12 +160,15 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   std::error_code ec;
   std::filesystem::remove(partial, ec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print("wrote {}: {} entries in {:.0f} s{}\n", output.string(), table->entries.size(), seconds,
+  out.text("wrote {}: {} entries in {:.0f} s{}\n", output.string(), table->entries.size(), seconds,
              without_result ? fmt::format("; {} problems without a result (run again to retry them)", without_result)
                             : std::string());
-  fmt::print("use it: FLASHJIT_TUNED={} (or copy it into {})\n", output.string(),
+  out.text("use it: FLASHJIT_TUNED={} (or copy it into {})\n", output.string(),
              ((*runtime)->cache_dir() / "tuned").string());
-  return without_result == 0 ? kOk : kFailure;
+  out.data()["results"] = std::move(results);
+  out.data().update({{"sweep", sweep->name}, {"output", output.string()}, {"entries", table->entries.size()},
+                     {"without_result", without_result}, {"seconds", seconds}});
+  return out.finish(without_result == 0 ? kOk : kFailure);
 }
 
 }  // namespace
@@ -166,13 +182,14 @@ Command add_autotune(CLI::App& parent, const Globals& globals) {
       ->required();
   app->add_option("--iters", args->bench.iters, "Timed samples per candidate (the median is kept)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   app->add_option("--warmup", args->bench.warmup, "Untimed launches per candidate")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   app->add_flag("--quick", args->quick,
                 "Reduced default candidate space (fa3: block_n step 32, 2 stages; fa2: block_n 32/64, 2 stages)");
   add_pool_options(*app, args->pool);
+  add_json_flag(*app, args->json);
   return {app, [&globals, args] { return run_autotune(globals, *args); }};
 }
 

@@ -1,7 +1,11 @@
-// Shared plumbing of the flashjit command-line tool: global options, exit codes, how subcommands register.
+// Shared plumbing of the flashjit command-line tool: global options, exit codes, how subcommands register,
+// and --json output.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -15,6 +19,8 @@
 
 namespace flashjit::cli {
 
+// Exit codes: 0 ok; 1 a failure (NVRTC, the driver, the cache, a check); 2 invalid input (usage, a config or
+// sweep that does not parse or validate, a problem no kernel supports, an unreadable input file).
 inline constexpr int kOk = 0;
 inline constexpr int kFailure = 1;
 inline constexpr int kUsage = 2;
@@ -41,7 +47,32 @@ Command add_cache(CLI::App& parent, const Globals& globals);
 Command add_run(CLI::App& parent, const Globals& globals);
 Command add_precompile(CLI::App& parent, const Globals& globals);
 Command add_autotune(CLI::App& parent, const Globals& globals);
+Command add_select(CLI::App& parent, const Globals& globals);
 Command add_compile_worker(CLI::App& parent, const Globals& globals);  // hidden: the compile pool's worker
+
+// What a subcommand reports on stdout: text lines, or with --json one JSON document printed by finish() (with
+// "ok": exit code 0 when it is an object). Errors go to stderr either way.
+class Output {
+ public:
+  explicit Output(bool json) : json_(json) {}
+  bool json() const { return json_; }
+  template <class... A>
+  void text(fmt::format_string<A...> format, A&&... args) {
+    if (!json_) fmt::print(format, std::forward<A>(args)...);
+  }
+  nlohmann::ordered_json& data() { return data_; }
+  int finish(int rc);
+
+ private:
+  bool json_;
+  nlohmann::ordered_json data_ = nlohmann::ordered_json::object();
+};
+// Adds --json to a subcommand.
+void add_json_flag(CLI::App& app, bool& json);
+
+// Option checks whose messages name the option and the value: "--jobs: 0 is not a positive integer".
+CLI::Validator positive();
+CLI::Validator non_negative();
 
 // The global options as RuntimeOptions (--cache-dir; --verbose: debug logging).
 RuntimeOptions runtime_options(const Globals& globals);
@@ -51,6 +82,10 @@ Result<cache::DiskCache> open_cache(const Globals& globals);
 
 // Prints an error (Error::to_string()) on stderr; returns kFailure.
 int report(const Error& error);
+// The same for an error in what the user gave (a config, a sweep, a problem): returns kUsage.
+int report_input(const Error& error);
+// The exit code of an error: kUsage for invalid input (invalid_argument, invalid_config, unsupported), else kFailure.
+int exit_code_of(const Error& error);
 // Prints a usage problem found after parsing (with a pointer to --help) on stderr; returns kUsage.
 int report_usage(const std::string& message);
 

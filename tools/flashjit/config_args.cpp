@@ -77,7 +77,7 @@ ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_
     }
     ok &= add_config(parse_config_json(*text), f, result.configs);
   }
-  if (!ok) result.exit_code = kFailure;
+  if (!ok) result.exit_code = kUsage;
   return result;
 }
 

@@ -20,9 +20,9 @@ struct ConfigArgs {
   int exit_code = 0;  // non-zero: the problem was printed, exit with this code
 };
 
-// Parses and validates the CONFIG tokens. A token neither key=value nor *.json, or more than `max_configs`
-// configs, is a usage error (2); an unreadable file, a bad field or a config failing validate() is a
-// failure (1), printed with every issue naming its field.
+// Parses and validates the CONFIG tokens. Every problem is invalid input (exit code 2): a token neither
+// key=value nor *.json, more than `max_configs` configs, an unreadable file, JSON that does not parse (with
+// its line and column), a bad field or value, a config failing validate() (each issue naming its field).
 ConfigArgs load_configs(const std::vector<std::string>& tokens, std::size_t max_configs);
 
 }  // namespace flashjit::cli

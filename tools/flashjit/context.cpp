@@ -30,6 +30,56 @@ int report(const Error& error) {
   return kFailure;
 }
 
+int report_input(const Error& error) {
+  report(error);
+  return kUsage;
+}
+
+int exit_code_of(const Error& error) {
+  switch (error.code) {
+    case ErrorCode::invalid_argument:
+    case ErrorCode::invalid_config:
+    case ErrorCode::unsupported:
+      return kUsage;
+    default:
+      return kFailure;
+  }
+}
+
+int Output::finish(int rc) {
+  if (json_) {
+    if (data_.is_object()) data_["ok"] = rc == kOk;
+    fmt::print("{}\n", data_.dump(2));
+  }
+  std::fflush(stdout);
+  return rc;
+}
+
+void add_json_flag(CLI::App& app, bool& json) {
+  app.add_flag("--json", json, "Print one JSON document on stdout instead of text (errors stay on stderr)");
+}
+
+namespace {
+CLI::Validator integer_at_least(long long least, const char* what) {
+  return CLI::Validator(
+      [least, what](std::string& value) -> std::string {
+        long long v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() || v < least) return fmt::format("'{}' is not {}", value, what);
+        return {};
+      },
+      what);
+}
+}  // namespace
+
+CLI::Validator positive() { return integer_at_least(1, "a positive integer"); }
+CLI::Validator non_negative() { return integer_at_least(0, "a non-negative integer"); }
+
 int report_usage(const std::string& message) {
   std::fflush(stdout);
   std::fputs(fmt::format("flashjit: {}\nRun with --help for more information.\n", message).c_str(), stderr);

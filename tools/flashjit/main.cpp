@@ -1,5 +1,5 @@
 // flashjit: inspect, compile and run the JIT-generated attention kernels. Each subcommand lives in its own
-// file; this one wires up the parser. Exit codes: 0 ok, 1 failure, 2 bad usage.
+// file; this one wires up the parser. Exit codes (cli.hpp): 0 ok, 1 failure, 2 invalid input.
 #include <cstdio>
 #include <vector>
 
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_info(app, globals), add_emit(app, globals), add_compile(app, globals),
                                          add_cache(app, globals), add_run(app, globals),
                                          add_precompile(app, globals), add_autotune(app, globals),
-                                         add_compile_worker(app, globals)};
+                                         add_select(app, globals), add_compile_worker(app, globals)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

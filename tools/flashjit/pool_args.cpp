@@ -1,5 +1,7 @@
 #include "pool_args.hpp"
 
+#include "cli.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,10 +11,19 @@ namespace flashjit::cli {
 
 void add_pool_options(CLI::App& app, PoolArgs& args) {
   app.add_option("-j,--jobs", args.jobs, "Compile workers alive at once (default: the number of cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   app.add_option("--timeout", args.timeout_s, "Seconds a kernel may compile before its worker is killed")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            try {
+              std::size_t used = 0;
+              if (std::stod(value, &used) > 0 && used == value.size()) return {};
+            } catch (const std::exception&) {
+            }
+            return fmt::format("'{}' is not a positive number of seconds", value);
+          },
+          "SECONDS"));
 }
 
 Result<tune::PoolOptions> pool_options(const PoolArgs& args, const std::filesystem::path& cache_dir) {

@@ -1,4 +1,4 @@
-// `flashjit precompile --sweep FILE [--arch A ...] [--sms N] [-j N] [--all-candidates] [--timeout S]`: compile
+// `flashjit precompile --sweep FILE [--arch A ...] [--sms N] [-j N] [--all-candidates] [--timeout S] [--json]`: compile
 // every kernel a sweep needs into the disk cache (prefill kernels, and for decode problems the split, combine
 // and merge kernels), without a GPU, each in a worker process of its own; then FLASHJIT_JIT=0 runs the
 // sweep's problems from the cache alone.
@@ -24,6 +24,7 @@ struct PrecompileArgs {
   std::vector<std::string> archs{"sm_90a"};
   int sms = tune::kDefaultPrecompileSms;
   bool all_candidates = false;
+  bool json = false;
   PoolArgs pool;
 };
 
@@ -32,8 +33,22 @@ struct Totals {
   double nvrtc_ms = 0;
 };
 
-void print_summary(const tune::Sweep& sweep, const PrecompileArgs& args, const tune::PrecompilePlan& plan,
+void print_summary(Output& out, const tune::Sweep& sweep, const PrecompileArgs& args, const tune::PrecompilePlan& plan,
                    const Totals& t, double seconds, const std::filesystem::path& cache) {
+  out.data().update({{"sweep", sweep.name},
+                     {"problems", {{"prefill", sweep.problems.size()}, {"decode", sweep.decode.size()}}},
+                     {"archs", args.archs},
+                     {"sms", args.sms},
+                     {"kernels", {{"total", plan.kernels().size()}, {"prefill", plan.configs.size()},
+                                  {"decode", plan.decode.size()}, {"combine", plan.combine.size()},
+                                  {"merge", plan.merge.size()}}},
+                     {"compiled", t.compiled},
+                     {"cached", t.cached},
+                     {"failed", t.failed},
+                     {"nvrtc_s", t.nvrtc_ms / 1000},
+                     {"seconds", seconds},
+                     {"cache", cache.string()}});
+  if (out.json()) return;
   const std::size_t problems = sweep.problems.size() + sweep.decode.size();
   std::string kinds, decode_kernels;
   if (!sweep.decode.empty()) {
@@ -47,7 +62,7 @@ void print_summary(const tune::Sweep& sweep, const PrecompileArgs& args, const t
   fmt::print("  compiled  {:>6}{}\n", t.compiled,
              t.compiled ? fmt::format("   NVRTC {:.1f} s in all", t.nvrtc_ms / 1000) : std::string());
   fmt::print("  cached    {:>6}\n", t.cached);
-  fmt::print("  failed    {:>6}\n", t.failed);
+  fmt::print("  failed    {:>6}{}\n", t.failed, t.failed ? "   (each above; -v prints their logs)" : "");
   fmt::print("  time      {:>6.1f} s\n", seconds);
   fmt::print("cache: {}\n", cache.string());
 }
@@ -61,7 +76,7 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   auto sweep = tune::load_sweep(args.sweep);
-  if (!sweep.ok()) return report(sweep.error());
+  if (!sweep.ok()) return report_input(sweep.error());
   auto runtime = make_runtime(globals);
   if (!runtime.ok()) return report(runtime.error());
   const std::filesystem::path cache = (*runtime)->cache_dir();
@@ -86,6 +101,9 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
   const auto outcomes = tune::CompilePool(*options).run(split->missing, std::ref(progress));
   progress.finish();
 
+  // Each failure had its line in the progress output; the full error (context, NVRTC log) with --verbose.
+  Output out(args.json);
+  auto failures = nlohmann::ordered_json::array();
   Totals totals;
   totals.cached = static_cast<int>(split->cached.size());
   for (const auto& o : outcomes) {
@@ -93,7 +111,8 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
       ++totals.failed;
       Error e = o.info.error();
       if (e.details.empty()) e.details = o.worker_log;
-      report(e);
+      if (globals.verbose) report(e);
+      failures.push_back({{"name", o.name}, {"error", e.message}, {"details", e.to_string()}});
     } else if (o.info->cache_hit) {
       ++totals.cached;  // compiled meanwhile by another process
     } else {
@@ -102,8 +121,9 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_summary(*sweep, args, plan, totals, seconds, cache);
-  return totals.failed == 0 ? kOk : kFailure;
+  print_summary(out, *sweep, args, plan, totals, seconds, cache);
+  out.data()["failures"] = std::move(failures);
+  return out.finish(totals.failed == 0 ? kOk : kFailure);
 }
 
 }  // namespace
@@ -122,6 +142,7 @@ Command add_precompile(CLI::App& parent, const Globals& globals) {
   app->add_flag("--all-candidates", args->all_candidates,
                 "Compile the whole candidate space (after validate()), not only the dispatcher's picks");
   add_pool_options(*app, args->pool);
+  add_json_flag(*app, args->json);
   return {app, [&globals, args] { return run_precompile(globals, *args); }};
 }
 

@@ -1,4 +1,4 @@
-// `flashjit run [CONFIG] [problem options]`: run one attention problem, checked against the reference
+// `flashjit run [CONFIG] [problem options] [--json]`: run one attention problem, checked against the reference
 // kernel and timed. Without a GPU it compiles the kernel that would run on sm_90a and says so.
 #include <fmt/format.h>
 
@@ -6,6 +6,7 @@
 #include "config_args.hpp"
 #include "cuda/driver.hpp"
 #include "dispatch/heuristics.hpp"
+#include "problem_args.hpp"
 #include "run.hpp"
 
 namespace flashjit::cli {
@@ -13,35 +14,33 @@ namespace {
 
 struct RunArgs {
   std::vector<std::string> tokens;
-  AttentionProblem problem;  // filled by the options
-  std::string dtype = "bf16";
-  std::string mask = "none";
+  ProblemArgs problem;
   int iters = 50;
   bool no_check = false;
-  CLI::Option* dtype_opt = nullptr;
-  CLI::Option* mask_opt = nullptr;
-  CLI::Option* head_dim_opt = nullptr;
+  bool json = false;
 };
 
-void print_problem(const AttentionProblem& p) {
+void print_problem(Output& out, const AttentionProblem& p) {
+  out.data()["problem"] = problem_json(p);
   std::string mask = to_string(p.mask);
   if (p.mask == MaskKind::sliding_window) mask += fmt::format(" (left {}, right {})", p.window_left, p.window_right);
   if (p.mask == MaskKind::chunked || p.mask == MaskKind::chunked_causal) mask += fmt::format(" (chunk {})", p.chunk_size);
-  fmt::print("problem:  batch {}, seqlen_q {}, seqlen_k {}, heads_q {}, heads_kv {}, head_dim {}, {}, mask {}\n",
+  out.text("problem:  batch {}, seqlen_q {}, seqlen_k {}, heads_q {}, heads_kv {}, head_dim {}, {}, mask {}\n",
              p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim, to_string(p.dtype), mask);
 }
 
 // No GPU: compile what would run on an sm_90a device (or the explicit config) and report it.
 int compile_only(Runtime& runtime, const RunPlan& plan, const std::string& reason) {
+  Output& out = *plan.out;
   const Arch target{90, true};
   KernelConfig config;
   std::string how = "explicit config";
   if (plan.config) {
     config = *plan.config;
-    if (auto st = dispatch::supports(config, plan.problem, config.arch); !st.ok()) return report(st.error());
+    if (auto st = dispatch::supports(config, plan.problem, config.arch); !st.ok()) return report_input(st.error());
   } else {
     auto chosen = dispatch::choose(plan.problem, target);
-    if (!chosen.ok()) return report(chosen.error());
+    if (!chosen.ok()) return report_input(chosen.error());
     config = *chosen;
     how = fmt::format("dispatcher's choice for {}", target.to_string());
     if (config.algorithm == Algorithm::naive)
@@ -49,19 +48,21 @@ int compile_only(Runtime& runtime, const RunPlan& plan, const std::string& reaso
   }
   auto info = runtime.compile(config);
   if (!info.ok()) return report(info.error());
-  print_kernel(*info, how);
-  fmt::print("cache:    {}\n", runtime.cache_dir().string());
-  fmt::print("no GPU found: {}; compiled only\n", reason);
-  return kOk;
+  print_kernel(out, *info, how);
+  out.text("cache:    {}\n", runtime.cache_dir().string());
+  out.text("no GPU found: {}; compiled only\n", reason);
+  out.data()["ran"] = false;
+  out.data()["no_gpu"] = reason;
+  return out.finish(kOk);
 }
 
 int run_run(const Globals& globals, RunArgs& args) {
   auto configs = load_configs(args.tokens, 1);
   if (configs.exit_code != kOk) return configs.exit_code;
+  Output out(args.json);
   RunPlan plan;
-  plan.problem = args.problem;
-  plan.problem.dtype = *parse_dtype(args.dtype);
-  plan.problem.mask = *parse_mask(args.mask);
+  plan.out = &out;
+  plan.problem = problem_of(args.problem);
   if (!configs.configs.empty()) {
     // The explicit config's dtype, head dim and mask describe the problem unless given as options.
     const KernelConfig* prefill = configs.configs.front().config.get_if<KernelConfig>();
@@ -72,19 +73,17 @@ int run_run(const Globals& globals, RunArgs& args) {
                                       to_string(configs.configs.front().config.kind())));
     const KernelConfig& c = *prefill;
     plan.config = c;
-    if (args.dtype_opt->count() == 0) plan.problem.dtype = c.dtype;
-    if (args.mask_opt->count() == 0) plan.problem.mask = c.mask;
-    if (args.head_dim_opt->count() == 0) plan.problem.head_dim = c.head_dim;
+    if (args.problem.dtype_opt->count() == 0) plan.problem.dtype = c.dtype;
+    if (args.problem.mask_opt->count() == 0) plan.problem.mask = c.mask;
+    if (args.problem.head_dim_opt->count() == 0) plan.problem.head_dim = c.head_dim;
   }
-  if (plan.problem.heads_q % plan.problem.heads_kv != 0)
-    return report_usage(fmt::format("--heads-q ({}) must be a multiple of --heads-kv ({})", plan.problem.heads_q,
-                                    plan.problem.heads_kv));
+  if (int rc = check_problem(plan.problem); rc != kOk) return rc;
   plan.iters = args.iters;
   plan.check = !args.no_check;
 
   auto runtime = make_runtime(globals);
   if (!runtime.ok()) return report(runtime.error());
-  print_problem(plan.problem);
+  print_problem(out, plan.problem);
   auto devices = cuda::device_count();
   if (!devices.ok()) return compile_only(**runtime, plan, devices.error().message);
   if (*devices == 0) return compile_only(**runtime, plan, "the CUDA driver reports no devices");
@@ -93,9 +92,13 @@ int run_run(const Globals& globals, RunArgs& args) {
 
 }  // namespace
 
-void print_kernel(const KernelInfo& info, const std::string& how) {
-  fmt::print("kernel:   {} ({})\n", info.name, how);
-  fmt::print("compile:  {} registers, {}/{} spill bytes (stores/loads), {} B dynamic shared memory, {:.1f} ms ({})\n",
+void print_kernel(Output& out, const KernelInfo& info, const std::string& how) {
+  out.data()["kernel"] = {{"name", info.name}, {"how", how}, {"key", info.key}, {"registers", info.ptxas.registers},
+                          {"spill_stores", info.ptxas.spill_stores}, {"spill_loads", info.ptxas.spill_loads},
+                          {"dynamic_smem", info.dynamic_smem}, {"compile_ms", info.compile_ms},
+                          {"cache_hit", info.cache_hit}};
+  out.text("kernel:   {} ({})\n", info.name, how);
+  out.text("compile:  {} registers, {}/{} spill bytes (stores/loads), {} B dynamic shared memory, {:.1f} ms ({})\n",
              info.ptxas.registers, info.ptxas.spill_stores, info.ptxas.spill_loads, info.dynamic_smem,
              info.compile_ms, info.cache_hit ? "cache hit" : "cache miss, compiled now");
 }
@@ -105,28 +108,13 @@ Command add_run(CLI::App& parent, const Globals& globals) {
       "run", "Run one attention problem on GPU 0: check against the reference kernel, then time it "
              "(without a GPU: compile only)");
   auto args = std::make_shared<RunArgs>();
-  AttentionProblem& p = args->problem;
+  AttentionProblem& p = args->problem.problem;
   p.batch = 1, p.seqlen_q = 4096, p.seqlen_k = 4096, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128;
   app->add_option("config", args->tokens, "Explicit config (key=value pairs or a .json file); default: the dispatcher's");
-  app->add_option("--batch", p.batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--seqlen-q", p.seqlen_q, "Query length")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--seqlen-k", p.seqlen_k, "Key/value length")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--heads-q", p.heads_q, "Query heads")->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--heads-kv", p.heads_kv, "Key/value heads (GQA)")->capture_default_str()->check(CLI::PositiveNumber);
-  args->head_dim_opt =
-      app->add_option("--head-dim", p.head_dim, "Head dimension")->capture_default_str()->check(CLI::PositiveNumber);
-  args->dtype_opt = app->add_option("--dtype", args->dtype, "Element type")
-                        ->capture_default_str()->check(CLI::IsMember({"bf16", "fp16"}));
-  args->mask_opt = app->add_option("--mask", args->mask, "Mask")->capture_default_str()->check(
-      CLI::IsMember({"none", "causal", "sliding_window", "chunked", "chunked_causal"}));
-  app->add_option("--window-left", p.window_left, "sliding_window: keys to the left (-1: unbounded)")
-      ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
-  app->add_option("--window-right", p.window_right, "sliding_window: keys to the right (-1: unbounded)")
-      ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
-  app->add_option("--chunk-size", p.chunk_size, "chunked masks: chunk length")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--iters", args->iters, "Timed launches")->capture_default_str()->check(CLI::PositiveNumber);
+  add_problem_options(*app, args->problem);
+  app->add_option("--iters", args->iters, "Timed launches")->capture_default_str()->check(positive());
   app->add_flag("--no-check", args->no_check, "Skip the comparison against the reference kernel");
+  add_json_flag(*app, args->json);
   return {app, [&globals, args] { return run_run(globals, *args); }};
 }
 

@@ -51,27 +51,29 @@ double median(std::vector<float> v) {
 }
 
 // One run of the kernel under test and one of the reference; compares O (and reports the LSE difference).
-int check_against_reference(Runtime& runtime, const AttentionProblem& problem, const Arch& arch, Tensors& t,
-                            std::size_t o_count, std::size_t lse_count) {
+int check_against_reference(Output& out, Runtime& runtime, const AttentionProblem& problem, const Arch& arch,
+                            Tensors& t, std::size_t o_count, std::size_t lse_count) {
   AttentionProblem ref = problem;
   ref.o = t.o_ref.get();
   ref.lse = static_cast<float*>(t.lse_ref.get());
   const KernelConfig ref_config = dispatch::naive_config(problem.dtype, problem.head_dim, problem.mask, arch);
   if (auto st = t.o_ref.fill_bytes(0xFF); !st.ok()) return report(st.error());
   if (auto st = runtime.forward(ref, ref_config); !st.ok()) return report(st.error());
-  std::vector<std::uint16_t> out, expected;
+  std::vector<std::uint16_t> got, expected;
   std::vector<float> lse, lse_ref;
   try {
-    out.resize(o_count), expected.resize(o_count), lse.resize(lse_count), lse_ref.resize(lse_count);
+    got.resize(o_count), expected.resize(o_count), lse.resize(lse_count), lse_ref.resize(lse_count);
   } catch (const std::bad_alloc&) {
     return report(out_of_host_memory("the outputs", 2 * (o_count * 2 + lse_count * 4)));
   }
-  for (auto st : {t.o.download(out.data(), o_count * 2), t.o_ref.download(expected.data(), o_count * 2),
+  for (auto st : {t.o.download(got.data(), o_count * 2), t.o_ref.download(expected.data(), o_count * 2),
                   t.lse.download(lse.data(), lse_count * 4), t.lse_ref.download(lse_ref.data(), lse_count * 4)})
     if (!st.ok()) return report(st.error());
-  const Comparison c = compare(out, expected, problem.dtype);
+  const Comparison c = compare(got, expected, problem.dtype);
   const double limit = problem.dtype == DType::bf16 ? 2e-2 : 4e-3;
-  fmt::print("check:    relative L2 error {:.3e} (limit {:.0e}) vs {}, LSE max abs diff {:.3e}\n", c.rel_l2, limit,
+  out.data()["check"] = {{"rel_l2", c.rel_l2}, {"limit", limit}, {"reference", readable_name(ref_config)},
+                         {"lse_max_abs_diff", max_abs_diff(lse, lse_ref)}, {"non_finite", c.non_finite}};
+  out.text("check:    relative L2 error {:.3e} (limit {:.0e}) vs {}, LSE max abs diff {:.3e}\n", c.rel_l2, limit,
              readable_name(ref_config), max_abs_diff(lse, lse_ref));
   std::string failure;
   if (c.non_finite > 0)
@@ -87,8 +89,8 @@ int check_against_reference(Runtime& runtime, const AttentionProblem& problem, c
   return kOk;
 }
 
-int time_kernel(Runtime& runtime, const AttentionProblem& problem, const std::optional<KernelConfig>& config,
-                int iters) {
+int time_kernel(Output& out, Runtime& runtime, const AttentionProblem& problem,
+                const std::optional<KernelConfig>& config, int iters) {
   auto launch = [&] { return config ? runtime.forward(problem, *config) : runtime.forward(problem); };
   for (int i = 0; i < kWarmup; ++i)
     if (auto st = launch(); !st.ok()) return report(st.error());
@@ -106,7 +108,9 @@ int time_kernel(Runtime& runtime, const AttentionProblem& problem, const std::op
   }
   const double med = median(ms);
   const double tflops = attention_flops(problem) / (med * 1e-3) / 1e12;
-  fmt::print("time:     median {:.4f} ms (min {:.4f}, max {:.4f}) over {} launches, {:.1f} TFLOP/s\n", med,
+  out.data()["time"] = {{"median_ms", med}, {"min_ms", *std::min_element(ms.begin(), ms.end())},
+                        {"max_ms", *std::max_element(ms.begin(), ms.end())}, {"launches", iters}, {"tflops", tflops}};
+  out.text("time:     median {:.4f} ms (min {:.4f}, max {:.4f}) over {} launches, {:.1f} TFLOP/s\n", med,
              *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), iters, tflops);
   return kOk;
 }
@@ -114,9 +118,11 @@ int time_kernel(Runtime& runtime, const AttentionProblem& problem, const std::op
 }  // namespace
 
 int run_on_device(Runtime& runtime, const RunPlan& plan) {
+  Output& out = *plan.out;
   auto device = cuda::device_info(0);
   if (!device.ok()) return report(device.error());
-  fmt::print("device:   {} ({}, {} SMs, {})\n", device->name, device->arch.to_string(), device->sms,
+  out.data()["device"] = {{"name", device->name}, {"arch", device->arch.to_string()}, {"sms", device->sms}};
+  out.text("device:   {} ({}, {} SMs, {})\n", device->name, device->arch.to_string(), device->sms,
              human_bytes(device->total_memory));
   auto scope = cuda::ContextScope::enter(0);
   if (!scope.ok()) return report(scope.error());
@@ -159,22 +165,25 @@ int run_on_device(Runtime& runtime, const RunPlan& plan) {
 
   std::optional<KernelConfig> config = plan.config;
   auto selected = config ? Result<KernelConfig>(*config) : runtime.select(p);
-  if (!selected.ok()) return report(selected.error());
+  if (!selected.ok()) return exit_code_of(selected.error()) == kUsage ? report_input(selected.error()) : report(selected.error());
   auto info = runtime.compile(*selected);
   if (!info.ok()) return report(info.error());
   std::string how = config ? "explicit config" : "dispatcher's choice for " + device->arch.to_string();
   if (!config && selected->algorithm == Algorithm::naive)
     how += ": the reference kernel (fp32, slow): " + dispatch::reference_fallback_reason(p, device->arch);
-  print_kernel(*info, how);
+  print_kernel(out, *info, how);
 
   if (auto st = t.o.fill_bytes(0xFF); !st.ok()) return report(st.error());  // unwritten outputs read as NaN
   if (auto st = config ? runtime.forward(p, *config) : runtime.forward(p); !st.ok()) return report(st.error());
+  out.data()["ran"] = true;
   if (plan.check) {
-    if (int rc = check_against_reference(runtime, p, device->arch, t, *q_count, *lse_count); rc != kOk) return rc;
+    if (int rc = check_against_reference(out, runtime, p, device->arch, t, *q_count, *lse_count); rc != kOk)
+      return out.finish(rc);
   } else {
-    fmt::print("check:    skipped (--no-check)\n");
+    out.text("check:    skipped (--no-check)\n");
+    out.data()["check"] = nullptr;
   }
-  return time_kernel(runtime, p, config, plan.iters);
+  return out.finish(time_kernel(out, runtime, p, config, plan.iters));
 }
 
 }  // namespace flashjit::cli
