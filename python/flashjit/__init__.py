@@ -31,9 +31,10 @@ from ._errors import FlashjitError
 from ._flash_attn import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
 from ._info import cache_info, emit, version
 from ._select import select, select_decode
+from ._version import __version__
 
-__all__ = ["attention", "attention_varlen", "warmup", "precompile", "decode", "prepare_decode", "merge", "cache_info",
-           "emit", "version", "select", "select_decode", "flash_attn_func", "flash_attn_varlen_func",
+__all__ = ["__version__", "attention", "attention_varlen", "warmup", "precompile", "decode", "prepare_decode", "merge",
+           "cache_info", "emit", "version", "select", "select_decode", "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "FlashjitError"]
 
 if "torch" in _sys.modules:  # the custom ops now, so that a trace never has to define them (else on first use)

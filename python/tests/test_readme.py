@@ -20,6 +20,7 @@ import ast
 import functools
 import importlib
 import inspect
+import json
 import io
 import os
 import re
@@ -128,6 +129,7 @@ def shell_commands(block):
 SKIPPED_SCRIPTS = {
     "tools/run.sh": "sets up (apt-get), builds and compiles: too slow for a unit test",
     "tools/test.sh": "builds and runs CTest, which runs this test: recursive",
+    "tools/wheel_check.sh": "builds the wheel and a venv: too slow for a unit test (.ci/run runs it)",
 }
 
 # Values of the synopses' placeholders, by (the option before it, placeholder). A list gives one value per
@@ -293,7 +295,10 @@ def output(result):
 def expect_exit(result, program):
     """No GPU is visible to the commands: `run` compiles only and says so, `autotune` refuses; others exit 0."""
     sub = subcommand(program)
-    if sub == "run":
+    if sub == "run" and "--json" in program:
+        assert result.returncode == 0 and json_document(result).get("ran") is False, \
+            "flashjit run --json without a GPU must compile, say \"ran\": false, and exit 0:\n" + output(result)
+    elif sub == "run":
         assert result.returncode == 0 and re.search(r"^no GPU found: .*; compiled only$", result.stdout, re.M), \
             "flashjit run without a GPU must compile, say `no GPU found`, and exit 0:\n" + output(result)
     elif sub == "autotune":
@@ -301,6 +306,19 @@ def expect_exit(result, program):
             "flashjit autotune without a GPU must fail (exit 1) only for want of a GPU:\n" + output(result)
     else:
         assert result.returncode == 0, output(result)
+
+
+def json_document(result):
+    """stdout of a --json command: one JSON document (an object carries "ok")."""
+    try:
+        return json.loads(result.stdout)
+    except ValueError as e:
+        raise AssertionError(f"stdout is not one JSON document ({e}):\n" + output(result))
+
+
+def json_ok(result, workdir):
+    document = json_document(result)
+    assert not isinstance(document, dict) or document.get("ok") is True, output(result)
 
 
 def matches(pattern, stream="stdout", exit_code=None):
@@ -347,6 +365,10 @@ def copy_table_into_cache(workdir, env):
 def extra_checks(program, env_words):
     """Assertions beyond the exit code, for what a line's comment promises."""
     sub, args = subcommand(program), program[2:]
+    if "--json" in args and sub in ("info", "cache", "precompile", "select"):
+        return json_ok
+    if sub == "select":
+        return matches(r"^(kernel|split kernel):\s+\w+_")
     if sub == "emit":
         return matches(r"\.entry\s" if "--ptx" in args else r'extern "C"')
     if sub == "compile" and "--json" in args:
