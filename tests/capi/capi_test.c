@@ -226,7 +226,7 @@ static void test_compile(const char* root) {
   expect(flashjit_cache_info(rt, info, sizeof info) > 0 && contains(info, "\"entries\":1") &&
              contains(info, "\"writable\":true"),
          "cache_info counts the entry");
-  expect(flashjit_compile(rt, "{\"algorithm\":\"fa3\",\"head_dim\":96}", info, sizeof info) ==
+  expect(flashjit_compile(rt, "{\"algorithm\":\"fa3\",\"head_dim\":100}", info, sizeof info) ==
              -FLASHJIT_ERROR_INVALID_CONFIG,
          "compile of an fa3 head dim it lacks is an invalid config");
   expect(flashjit_compile(rt, "{\"algorithm\":\"auto\",\"head_dim\":64,\"arch\":\"sm_80\"}", info, sizeof info) > 0 &&
