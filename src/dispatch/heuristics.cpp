@@ -66,10 +66,9 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
     // Three consumer warpgroups (192 rows, 160 registers each): O is at most 48 registers, and a third
     // warpgroup keeps the tensor cores busy while two run softmax. d64 (S 8192): 477 / 433 vs 446 / 382 with
     // two. d72-d96 (S 16384, 2026-12-01, persistent): 466 / 440 (d72), 540 / 496 (d80), 580 / 543 (d96) against
-    // 426 / 401, 488 / 453, 550 / 504 for two warpgroups with 128-key tiles. On the grid: the persistent loop
-    // spills 44-56 bytes of the 160-register consumers from d72 (ptxas), and at d64 it gave nothing (515 / 479
-    // against 515 / 470).
+    // 426 / 401, 488 / 453, 550 / 504 for two warpgroups with 128-key tiles.
     c.block_m = 192, c.consumer_warpgroups = 3, c.block_n = 96;
+    c.scheduler = Scheduler::persistent;
     return c;
   }
   // Two consumer warpgroups with 240 registers: O (dv / 2) + S (block_n / 2) + P (block_n / 4). d128: 672 /
@@ -82,12 +81,14 @@ KernelConfig fa3_heuristic(DType dtype, int head_dim, MaskKind mask, const Arch&
     c.block_n = bn;
     if (validate(c).empty()) break;
   }
-  // Persistent CTAs, whose producer streams the next work tile's first K/V stages while the consumers run
-  // the epilogue of the current one (llama3 shape, same run, grid -> persistent): S 1024 480 -> 488 / 260 ->
+  // Persistent CTAs everywhere (with three warpgroups too, above): the producer streams the next work tile's
+  // first K/V stages while the consumers run the epilogue of the current one, and causal work is dealt in
+  // balanced rounds, heaviest first. llama3 shape, same run, grid -> persistent: S 1024 480 -> 488 / 260 ->
   // 305 (non-causal / causal), S 2048 588 -> 596 / 411 -> 449, S 4096 630 -> 664 / 537 -> 553, S 8192 within
-  // noise (602-680 both). Up to d128, where two Q buffers fit: with one (d136 and up) the persistent kernel
-  // spills 40-88 bytes (ptxas), though d160 ran 1.06x causal and d192 (96-key tiles) 1.02x that way.
-  if (widest <= 128) c.scheduler = Scheduler::persistent;
+  // noise (602-680 both); d160 S 16384 666 / 580 -> 665 / 615. (The epilogue's addresses are computed per work
+  // tile, templates/fa3/epilogue.cuh: hoisted out of the loop they spilled 40-88 bytes from d136 and with three
+  // warpgroups.) Not for V rows of 248 (31 16-byte chunks, the generic epilogue copy): 16 bytes spill there.
+  c.scheduler = dv > 240 && dv % 16 != 0 ? Scheduler::grid : Scheduler::persistent;
   return c;
 }
 

@@ -21,7 +21,9 @@ struct Epilogue {
                              int head, int batch, const Seq& seq) {
     float inv_sum[2], lse[2];
     c.softmax.finalize(p.softmax_scale, inv_sum, lse);
-    const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    // Per-thread addresses from a fresh thread index: hoisted out of the persistent loop they took registers
+    // the main loop needs (ptxas spilled them, d72-d96 and d136-d192).
+    const int tid = ptx::thread_index_here() % 128, warp = tid / 32, lane = tid % 32;
     const int barrier = 1 + c.wg;
     ptx::named_barrier_sync(barrier, 128);  // every warp of the group is done reading its Q rows
     // With head_dim_v != head_dim the O tile's rows of this warpgroup may cover Q rows of another, which may

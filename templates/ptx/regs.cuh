@@ -22,4 +22,13 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// threadIdx.x read where it is called: a volatile read the compiler neither merges with others nor hoists out
+// of a loop, so values derived from it (an epilogue's per-thread addresses) are computed there rather than
+// kept live, or spilled, across a persistent kernel's work tiles.
+__device__ __forceinline__ int thread_index_here() {
+  int tid;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+  return tid;
+}
+
 }  // namespace flashjit::ptx
