@@ -47,15 +47,18 @@ std::optional<Entry> DiskCache::load(const std::string& key) {
     return std::nullopt;
   }
   const fs::path path = entry_path(dir_ / kVersionDir, key);
+  if (Status shard = check_private_shard(path.parent_path()); !shard) {
+    logger_.warn("kernel cache entry {} is not read: {}", key, shard.error().message);
+    return std::nullopt;
+  }
   struct stat st {};
   auto entry = load_entry(path, key, st);
   if (!entry) {
     const Error& e = entry.error();
     if (e.code == ErrorCode::not_found) return std::nullopt;
-    bool remove = e.code == ErrorCode::cache && writable_;
+    const bool removed = e.code == ErrorCode::cache && writable_ && remove_if_same(path, st);
     logger_.warn("kernel cache entry {} at {} is unusable: {}{}", key, path.string(), e.message,
-                 remove ? "; removed it" : "");
-    if (remove) remove_if_same(path, st);
+                 removed ? "; removed it" : (writable_ && e.code == ErrorCode::cache ? "; could not remove it" : ""));
     return std::nullopt;
   }
   if (writable_) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last used = now; failure is harmless
@@ -109,8 +112,9 @@ VerifyReport DiskCache::verify() {
     if (entry) {
       ++report.ok;
     } else if (entry.error().code != ErrorCode::not_found) {
-      report.corrupt.push_back(fmt::format("{}: {}", key, entry.error().message));
-      if (writable_ && entry.error().code == ErrorCode::cache) remove_if_same(path, st);
+      const bool removed = writable_ && entry.error().code == ErrorCode::cache && remove_if_same(path, st);
+      report.corrupt.push_back(fmt::format("{}: {}{}", key, entry.error().message, removed ? "" : " (left in place)"));
+      report.removed += removed;
     }
   }
   return report;

@@ -34,6 +34,7 @@ struct EntryInfo {
 struct VerifyReport {
   int ok = 0;
   std::vector<std::string> corrupt;  // "KEY: reason"; corrupt entries are removed when the dir is writable
+  int removed = 0;                   // how many of them are gone (the others say "(left in place)")
 };
 
 // The folder and cap come from the caller (runtime::Settings: RuntimeOptions or the environment).

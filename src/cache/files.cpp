@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <system_error>
 #include <thread>
@@ -23,15 +23,21 @@ namespace {
 // Closes a file descriptor on scope exit.
 struct Fd {
   int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  Fd& operator=(Fd&&) = delete;
   ~Fd() { if (fd >= 0) ::close(fd); }
 };
 
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-// Reads a whole entry file. ErrorCode::not_found: no such file; io: could not read it (not the file's fault);
-// cache: the file is not acceptable (not a regular file, not ours, writable by others).
-Result<std::string> read_entry_file(const fs::path& path, struct stat& st) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
+// Opens an entry file for reading, refusing what is not a plain private file of ours: a symbolic link
+// (O_NOFOLLOW), a FIFO or device (O_NONBLOCK: opening a FIFO would wait for a writer; fstat then refuses it),
+// a folder, a file of another user or one that others may write. ErrorCode::not_found: no such file; io:
+// could not open it (not the file's fault); cache: the file is not acceptable.
+Result<Fd> open_entry_file(const fs::path& path, struct stat& st) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
   if (f.fd < 0) {
     int err = errno;
     if (err == ENOENT) return Error(ErrorCode::not_found, "no such entry");
@@ -39,20 +45,34 @@ Result<std::string> read_entry_file(const fs::path& path, struct stat& st) {
     return io_error("cannot open", path, err);
   }
   if (::fstat(f.fd, &st) != 0) return io_error("cannot stat", path, errno);
+  if (S_ISDIR(st.st_mode)) return Error(ErrorCode::cache, "is a folder, not a file");
   if (!S_ISREG(st.st_mode)) return Error(ErrorCode::cache, "not a regular file");
   if (st.st_uid != ::geteuid() || (st.st_mode & 022))
     return Error(ErrorCode::cache, "not owned by the current user, or writable by others");
-  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::read(f.fd, bytes.data() + got, bytes.size() - got);
+  return Fd{std::exchange(f.fd, -1)};
+}
+
+// Reads from `fd` until end of file, at most `limit` bytes, or until `done(bytes so far)`.
+Result<std::string> read_from(int fd, const fs::path& path, std::size_t limit,
+                              const std::function<bool(const std::string&)>& done) {
+  std::string bytes;
+  char buf[65536];
+  while (bytes.size() < limit) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - bytes.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return io_error("cannot read", path, errno);
     if (n == 0) break;
-    got += static_cast<std::size_t>(n);
+    bytes.append(buf, static_cast<std::size_t>(n));
+    if (done && done(bytes)) break;
   }
-  bytes.resize(got);
   return bytes;
+}
+
+// Reads a whole entry file (see open_entry_file for the errors).
+Result<std::string> read_entry_file(const fs::path& path, struct stat& st) {
+  auto f = open_entry_file(path, st);
+  if (!f) return std::move(f).error();
+  return read_from(f->fd, path, static_cast<std::size_t>(st.st_size), {});
 }
 
 Status write_all(int fd, std::string_view bytes, const fs::path& path) {
@@ -120,20 +140,54 @@ Result<Entry> load_entry(const fs::path& path, const std::string& key, struct st
 }
 
 Result<json> read_header(const fs::path& path, const std::string& key) {
-  std::ifstream in(path, std::ios::binary);
-  std::string magic, line;
-  if (!std::getline(in, magic) || !std::getline(in, line)) return Error(ErrorCode::cache, "truncated header");
-  return parse_header(magic, line, key);
+  struct stat st {};
+  auto f = open_entry_file(path, st);
+  if (!f) return std::move(f).error();
+  auto two_lines = [](const std::string& b) {
+    const auto first = b.find('\n');
+    return first != std::string::npos && b.find('\n', first + 1) != std::string::npos;
+  };
+  auto bytes = read_from(f->fd, path, static_cast<std::size_t>(st.st_size), two_lines);
+  if (!bytes) return std::move(bytes).error();
+  const auto first = bytes->find('\n');
+  const auto second = first == std::string::npos ? first : bytes->find('\n', first + 1);
+  if (second == std::string::npos) return Error(ErrorCode::cache, "truncated header");
+  return parse_header(bytes->substr(0, first), bytes->substr(first + 1, second - first - 1), key);
 }
 
-void remove_if_same(const fs::path& path, const struct stat& st) {
+bool remove_if_same(const fs::path& path, const struct stat& st) {
   struct stat now {};
-  if (::lstat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) ::unlink(path.c_str());
+  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) return false;
+  if (S_ISDIR(now.st_mode)) {  // a folder where an entry belongs: in our private folder, so ours to remove
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    return !ec;
+  }
+  return ::unlink(path.c_str()) == 0;
+}
+
+Status check_private_shard(const fs::path& shard) {
+  struct stat st {};
+  if (::lstat(shard.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return io_error("cannot stat cache folder", shard, errno);
+  }
+  if (S_ISLNK(st.st_mode))
+    return Error(ErrorCode::cache, fmt::format("refusing cache folder {}: a symbolic link", shard.string()));
+  if (!S_ISDIR(st.st_mode))
+    return Error(ErrorCode::cache, fmt::format("refusing cache folder {}: not a folder", shard.string()));
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022))
+    return Error(ErrorCode::cache,
+                 fmt::format("refusing cache folder {}: owned by uid {} with mode {:04o} (it must be the current "
+                             "user's and not writable by group or others)",
+                             shard.string(), st.st_uid, st.st_mode & 07777));
+  return {};
 }
 
 Status write_atomically(const fs::path& path, std::string_view bytes) {
   const fs::path shard = path.parent_path();
   FLASHJIT_TRY(ensure_private_dir(shard, false));
+  FLASHJIT_TRY(check_private_shard(shard));
   auto tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
   std::string tmp = (shard / fmt::format("{}{}-{:x}-XXXXXX", kTempPrefix, ::getpid(), tid)).string();
   Fd f{::mkostemp(tmp.data(), O_CLOEXEC)};  // mode 0600, O_EXCL, random suffix

@@ -33,10 +33,14 @@ std::string read_only_reason(const std::filesystem::path& dir);
 // ErrorCode::not_found: no such file; io: could not read it (not the file's fault); cache: the file is not
 // acceptable (not a regular file, not ours, writable by others, or not a valid entry).
 Result<Entry> load_entry(const std::filesystem::path& path, const std::string& key, struct stat& st);
-// Reads and validates only the first two lines of an entry (for list()).
+// Reads and validates only the first two lines of an entry (for list()); refuses what load_entry refuses.
 Result<nlohmann::json> read_header(const std::filesystem::path& path, const std::string& key);
-// Removes `path` unless it was replaced (by a concurrent store) since we read it as `st`.
-void remove_if_same(const std::filesystem::path& path, const struct stat& st);
+// Removes `path` (a file, or a folder with what it holds) unless it was replaced (by a concurrent store) since
+// we read it as `st`; whether it is gone.
+bool remove_if_same(const std::filesystem::path& path, const struct stat& st);
+// Refuses a shard folder (<dir>/v1/<key[0:2]>) that is a symbolic link, not a folder, not the current user's or
+// writable by group or others; a missing one is fine (nothing to read, store creates it 0700).
+Status check_private_shard(const std::filesystem::path& shard);
 // Writes `bytes` to a unique temporary file next to `path`, fsyncs it, renames it onto `path`, fsyncs the folder.
 Status write_atomically(const std::filesystem::path& path, std::string_view bytes);
 

@@ -54,8 +54,12 @@ int run_stat(cache::DiskCache& disk, bool json) {
 int run_verify(cache::DiskCache& disk, bool) {
   auto result = disk.verify();
   for (const auto& c : result.corrupt) fmt::print("corrupt: {}\n", c);
-  fmt::print("{} entries ok, {} corrupt{}\n", result.ok, result.corrupt.size(),
-             result.corrupt.empty() ? "" : (disk.writable() ? " (removed)" : " (read-only cache: left in place)"));
+  std::string removed;
+  if (!result.corrupt.empty())
+    removed = !disk.writable() ? " (read-only cache: left in place)"
+              : result.removed == static_cast<int>(result.corrupt.size()) ? " (removed)"
+                                                                          : fmt::format(" ({} removed)", result.removed);
+  fmt::print("{} entries ok, {} corrupt{}\n", result.ok, result.corrupt.size(), removed);
   return result.corrupt.empty() ? kOk : kFailure;
 }
 
