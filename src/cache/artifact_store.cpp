@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-#include <fstream>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+
+#include "cache/files.hpp"
 #include "codegen/embedded_templates.hpp"
 #include "codegen/generate.hpp"
 #include "common/log.hpp"
@@ -54,7 +57,16 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::get(const AnyKernelConfig
     }
   }
   if (builder) {
-    auto result = build(config, *source, key, options);
+    // Whatever happens in build() (an exception included), the promise is kept and the key leaves the table on
+    // failure, so that waiting callers get the error and a later call retries.
+    Result<std::shared_ptr<const Artifact>> result = Error(ErrorCode::internal, "not built");
+    try {
+      result = build(config, *source, key, options);
+    } catch (const std::exception& e) {
+      result = Error(ErrorCode::internal, fmt::format("building kernel {} failed: {}", source->name, e.what()));
+    } catch (...) {
+      result = Error(ErrorCode::internal, fmt::format("building kernel {} failed: unknown exception", source->name));
+    }
     promise.set_value(result);
     if (!result.ok()) {  // let a later call retry (the cache folder may have been fixed meanwhile)
       std::lock_guard lock(mutex_);
@@ -94,9 +106,9 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConf
                              info.name, key.substr(0, 16), disk_.dir().string()));
 
   logger_.info("compiling {} ...", info.name);
-  auto compiled = compile::compile(source, options, logger_);
+  auto compiled = compiler_ ? compiler_(source, options) : compile::compile(source, options, logger_);
   if (!compiled.ok()) {
-    std::string path = save_failed_source(source.name, source.text);
+    std::string path = save_failed_source(disk_, source.name, source.text);
     return std::move(compiled).error().with(fmt::format("generated source saved to {}", path));
   }
   artifact->cubin = std::move(compiled->cubin);
@@ -127,15 +139,25 @@ Result<std::shared_ptr<const Artifact>> ArtifactStore::build(const AnyKernelConf
   return std::shared_ptr<const Artifact>(artifact);
 }
 
-std::string ArtifactStore::save_failed_source(const std::string& name, const std::string& text) const {
+std::string save_failed_source(const DiskCache& disk, const std::string& name, const std::string& text) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::path dir = disk_.writable() ? disk_.dir() / "failed"
-                                               : std::filesystem::temp_directory_path(ec) / "flashjit-failed";
-  std::filesystem::create_directories(dir, ec);
-  std::filesystem::path path = dir / (name + ".cu");
-  std::ofstream f(path);
-  f << text;
-  if (!f) return fmt::format("(nowhere: writing {} failed)", path.string());
+  fs::path dir = disk.dir() / "failed";
+  if (!disk.writable()) {
+    // The temporary folder is shared: a folder of ours there (per user), else a fresh one. The file is written
+    // through a temporary name and renamed, so a link someone planted is replaced, never followed.
+    const fs::path tmp = fs::temp_directory_path(ec);
+    dir = tmp / fmt::format("flashjit-failed-{}", ::geteuid());
+    if (!ensure_private_dir(dir, false) || !check_private_shard(dir)) {
+      std::string fresh = (tmp / "flashjit-failed-XXXXXX").string();
+      if (::mkdtemp(fresh.data()) == nullptr) return fmt::format("(nowhere: cannot create a folder in {})", tmp.string());
+      dir = fresh;
+    }
+  } else if (Status st = ensure_private_dir(dir, false); !st) {
+    return fmt::format("(nowhere: {})", st.error().message);
+  }
+  const fs::path path = dir / (name + ".cu");
+  if (Status st = write_atomically(path, text); !st) return fmt::format("(nowhere: {})", st.error().message);
   return path.string();
 }
 
