@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/hash.hpp"
+#include "common/json_depth.hpp"
 
 namespace flashjit::cache {
 using nlohmann::json;
@@ -36,6 +37,7 @@ std::string encode(const Entry& e) {
 Result<json> parse_header(std::string_view magic, std::string_view line, const std::string& key) {
   auto bad = [](std::string why) { return Error(ErrorCode::cache, std::move(why)); };
   if (magic != kMagic) return bad("bad magic line (not a flashjit cache entry of this version)");
+  if (Status depth = check_json_depth(line); !depth) return bad(depth.error().message);
   json h = json::parse(line, nullptr, false);
   if (h.is_discarded() || !h.is_object()) return bad("header is not a JSON object");
   for (const char* f : {"key", "cubin_sha256", "source_sha256", "meta_sha256"})

@@ -47,7 +47,7 @@ Result<TextFields> json_text_fields(std::string_view text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e9999
     // what(): "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
     std::string why = e.what();
     if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
@@ -68,7 +68,9 @@ Result<TextFields> json_text_fields(std::string_view text) {
                                         got == JsonType::string ? "the string" : value.is_boolean() ? "the boolean" : "the integer",
                                         value.dump()));
     if (got == JsonType::string) out.emplace_back(key, value.get<std::string>());
-    else if (got == JsonType::integer) out.emplace_back(key, std::to_string(value.get<long long>()));
+    else if (got == JsonType::integer)  // as written: 2^64 - 1 must not read as -1
+      out.emplace_back(key, value.is_number_unsigned() ? std::to_string(value.get<unsigned long long>())
+                                                       : std::to_string(value.get<long long>()));
     else out.emplace_back(key, value.get<bool>() ? "true" : "false");
   }
   return out;

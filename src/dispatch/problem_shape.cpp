@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 
 namespace flashjit::dispatch {
@@ -19,8 +20,9 @@ Status read_int(const nlohmann::json& j, const char* field, int& out) {
   auto it = j.find(field);
   if (it == j.end()) return {};
   if (!it->is_number_integer()) return field_error(field, fmt::format("expected an integer, got {}", it->dump()));
-  const auto v = it->get<long long>();
-  if (v < -(1LL << 31) || v > (1LL << 31) - 1) return field_error(field, fmt::format("{} is out of range", v));
+  // An unsigned value past INT64_MAX read as long long would wrap (2^64 - 1 to -1).
+  const auto v = it->is_number_unsigned() && it->get<std::uint64_t>() > (1ULL << 31) ? (1LL << 31) : it->get<long long>();
+  if (v < -(1LL << 31) || v > (1LL << 31) - 1) return field_error(field, fmt::format("{} is out of range", it->dump()));
   out = static_cast<int>(v);
   return {};
 }

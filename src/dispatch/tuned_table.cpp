@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/json_depth.hpp"
 #include "common/log.hpp"
 #include "compile/nvrtc.hpp"
 #include "dispatch/heuristics.hpp"
@@ -31,7 +32,7 @@ Error at(const std::string& where, const std::string& why) {
 ordered_json config_json(const KernelConfig& c) { return ordered_json::parse(flashjit::to_json(c)); }
 
 Result<KernelConfig> config_at(const json& j, const std::string& where) {
-  if (!j.is_object()) return at(where, fmt::format("expected a config object, got {}", j.dump()));
+  if (!j.is_object()) return at(where, fmt::format("expected a config object, got a {}", j.type_name()));
   auto c = config_from_json(j.dump());
   if (!c.ok()) return at(where, c.error().message);
   return c;
@@ -40,7 +41,7 @@ Result<KernelConfig> config_at(const json& j, const std::string& where) {
 Result<double> number_at(const json& j, const char* field, const std::string& where) {
   auto it = j.find(field);
   if (it == j.end()) return at(where + "." + field, "missing");
-  if (!it->is_number()) return at(where + "." + field, fmt::format("expected a number, got {}", it->dump()));
+  if (!it->is_number()) return at(where + "." + field, fmt::format("expected a number, got a {}", it->type_name()));
   return it->get<double>();
 }
 
@@ -48,6 +49,29 @@ Result<std::string> string_at(const json& j, const char* field, const std::strin
   auto it = j.find(field);
   if (it == j.end() || !it->is_string()) return at(where + "." + field, "expected a string");
   return it->get<std::string>();
+}
+
+// An optional field: `fallback` when absent; an error when present and not a string.
+Result<std::string> optional_string(const json& j, const char* field, const std::string& fallback,
+                                    const std::string& where) {
+  if (!j.contains(field)) return fallback;
+  return string_at(j, field, where);
+}
+
+// An integer field (optional: `fallback` when absent) that must lie in [lo, hi]; never read modulo 2^32.
+Result<std::int64_t> int_at(const json& j, const char* field, std::optional<std::int64_t> fallback,
+                            std::int64_t lo, std::int64_t hi, const std::string& where) {
+  auto it = j.find(field);
+  const std::string name = where.empty() ? std::string(field) : where + "." + field;
+  if (it == j.end()) {
+    if (fallback) return *fallback;
+    return at(name, "missing");
+  }
+  if (!it->is_number_integer()) return at(name, fmt::format("expected an integer, got a {}", it->type_name()));
+  const bool in_range = it->is_number_unsigned() ? it->get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)
+                                                 : it->get<std::int64_t>() >= lo && it->get<std::int64_t>() <= hi;
+  if (!in_range) return at(name, fmt::format("{} is outside [{}, {}]", it->dump(), lo, hi));
+  return it->get<std::int64_t>();
 }
 
 ordered_json entry_json(const TunedEntry& e) {
@@ -99,11 +123,9 @@ Result<TunedEntry> parse_entry(const json& j, const std::string& where) {
     CandidateCounts& n = e.candidates;
     for (auto [field, dst] : {std::pair{"enumerated", &n.enumerated}, {"invalid", &n.invalid},
                               {"spilling", &n.spilling}, {"failed", &n.failed}, {"timed", &n.timed}}) {
-      auto it = c.find(field);
-      if (it == c.end()) continue;
-      if (!it->is_number_integer())
-        return at(where + ".candidates." + field, fmt::format("expected an integer, got {}", it->dump()));
-      *dst = it->get<int>();
+      auto v = int_at(c, field, 0, 0, std::numeric_limits<int>::max(), where + ".candidates");
+      if (!v.ok()) return std::move(v).error();
+      *dst = static_cast<int>(*v);
     }
   }
   return e;
@@ -111,8 +133,11 @@ Result<TunedEntry> parse_entry(const json& j, const std::string& where) {
 
 Result<TunedTable> parse(const json& j) {
   if (!j.is_object()) return at("(top level)", "a tuned table must be a JSON object");
-  if (j.value("format", "") != kFormat) return at("format", fmt::format("expected \"{}\"", kFormat));
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != kFormatVersion)
+  auto format = optional_string(j, "format", "", "");
+  if (!format.ok() || *format != kFormat) return at("format", fmt::format("expected \"{}\"", kFormat));
+  auto version = int_at(j, "version", std::nullopt, std::numeric_limits<std::int64_t>::min(),
+                        std::numeric_limits<std::int64_t>::max(), "");
+  if (!version.ok() || *version != kFormatVersion)
     return at("version", fmt::format("this flashjit reads version {} tables", kFormatVersion));
   TunedTable t;
   if (!j.contains("stamp") || !j["stamp"].is_object()) return at("stamp", "missing");
@@ -127,8 +152,12 @@ Result<TunedTable> parse(const json& j) {
   auto arch = Arch::parse(*arch_text);
   if (!arch) return at("stamp.arch", fmt::format("'{}' is not a CUDA target like sm_90a", *arch_text));
   t.stamp.arch = *arch;
-  t.stamp.driver = s.value("driver", 0);
-  t.sweep = j.value("sweep", "");
+  auto driver = int_at(s, "driver", 0, 0, std::numeric_limits<int>::max(), "stamp");
+  if (!driver.ok()) return std::move(driver).error();
+  t.stamp.driver = static_cast<int>(*driver);
+  auto sweep = optional_string(j, "sweep", "", "");
+  if (!sweep.ok()) return std::move(sweep).error();
+  t.sweep = *sweep;
   if (!j.contains("entries") || !j["entries"].is_array()) return at("entries", "expected a list");
   for (std::size_t i = 0; i < j["entries"].size(); ++i) {
     auto e = parse_entry(j["entries"][i], fmt::format("entries[{}]", i));
@@ -160,13 +189,20 @@ std::string to_json(const TunedTable& t) {
 }
 
 Result<TunedTable> parse_table(std::string_view text, const std::string& origin) {
+  if (Status depth = check_json_depth(text); !depth)
+    return Error(ErrorCode::invalid_argument, fmt::format("tuned table {}: {}", origin, depth.error().message));
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large (1e9999)
     return Error(ErrorCode::invalid_argument, fmt::format("tuned table {}: not valid JSON: {}", origin, e.what()));
   }
-  auto t = parse(j);
+  Result<TunedTable> t = Error(ErrorCode::internal, "not parsed");
+  try {  // every field is checked before it is read; this only keeps a missed one from escaping as an exception
+    t = parse(j);
+  } catch (const json::exception& e) {
+    t = Error(ErrorCode::invalid_argument, e.what());
+  }
   if (!t.ok()) {
     Error e = std::move(t).error();
     e.message = fmt::format("tuned table {}: {}", origin, e.message);

@@ -1,6 +1,7 @@
 #include "tune/candidates.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "dispatch/heuristics.hpp"
 
@@ -9,6 +10,10 @@ namespace flashjit::tune {
 using dispatch::ProblemShape;
 
 namespace {
+
+struct AnyHash {
+  std::size_t operator()(const AnyKernelConfig& c) const { return hash_of(c); }
+};
 
 std::vector<int> steps(int from, int to, int step) {
   std::vector<int> out;
@@ -60,9 +65,17 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
     algorithms.push_back(chosen.ok() ? chosen->algorithm : Algorithm::naive);
   }
   Candidates out;
+  // Distinct configs in enumeration order, found in a hash set (a list search made large spaces quadratic);
+  // enumeration stops at kMaxCandidates configs looked at.
+  std::unordered_set<AnyKernelConfig, AnyHash> seen;
+  std::size_t looked_at = 0;
   auto add = [&](const KernelConfig& c) {
-    auto& list = validate(c).empty() ? out.valid : out.invalid;
-    if (std::find(list.begin(), list.end(), c) == list.end()) list.push_back(c);
+    if (++looked_at > kMaxCandidates) {
+      out.capped = true;
+      return;
+    }
+    if (!seen.insert(AnyKernelConfig(c)).second) return;
+    (validate(c).empty() ? out.valid : out.invalid).push_back(c);
   };
   for (Algorithm a : algorithms) {
     const CandidateSpace d = defaults(a, density);

@@ -22,6 +22,7 @@ enum class Density {
 struct Candidates {
   std::vector<KernelConfig> valid;    // distinct, in enumeration order
   std::vector<KernelConfig> invalid;  // pruned by validate()
+  bool capped = false;                // more than kMaxCandidates configs (sweep.hpp): the rest were not looked at
 };
 
 // The candidates for a problem on `arch`. Algorithms: the space's, else the one the dispatcher picks for

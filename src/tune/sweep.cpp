@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/json_depth.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit::tune {
@@ -36,8 +38,9 @@ Status only_keys(const json& object, std::initializer_list<const char*> known, c
 
 Result<int> one_int(const json& v, const std::string& where) {
   if (!v.is_number_integer()) return at(where, fmt::format("expected an integer, got {}", v.dump()));
-  const long long x = v.get<long long>();
-  if (x < -(1LL << 30) || x > (1LL << 30)) return at(where, fmt::format("{} is out of range", x));
+  // An unsigned value past INT64_MAX read as long long would wrap (2^64 - 1 to -1).
+  const long long x = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ULL << 31) ? (1LL << 31) : v.get<long long>();
+  if (x < -(1LL << 30) || x > (1LL << 30)) return at(where, fmt::format("{} is out of range", v.dump()));
   return static_cast<int>(x);
 }
 
@@ -299,6 +302,15 @@ Result<CandidateSpace> parse_candidates(const json& c) {
     if (!v.ok()) return std::move(v).error();
     *dst = std::move(*v);
   }
+  // The cross product's size, the lists left out at their largest defaults (candidates.cpp).
+  auto size_or = [](std::size_t n, double fallback) { return n ? double(n) : fallback; };
+  const double configs = size_or(space.algorithms.size(), 1) * size_or(space.block_m.size(), 2) *
+                         size_or(space.block_n.size(), 13) * size_or(space.stages.size(), 2) *
+                         size_or(space.warps.size(), 3) * size_or(space.schedulers.size(), 2);
+  if (configs > double(kMaxCandidates))
+    return at("candidates", fmt::format("the space holds up to {:.3g} configs per problem, more than {}: give "
+                                        "fewer values",
+                                        configs, kMaxCandidates));
   return space;
 }
 
@@ -352,10 +364,12 @@ Result<Sweep> parse(const json& j, const std::string& stem) {
 }  // namespace
 
 Result<Sweep> parse_sweep(std::string_view text, const std::string& origin) {
+  if (Status depth = check_json_depth(text); !depth)
+    return Error(ErrorCode::invalid_argument, fmt::format("sweep {}: {}", origin, depth.error().message));
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large (1e9999)
     return Error(ErrorCode::invalid_argument, fmt::format("sweep {}: not valid JSON: {}", origin, e.what()));
   }
   auto sweep = parse(j, std::filesystem::path(origin).stem().string());

@@ -16,6 +16,10 @@
 namespace flashjit::tune {
 
 // Candidate tiles for the autotuner. An empty list means the algorithm's default (see candidates.hpp).
+// At most this many configs of a candidate space are enumerated for one problem; a sweep whose space is larger
+// is refused when it is read.
+inline constexpr std::size_t kMaxCandidates = 100000;
+
 struct CandidateSpace {
   std::vector<Algorithm> algorithms;  // empty: the dispatcher's algorithm for each problem
   std::vector<int> block_m;           // empty: derived from warps (fa3: 64 rows per warpgroup; fa2: 16 or 32 per warp)

@@ -297,3 +297,47 @@ TEST_CASE("tuned table: Runtime::select for a target consults the tables of its 
   REQUIRE_FALSE(no_sms.ok());
   CHECK(no_sms.error().message.find("target sms must be >= 1") != std::string::npos);
 }
+
+// Issue 29: fields of the wrong type threw (nlohmann type_error) out of every entry point that loads tables;
+// a version of 2^40 + 1 read as 1; deep nesting overflowed the stack in the error's dump().
+TEST_CASE("tuned table: malformed tables are errors, and loading them only warns", "[tune][table]") {
+  const std::string good = to_json(table({entry(shape(64), fa3(128))}));
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  struct Case { std::string text; const char* says; };
+  const Case cases[] = {
+      {replace("\"flashjit-tuned-table\"", "7"), "format"},
+      {replace("\"flashjit-tuned-table\"", "[\"flashjit-tuned-table\"]"), "format"},
+      {replace("\"version\": 1", "\"version\": 1099511627777"), "version"},
+      {replace("\"version\": 1", "\"version\": 18446744073709551615"), "version"},
+      {replace("\"version\": 1", "\"version\": \"1\""), "version"},
+      {replace("\"version\": 1", "\"version\": 1e9999"), "not valid JSON"},  // found by the fuzz run
+      {replace("\"driver\": 13000", "\"driver\": \"13.0\""), "stamp.driver"},
+      {replace("\"driver\": 13000", "\"driver\": 4294967297"), "stamp.driver"},
+      {replace("\"sweep\": \"llama3\"", "\"sweep\": {\"a\": 1}"), "sweep"},
+      {replace("\"enumerated\": 0", "\"enumerated\": 4294967296"), "entries[0].candidates.enumerated"},
+      {replace("\"best\": {", "\"best\": " + std::string(70000, '[') + std::string(70000, ']') + ", \"x\": {"),
+       "nested deeper than"},
+  };
+  TempDir dir;
+  for (const auto& c : cases) {
+    INFO(c.says);
+    flashjit::Result<TunedTable> t = flashjit::Error();
+    REQUIRE_NOTHROW(t = parse_table(c.text, "bad.json"));
+    REQUIRE_FALSE(t.ok());
+    CHECK(t.error().message.find(c.says) != std::string::npos);
+    std::ofstream(dir.path / "bad.json") << c.text;
+    std::vector<std::pair<flashjit::LogLevel, std::string>> lines;
+    flashjit::log::Logger logger(flashjit::LogLevel::warn,
+                                 [&](flashjit::LogLevel l, std::string_view m) { lines.emplace_back(l, std::string(m)); });
+    TunedTables loaded(logger);
+    REQUIRE_NOTHROW(loaded = TunedTables::load({dir.path}, logger));
+    CHECK(loaded.gpus(kSm90a).empty());
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].second.find("ignoring tuned table") != std::string::npos);
+  }
+}

@@ -1,6 +1,7 @@
 // Tests of candidate enumeration: each algorithm's default space, the sweep's space overriding it, pruning
 // by validate(), and the ptxas spill rule.
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <string>
 
@@ -115,4 +116,21 @@ TEST_CASE("candidates: spills and stack frames disqualify", "[tune][candidates]"
   CHECK(flashjit::tune::spills(p));
   p.spill_loads = 0, p.stack_frame = 16;
   CHECK(flashjit::tune::spills(p));
+}
+
+// Issue 29: a space given in code (not through a sweep file, which is refused beyond the cap) is enumerated up
+// to kMaxCandidates configs, deduplicated in a hash set: seconds at most, not hours.
+TEST_CASE("candidates: a huge space stops at the cap, quickly", "[tune][candidates]") {
+  CandidateSpace space;
+  space.algorithms = {Algorithm::fa2};
+  for (int i = 1; i <= 1000; ++i) space.block_n.push_back(i);
+  for (int i = 1; i <= 1000; ++i) space.stages.push_back(i % 7);  // duplicates: 7 distinct values
+  space.warps = {4, 8};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto c = enumerate(shape(128), space, kSm90a);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(c.capped);
+  CHECK(c.valid.size() + c.invalid.size() <= flashjit::tune::kMaxCandidates);
+  CHECK(s < 30);
+  CHECK_FALSE(enumerate(shape(128), {}, kSm90a).capped);
 }

@@ -329,3 +329,27 @@ TEST_CASE("sweep: the shipped configs", "[tune][sweep]") {
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ErrorCode::io);
 }
+
+// Issue 29: deep nesting crashed the error's dump(); an unbounded candidate space hung precompile; integers past
+// INT64_MAX read as negative.
+TEST_CASE("sweep: hostile files are refused quickly", "[tune][sweep]") {
+  const std::string deep = std::string(70000, '[') + std::string(70000, ']');
+  CHECK(contains(error_of(R"({"problems": [{"heads_q": )" + deep + "}]}"), "nested deeper than"));
+  CHECK(contains(error_of(R"({"problems": )" + deep + "}"), "nested deeper than"));
+  const std::string huge = R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 128}], "candidates": {
+    "block_n": {"from": 16, "to": 10000, "step": 16}, "stages": {"from": 1, "to": 5000},
+    "warps": {"from": 1, "to": 9000}, "block_m": {"from": 1, "to": 9000}}})";
+  CHECK(contains(error_of(huge), "candidates: the space holds up to"));
+  // Found by the fuzz run: a number too large for a double threw out_of_range (not a parse_error) out of parse.
+  flashjit::Result<flashjit::tune::Sweep> big = flashjit::Error();
+  REQUIRE_NOTHROW(big = parse_sweep(R"({"problems": [{"heads_q": 1e9999}]})", "big.json"));
+  REQUIRE_FALSE(big.ok());
+  CHECK(contains(big.error().message, "not valid JSON"));
+  CHECK(contains(error_of(R"({"problems": [{"heads_q": 8, "head_dim": 18446744073709551615, "seqlen": 128}]})"),
+                 "18446744073709551615 is out of range"));
+  // A space right at the limit still parses.
+  auto ok = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 128}],
+                            "candidates": {"algorithm": "fa2", "block_n": [32, 64], "stages": [2, 3], "warps": [4, 8]}})",
+                        "ok.json");
+  CHECK(ok.ok());
+}
