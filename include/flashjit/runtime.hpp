@@ -41,6 +41,19 @@ struct RuntimeOptions {
   std::optional<LogLevel> log_level;
   // Receives this Runtime's messages (see LogCallback); null (default): "flashjit LEVEL: message" lines on stderr.
   LogCallback log_callback;
+  // AttentionProblem::check_seqlens for every ragged forward (a debug check on the host that synchronizes the
+  // stream); default FLASHJIT_CHECK_SEQLENS (1: true, else false).
+  std::optional<bool> check_seqlens;
+  // Compile cache misses with NVRTC in this process (true) or in a worker process (false: a compiler that
+  // crashes or hangs fails that kernel, the process lives); default FLASHJIT_COMPILE_IN_PROCESS (1: true, else
+  // false). Where no worker is found or none can start, compiles run in process (with one warning).
+  std::optional<bool> compile_in_process;
+  // The worker: a flashjit executable (its hidden `nvrtc-worker` command); default FLASHJIT_COMPILE_WORKER, else
+  // the `flashjit` found beside the library or program holding this runtime (the build tree, bin/ beside lib/).
+  std::optional<std::filesystem::path> compile_worker;
+  // Seconds one out-of-process compile may take before its worker is killed and the kernel fails; default
+  // FLASHJIT_COMPILE_TIMEOUT (unset: 600).
+  std::optional<double> compile_timeout_s;
 };
 
 // A GPU that select() answers for without one being present: its arch, its multiprocessors (the decode split

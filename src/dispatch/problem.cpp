@@ -1,6 +1,7 @@
 // Checks of an AttentionProblem that need no device, and its FLOP count.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -9,6 +10,10 @@
 
 namespace flashjit {
 namespace {
+
+// No tensor spans more bytes than a 48-bit virtual address space holds (offsets computed from the strides stay
+// far from int64 overflow).
+constexpr __int128 kMaxTensorBytes = static_cast<__int128>(1) << 48;
 
 // Keys visible from query row i (bottom-right aligned), for FLOP counts.
 std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
@@ -111,11 +116,15 @@ Status check(const AttentionProblem& p) {
                     p.total_q, p.total_k));
   }
 
-  struct Tensor { const char* name; const void* ptr; Strides strides; };
-  const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p)},
-                            {"k", p.k, resolved_kv_strides(p, p.k_strides)},
-                            {"v", p.v, resolved_v_strides(p)},
-                            {"o", p.o, resolved_o_strides(p)}};
+  // Each tensor's extent: batch (1 when packed), rows, heads, and its last dimension.
+  struct Tensor { const char* name; const void* ptr; Strides strides; std::int64_t dims[3]; int dim; };
+  const std::int64_t batch = varlen ? 1 : p.batch;
+  const std::int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
+  const int dv = value_head_dim(p);
+  const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p), {batch, rows_q, p.heads_q}, p.head_dim},
+                            {"k", p.k, resolved_kv_strides(p, p.k_strides), {batch, rows_k, p.heads_kv}, p.head_dim},
+                            {"v", p.v, resolved_v_strides(p), {batch, rows_k, p.heads_kv}, dv},
+                            {"o", p.o, resolved_o_strides(p), {batch, rows_q, p.heads_q}, dv}};
   for (const auto& t : tensors) {
     if (t.ptr == nullptr) {
       add(fmt::format("{} is a null pointer", t.name));
@@ -125,10 +134,22 @@ Status check(const AttentionProblem& p) {
       add(fmt::format("{} ({}) must be 16-byte aligned", t.name, fmt::ptr(t.ptr)));
     const std::int64_t s[] = {t.strides.batch, t.strides.seq, t.strides.head};
     const char* names[] = {"batch", "sequence", "head"};
+    bool positive = true;
     for (int i = varlen ? 1 : 0; i < 3; ++i)  // varlen: no batch dimension (checked above)
-      if (s[i] <= 0 || s[i] % 8 != 0)
+      if (s[i] <= 0 || s[i] % 8 != 0) {
+        positive = false;
         add(fmt::format("{} {} stride must be a positive multiple of 8 elements (16 bytes), got {}", t.name,
                         names[i], s[i]));
+      }
+    // The last element's offset, in 128-bit arithmetic: no stride may put it past what an address can reach.
+    if (positive) {
+      __int128 last = t.dim;
+      for (int i = varlen ? 1 : 0; i < 3; ++i) last += static_cast<__int128>(std::max<std::int64_t>(t.dims[i] - 1, 0)) * s[i];
+      if (last * 2 > kMaxTensorBytes)
+        add(fmt::format("{} strides ({}, {}, {}) put its last element more than 2^48 bytes past {}: a stride is too "
+                        "large for the tensor's shape",
+                        t.name, s[0], s[1], s[2], t.name));
+    }
   }
   if (p.lse != nullptr && reinterpret_cast<std::uintptr_t>(p.lse) % 4 != 0) add("lse must be 4-byte aligned");
   if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))

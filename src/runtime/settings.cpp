@@ -3,10 +3,13 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
 #include <cstdlib>
 #include <system_error>
+
+#include "compile/subprocess.hpp"
 
 namespace flashjit::runtime {
 namespace fs = std::filesystem;
@@ -52,6 +55,21 @@ void warn_unknown(const Environment& env, const log::Logger& logger) {
   check("FLASHJIT_JIT", env.jit, {"0", "1"});
   check("FLASHJIT_PDL", env.pdl, {"0", "1"});
   check("FLASHJIT_CHECK_PAGES", env.check_pages, {"0", "1"});
+  check("FLASHJIT_CHECK_SEQLENS", env.check_seqlens, {"0", "1"});
+  check("FLASHJIT_COMPILE_IN_PROCESS", env.compile_in_process, {"0", "1"});
+}
+
+// FLASHJIT_COMPILE_TIMEOUT in seconds; the default when unset or not a positive number (said through `logger`).
+double seconds_of(const std::string& v, const log::Logger& logger) {
+  constexpr double fallback = 600;
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() + v.size() || !(s > 0)) {
+    logger.warn("ignoring FLASHJIT_COMPILE_TIMEOUT='{}': not a positive number of seconds", v);
+    return fallback;
+  }
+  return s;
 }
 
 }  // namespace
@@ -66,6 +84,10 @@ Environment Environment::current() {
   e.tuned = env("FLASHJIT_TUNED");
   e.pdl = env("FLASHJIT_PDL");
   e.check_pages = env("FLASHJIT_CHECK_PAGES");
+  e.check_seqlens = env("FLASHJIT_CHECK_SEQLENS");
+  e.compile_in_process = env("FLASHJIT_COMPILE_IN_PROCESS");
+  e.compile_worker = env("FLASHJIT_COMPILE_WORKER");
+  e.compile_timeout = env("FLASHJIT_COMPILE_TIMEOUT");
   e.log = env("FLASHJIT_LOG");
   return e;
 }
@@ -75,12 +97,19 @@ Settings resolve(const RuntimeOptions& options, const Environment& env) {
   s.logger = log::Logger(options.log_level.value_or(level_of(env.log)), options.log_callback);
   warn_unknown(env, s.logger);
   s.cache_dir = options.cache_dir.value_or(default_cache_dir(env));
-  s.cache_max_bytes =
-      options.cache_max_mb ? *options.cache_max_mb * 1024 * 1024 : max_bytes_of(env.cache_max_mb, s.logger);
+  // A cap past 2^64 bytes is no cap at all, never a product wrapped to a tiny one.
+  s.cache_max_bytes = !options.cache_max_mb                 ? max_bytes_of(env.cache_max_mb, s.logger)
+                      : *options.cache_max_mb > (UINT64_MAX >> 20) ? UINT64_MAX
+                                                                   : *options.cache_max_mb << 20;
   s.jit = options.jit.value_or(env.jit != "0");
   s.tuned_tables = options.tuned_tables.value_or(split_paths(env.tuned));
   s.pdl = options.pdl.value_or(env.pdl != "0");
   s.check_pages = options.check_pages.value_or(env.check_pages == "1");
+  s.check_seqlens = options.check_seqlens.value_or(env.check_seqlens == "1");
+  s.compile_in_process = options.compile_in_process.value_or(env.compile_in_process == "1");
+  s.compile_worker = options.compile_worker.value_or(fs::path(env.compile_worker));
+  s.compile_timeout = compile::timeout_of(options.compile_timeout_s ? *options.compile_timeout_s
+                                                           : seconds_of(env.compile_timeout, s.logger));
   return s;
 }
 

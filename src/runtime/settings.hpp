@@ -3,6 +3,7 @@
 // only place that reads the environment variables of README "Caches and environment".
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -22,6 +23,10 @@ struct Settings {
   std::vector<std::filesystem::path> tuned_tables;  // read before <cache_dir>/tuned (TunedTables::default_sources)
   bool pdl = true;                                  // programmatic dependent launch of decode and merge (sm_90+)
   bool check_pages = false;                         // check every decode's page table on the host
+  bool check_seqlens = false;                       // check every ragged forward's cu_seqlens on the host
+  bool compile_in_process = false;                  // NVRTC in this process rather than in a worker
+  std::filesystem::path compile_worker;             // empty: runtime::find_compile_worker()
+  std::chrono::milliseconds compile_timeout{600000};
   log::Logger logger;
 };
 
@@ -35,6 +40,10 @@ struct Environment {
   std::string tuned;           // FLASHJIT_TUNED
   std::string pdl;             // FLASHJIT_PDL
   std::string check_pages;     // FLASHJIT_CHECK_PAGES
+  std::string check_seqlens;   // FLASHJIT_CHECK_SEQLENS
+  std::string compile_in_process;  // FLASHJIT_COMPILE_IN_PROCESS
+  std::string compile_worker;  // FLASHJIT_COMPILE_WORKER
+  std::string compile_timeout; // FLASHJIT_COMPILE_TIMEOUT
   std::string log;             // FLASHJIT_LOG
 
   // This process's environment, now.
@@ -42,7 +51,8 @@ struct Environment {
 };
 
 // The options, with `env` filling what they leave unset. A FLASHJIT_CACHE_MAX_MB that is not a whole number of
-// MiB is ignored (no cap) with a warning through the resolved logger.
+// MiB is ignored (no cap), and a FLASHJIT_COMPILE_TIMEOUT that is not a positive number of seconds takes the
+// default, each with a warning through the resolved logger. Timeouts are clamped to [1 ms, a week].
 Settings resolve(const RuntimeOptions& options, const Environment& env);
 // resolve(options, Environment::current()).
 Settings resolve(const RuntimeOptions& options);

@@ -544,3 +544,22 @@ TEST_CASE("attention_flops: varlen", "[dispatch][varlen]") {
     CHECK(attention_flops(p, cu_q, cu_k) == 4.0 * 2 * (16 + 0 + 2) * 8);
   }
 }
+
+// Issue 29: strides had no upper bound (k_strides.batch = INT64_MAX - 7 passed, and the offsets it makes wrap).
+TEST_CASE("problem check: strides that put a tensor past the address space are refused", "[dispatch]") {
+  AttentionProblem p = valid_problem();
+  p.k_strides.batch = INT64_MAX - 7;
+  require_invalid(p, "k strides (9223372036854775800, ");
+  require_invalid(p, "more than 2^48 bytes");
+  p = valid_problem();
+  p.q_strides.head = std::int64_t(1) << 46;  // 7 x 2^46 elements x 2 bytes > 2^48
+  require_invalid(p, "q strides");
+  p = valid_problem();
+  p.v_strides.seq = std::int64_t(1) << 40;  // 256 rows: about 2^49 bytes
+  require_invalid(p, "v strides");
+  // Large but reachable strides are fine: a batch 2^36 elements apart.
+  p = valid_problem();
+  p.k_strides.batch = std::int64_t(1) << 36;
+  p.v_strides.batch = std::int64_t(1) << 36;
+  CHECK(check(p).ok());
+}

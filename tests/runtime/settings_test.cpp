@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -296,4 +297,59 @@ TEST_CASE("settings: only settings.cpp reads the environment", "[runtime][settin
   for (const auto& o : offenders) list += " " + o;
   INFO("getenv outside src/runtime/settings.cpp in:" << list);
   CHECK(offenders.empty());
+}
+
+// Issue 29: cache_max_mb of 2^44 MiB or more wrapped to a tiny cap (2^44 << 20 is 2^64: 0 bytes, 2^44 + 1: 1 MiB).
+TEST_CASE("settings: a cache cap too large for bytes is no cap, never a wrapped one", "[runtime][settings]") {
+  for (std::uint64_t mb : {std::uint64_t(1) << 44, (std::uint64_t(1) << 44) + 1, UINT64_MAX}) {
+    RuntimeOptions options;
+    options.cache_max_mb = mb;
+    INFO(mb);
+    CHECK(resolve(options, Environment{}).cache_max_bytes == UINT64_MAX);
+  }
+  RuntimeOptions options;
+  options.cache_max_mb = (std::uint64_t(1) << 44) - 1;
+  CHECK(resolve(options, Environment{}).cache_max_bytes == ((std::uint64_t(1) << 44) - 1) << 20);
+}
+
+TEST_CASE("settings: compiles in a worker by default, with a time limit; in process on request", "[runtime][settings]") {
+  const Settings d = resolve({}, Environment{});
+  CHECK_FALSE(d.compile_in_process);
+  CHECK(d.compile_worker.empty());
+  CHECK(d.compile_timeout == std::chrono::milliseconds(600000));
+  CHECK_FALSE(d.check_seqlens);
+
+  Environment env;
+  env.compile_in_process = "1";
+  env.compile_worker = "/opt/flashjit/bin/flashjit";
+  env.compile_timeout = "2.5";
+  env.check_seqlens = "1";
+  const Settings e = resolve({}, env);
+  CHECK(e.compile_in_process);
+  CHECK(e.compile_worker == fs::path("/opt/flashjit/bin/flashjit"));
+  CHECK(e.compile_timeout == std::chrono::milliseconds(2500));
+  CHECK(e.check_seqlens);
+
+  RuntimeOptions options;
+  options.compile_in_process = false;
+  options.compile_worker = "/elsewhere/flashjit";
+  options.compile_timeout_s = 1e10;  // clamped to a week: no deadline overflows
+  options.check_seqlens = false;
+  const Settings o = resolve(options, env);
+  CHECK_FALSE(o.compile_in_process);
+  CHECK(o.compile_worker == fs::path("/elsewhere/flashjit"));
+  CHECK(o.compile_timeout == std::chrono::milliseconds(7LL * 24 * 3600 * 1000));
+  CHECK_FALSE(o.check_seqlens);
+
+  Recorder recorder;
+  RuntimeOptions logged;
+  logged.log_callback = recorder.callback();
+  for (const char* bad : {"soon", "-3", "0", "nan"}) {
+    env.compile_timeout = bad;
+    recorder.lines.clear();
+    INFO(bad);
+    CHECK(resolve(logged, env).compile_timeout == std::chrono::milliseconds(600000));
+    REQUIRE(recorder.lines.size() == 1);
+    CHECK(recorder.lines[0].second.find("FLASHJIT_COMPILE_TIMEOUT") != std::string::npos);
+  }
 }
