@@ -1,18 +1,22 @@
-#include "tune/subprocess.hpp"
+#include "compile/subprocess.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 extern char** environ;
 
-namespace flashjit::tune {
+namespace flashjit::compile {
 namespace {
 
 constexpr std::size_t kMaxCapture = 16u << 20;
@@ -70,8 +74,25 @@ const char* signal_name(int sig) {
 
 }  // namespace
 
-Result<std::unique_ptr<Child>> Child::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+Result<std::unique_ptr<Child>> Child::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                            const std::string* input) {
   if (argv.empty()) return Error(ErrorCode::invalid_argument, "no program to start");
+  // stdin: an in-memory file holding `input`, rewound (dup2 onto 0 clears its close-on-exec there).
+  struct InputFile {
+    int fd = -1;
+    ~InputFile() { if (fd >= 0) ::close(fd); }
+  } in;
+  if (input) {
+    in.fd = ::memfd_create("flashjit-worker-input", MFD_CLOEXEC);
+    if (in.fd < 0) return sys_error("memfd_create", errno);
+    for (std::size_t done = 0; done < input->size();) {
+      const ssize_t n = ::write(in.fd, input->data() + done, input->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return sys_error("write (worker input)", errno);
+      done += static_cast<std::size_t>(n);
+    }
+    if (::lseek(in.fd, 0, SEEK_SET) != 0) return sys_error("lseek (worker input)", errno);
+  }
   std::unique_ptr<Child> child(new Child());
   int pipes[2][2] = {{-1, -1}, {-1, -1}};
   auto close_all = [&] {
@@ -91,7 +112,9 @@ Result<std::unique_ptr<Child>> Child::spawn(const std::vector<std::string>& argv
   if (rc == 0) rc = posix_spawnattr_init(&setup.attr);
   setup.attr_ok = setup.actions_ok && rc == 0;
   // dup2 onto 1 and 2 clears close-on-exec there; every other descriptor of ours is close-on-exec.
-  if (rc == 0) rc = posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
+  if (rc == 0)
+    rc = in.fd >= 0 ? posix_spawn_file_actions_adddup2(&setup.actions, in.fd, 0)
+                    : posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&setup.actions, pipes[out][1], 1);
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&setup.actions, pipes[err][1], 2);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
@@ -165,6 +188,49 @@ void Child::kill_and_reap() {
   reaped_ = true;
 }
 
+bool wait_for_end(Child& child, std::chrono::steady_clock::time_point deadline) {
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    if (child.pipes_closed() && child.try_reap()) return false;
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      child.kill_and_reap();
+      for (auto s : {Child::out, Child::err}) child.drain(s);
+      return true;
+    }
+    pollfd fds[2];
+    nfds_t n = 0;
+    for (auto s : {Child::out, Child::err})
+      if (child.fd(s) >= 0) fds[n++] = {child.fd(s), POLLIN, 0};
+    // Pipes closed but not yet reaped: look again soon.
+    auto wait = n == 0 ? std::chrono::milliseconds(2)
+                       : std::min(std::chrono::ceil<std::chrono::milliseconds>(deadline - now), std::chrono::milliseconds(1000));
+    if (n == 0) {
+      ::poll(nullptr, 0, static_cast<int>(wait.count()));
+      continue;
+    }
+    if (::poll(fds, n, static_cast<int>(wait.count())) > 0)
+      for (auto s : {Child::out, Child::err}) child.drain(s);
+  }
+}
+
+std::chrono::milliseconds timeout_of(double seconds) {
+  if (!(seconds < kMaxTimeoutSeconds)) seconds = kMaxTimeoutSeconds;  // NaN too
+  return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(seconds * 1000)));
+}
+
+std::chrono::steady_clock::time_point deadline_of(std::chrono::steady_clock::time_point start,
+                                                  std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - start);
+  return timeout >= room ? Clock::time_point::max() : start + timeout;
+}
+
+bool die_with_parent(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return parent <= 0 || ::getppid() == parent;  // a parent that died before prctl: we were reparented
+}
+
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
@@ -175,4 +241,4 @@ std::string describe_wait_status(int status) {
   return fmt::format("ended with wait status {:#x}", status);
 }
 
-}  // namespace flashjit::tune
+}  // namespace flashjit::compile

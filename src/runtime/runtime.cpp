@@ -19,6 +19,7 @@
 #include "dispatch/resolve.hpp"
 #include "launch/decode_launch.hpp"
 #include "launch/launch.hpp"
+#include "runtime/compiler.hpp"
 #include "runtime/devices.hpp"
 #include "runtime/kernels.hpp"
 #include "runtime/settings.hpp"
@@ -85,7 +86,7 @@ struct Runtime::Impl {
 
   Impl(runtime::Settings s, cache::DiskCache disk, dispatch::TunedTables tables)
       : settings(std::move(s)), devices(std::move(tables), settings.logger),
-        artifacts(std::move(disk), settings.jit, settings.logger) {}
+        artifacts(std::move(disk), settings.jit, settings.logger, runtime::compiler_of(settings)) {}
 
   ~Impl() {
     devices.release([&](int ordinal) {
@@ -229,6 +230,8 @@ struct Runtime::Impl {
     Status st = Devices::in_context(dev, [&]() -> Status {
       auto fn = function(config, dev, static_cast<CUstream>(problem.stream));
       if (!fn.ok()) return std::move(fn).error();
+      if (launch_it && problem.varlen() && (problem.check_seqlens || settings.check_seqlens))
+        FLASHJIT_TRY(dispatch::check_seqlens(**cuda::api(), problem));
       return launch_it ? launch::launch(*fn, config, problem, dev.info.sms) : Status{};
     });
     if (!st.ok())

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,13 +10,16 @@
 
 #include "cache/disk_cache.hpp"
 #include "cache/artifact_store.hpp"
-#include "tune/subprocess.hpp"
+#include "compile/subprocess.hpp"
 #include "tune/worker_protocol.hpp"
 
 namespace flashjit::tune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using compile::Child;
+using compile::deadline_of;
+using compile::describe_wait_status;
 
 constexpr std::size_t kDetailsTail = 8192;  // bytes of a crashed worker's output kept in the error
 
@@ -98,6 +102,8 @@ std::vector<CompileOutcome> CompilePool::run(const std::vector<AnyKernelConfig>&
     notify(PoolEvent::started, o);
     std::vector<std::string> argv = options_.worker;
     argv.push_back(kWorkerCommand);
+    argv.push_back("--parent");  // the worker dies with this process (compile::die_with_parent)
+    argv.push_back(std::to_string(::getpid()));
     argv.push_back(to_json(o.config));
     const auto t0 = Clock::now();
     auto child = Child::spawn(argv, options_.env);
@@ -105,7 +111,7 @@ std::vector<CompileOutcome> CompilePool::run(const std::vector<AnyKernelConfig>&
       finish(index, std::move(child).error().with(fmt::format("while starting the worker for {}", o.name)), {}, 0);
       return;
     }
-    running.push_back({index, std::move(*child), t0, t0 + options_.timeout});
+    running.push_back({index, std::move(*child), t0, deadline_of(t0, options_.timeout)});
   };
   auto cancelled = [&] { return cancel && cancel->load(); };
 

@@ -5,7 +5,18 @@
 #include <string>
 #include <vector>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iterator>
+#include <thread>
+
 #include "cli/cli_runner.hpp"
+#include "compile/subprocess.hpp"
+#include "flashjit/runtime.hpp"
 #include "cuda/driver.hpp"
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
@@ -138,4 +149,82 @@ TEST_CASE("cli: autotune needs a GPU", "[cli][autotune]") {
   CHECK(r.code == 1);
   CHECK(r.has("autotune needs a GPU"));
   CHECK_FALSE(fs::exists(cli.root() / "out.json"));
+}
+
+// Issue 29, item 4: a kernel the cache did not keep (here its shard path is a file, so every store fails) was
+// counted as compiled, and precompile exited 0 for a cache a FLASHJIT_JIT=0 server would then miss in.
+TEST_CASE("cli: precompile fails a kernel the cache did not keep", "[cli][precompile]") {
+  Cli cli;
+  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  auto key = flashjit::Runtime::kernel_key(picked(flashjit::MaskKind::causal));
+  REQUIRE(key.ok());
+  fs::create_directories(cli.cache() / "v1");
+  std::ofstream(cli.cache() / "v1" / key->substr(0, 2)) << "not a folder";
+  auto other = flashjit::Runtime::kernel_key(picked(flashjit::MaskKind::none));
+  REQUIRE(other.ok());
+  const bool both = other->substr(0, 2) == key->substr(0, 2);  // one chance in 256: the same shard
+  auto run = cli("precompile --sweep " + sweep + " --arch sm_80 -j 2");
+  INFO(run);
+  CHECK(run.code == 1);
+  CHECK(run.has(both ? "compiled       0" : "compiled       1"));
+  CHECK(run.has(both ? "failed         2" : "failed         1"));
+  CHECK(run.has("the cache did not keep it"));
+  CHECK(run.has(readable_name(picked(flashjit::MaskKind::causal))));
+}
+
+namespace {
+
+// Pids of the live (not zombie) children of `parent`, from /proc.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent && state != 'Z')
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+bool alive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && stat.size() > close + 2 && stat[close + 2] != 'Z';
+}
+
+}  // namespace
+
+// Issue 29, item 5: killing precompile (kill -9) left its workers running, compiling for no one.
+TEST_CASE("cli: workers die with a killed precompile", "[cli][precompile]") {
+  Cli cli;
+  const std::string sweep = (cli.root() / "tiny.json").string();
+  std::ofstream(sweep) << kTinySweep;
+  auto child = flashjit::compile::Child::spawn(
+      {FLASHJIT_CLI_PATH, "--cache-dir", cli.cache().string(), "precompile", "--sweep", sweep, "--arch", "sm_80", "-j",
+       "2", "--timeout", "600"},
+      {"FLASHJIT_WORKER_FAULT=hang:fa2"});
+  REQUIRE(child.ok());
+  const pid_t precompile = (*child)->pid();
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 600 && workers.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    workers = children_of(precompile);
+  }
+  REQUIRE(workers.size() == 2);
+  (*child)->kill_and_reap();  // SIGKILL: no handler of precompile runs
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gone = !alive(workers[0]) && !alive(workers[1]);
+  }
+  for (pid_t w : workers)
+    if (alive(w)) ::kill(w, SIGKILL);  // do not leave them behind either way
+  CHECK(gone);
 }

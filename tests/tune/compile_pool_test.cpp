@@ -1,4 +1,4 @@
-// Tests of the child processes and of the compile pool, which runs the real worker (the built flashjit
+// Tests of the compile pool, which runs the real worker (the built flashjit
 // binary) in a fresh cache: a compile that crashes and one that hangs (through the worker's fault hook; the
 // hang is killed at a short timeout) fail alone while the others compile; at most `jobs` workers at once.
 #include <signal.h>
@@ -16,13 +16,13 @@
 #include "support/temp_dir.hpp"
 #include "tune/background_compile.hpp"
 #include "tune/compile_pool.hpp"
-#include "tune/subprocess.hpp"
+#include "compile/subprocess.hpp"
 
 namespace fs = std::filesystem;
 using flashjit::Algorithm;
 using flashjit::ErrorCode;
 using flashjit::KernelConfig;
-using flashjit::tune::Child;
+using flashjit::compile::Child;
 using flashjit::tune::CompilePool;
 using flashjit::tune::PoolEvent;
 using flashjit::tune::PoolOptions;
@@ -30,19 +30,6 @@ using flashjit::tune::PoolOptions;
 namespace {
 
 using flashjit::test::TempDir;
-
-// Runs a child to its end (as the pool does, without the pool).
-std::unique_ptr<Child> run_to_end(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
-  auto child = Child::spawn(argv, env);
-  REQUIRE(child.ok());
-  std::unique_ptr<Child> c = std::move(*child);
-  while (!(c->pipes_closed() && c->try_reap())) {
-    c->drain(Child::out);
-    c->drain(Child::err);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return c;
-}
 
 // Small naive kernels: the fastest to compile (different warps give different kernels).
 KernelConfig naive(int warps) {
@@ -62,38 +49,6 @@ PoolOptions options(const fs::path& cache, int jobs) {
 }
 
 }  // namespace
-
-TEST_CASE("subprocess: output, exit status, signals, environment", "[tune][pool]") {
-  auto c = run_to_end({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
-  CHECK(c->output(Child::out) == "out\n");
-  CHECK(c->output(Child::err) == "err\n");
-  CHECK(flashjit::tune::describe_wait_status(c->wait_status()) == "exited with status 3");
-
-  auto killed = run_to_end({"/bin/sh", "-c", "kill -SEGV $$"});
-  CHECK(flashjit::tune::describe_wait_status(killed->wait_status()) == "was killed by signal 11 (SIGSEGV)");
-
-  ::setenv("FLASHJIT_POOL_TEST_A", "parent", 1);
-  auto env = run_to_end({"/bin/sh", "-c", "echo $FLASHJIT_POOL_TEST_A $FLASHJIT_POOL_TEST_B"}, {"FLASHJIT_POOL_TEST_B=extra"});
-  CHECK(env->output(Child::out) == "parent extra\n");
-  auto replaced = run_to_end({"/bin/sh", "-c", "echo $FLASHJIT_POOL_TEST_A"}, {"FLASHJIT_POOL_TEST_A=child"});
-  CHECK(replaced->output(Child::out) == "child\n");
-  ::unsetenv("FLASHJIT_POOL_TEST_A");
-
-  // stdin is /dev/null: a reader sees end of file at once.
-  auto reader = run_to_end({"/bin/cat"});
-  CHECK(reader->output(Child::out).empty());
-
-  auto missing = Child::spawn({"/no/such/program"}, {});
-  REQUIRE_FALSE(missing.ok());
-  CHECK(missing.error().code == ErrorCode::io);
-
-  // A running child is killed and reaped by its destructor.
-  auto sleeper = Child::spawn({"/bin/sleep", "30"}, {});
-  REQUIRE(sleeper.ok());
-  const pid_t pid = (*sleeper)->pid();
-  sleeper->reset();
-  CHECK(::kill(pid, 0) != 0);
-}
 
 TEST_CASE("compile pool: a crash and a hang fail alone, the rest compile", "[tune][pool]") {
   TempDir dir;
@@ -191,4 +146,22 @@ TEST_CASE("background compiles: answers as kernels finish", "[tune][pool]") {
   auto never = compiles.wait(naive(8));
   REQUIRE_FALSE(never.ok());
   CHECK(never.error().message.find("never submitted") != std::string::npos);
+}
+
+// Issue 29: `--timeout 1e10` made start + timeout overflow the clock, so every worker was killed at once.
+TEST_CASE("compile pool: a timeout past the clock's range waits, never kills at once", "[tune][pool]") {
+  TempDir dir;
+  KernelConfig bad = naive(1);
+  bad.block_n = 48;  // the worker answers at once (validate()), no NVRTC
+  PoolOptions o = options(dir.path / "cache", 1);
+  for (auto timeout : {std::chrono::milliseconds(static_cast<long long>(1e13)), std::chrono::milliseconds::max(),
+                       flashjit::compile::timeout_of(1e10)}) {
+    o.timeout = timeout;
+    const auto outcome = CompilePool(o).run({bad});
+    REQUIRE_FALSE(outcome[0].info.ok());
+    INFO(outcome[0].info.error().to_string());
+    CHECK(outcome[0].info.error().code == ErrorCode::invalid_config);
+  }
+  CHECK(flashjit::compile::timeout_of(1e10) == std::chrono::milliseconds(7LL * 24 * 3600 * 1000));
+  CHECK(flashjit::compile::timeout_of(0) == std::chrono::milliseconds(1));
 }

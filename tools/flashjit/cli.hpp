@@ -49,6 +49,10 @@ Command add_precompile(CLI::App& parent, const Globals& globals);
 Command add_autotune(CLI::App& parent, const Globals& globals);
 Command add_select(CLI::App& parent, const Globals& globals);
 Command add_compile_worker(CLI::App& parent, const Globals& globals);  // hidden: the compile pool's worker
+Command add_nvrtc_worker(CLI::App& parent, const Globals& globals);    // hidden: the runtime's compile worker
+// The test hook of both workers (FLASHJIT_WORKER_FAULT=crash:SUBSTRING,hang:SUBSTRING): a kernel whose name holds
+// SUBSTRING makes the worker crash (SIGSEGV) or hang, as a broken compiler would.
+void inject_worker_fault(const std::string& name);
 
 // What a subcommand reports on stdout: text lines, or with --json one JSON document printed by finish() (with
 // "ok": exit code 0 when it is an object). Errors go to stderr either way.

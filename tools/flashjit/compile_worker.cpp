@@ -10,15 +10,14 @@
 #include <string_view>
 
 #include "cli.hpp"
+#include "compile/subprocess.hpp"
 #include "flashjit/config.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/worker_protocol.hpp"
 
 namespace flashjit::cli {
-namespace {
 
-// The test hook (FLASHJIT_WORKER_FAULT=crash:SUBSTRING,hang:SUBSTRING): fail like a broken compiler would.
-void inject_fault(const std::string& name) {
+void inject_worker_fault(const std::string& name) {
   const char* env = std::getenv(tune::kWorkerFaultVariable);
   if (!env) return;
   std::string_view list(env);
@@ -36,10 +35,12 @@ void inject_fault(const std::string& name) {
   }
 }
 
+namespace {
+
 Result<KernelInfo> compile_one(const Globals& globals, const std::string& json) {
   auto config = any_config_from_json(json);  // prefill, decode or combine (by its "kernel" field)
   if (!config.ok()) return std::move(config).error();
-  inject_fault(readable_name(*config));
+  inject_worker_fault(readable_name(*config));
   // jit: the worker's whole purpose, whatever FLASHJIT_JIT says.
   return tune::compile_in_cache(runtime::cache_options(globals.settings), *config, /*jit=*/true);
 }
@@ -50,8 +51,11 @@ Command add_compile_worker(CLI::App& parent, const Globals& globals) {
   CLI::App* app = parent.add_subcommand(tune::kWorkerCommand, "Compile one config for the compile pool (internal)");
   app->group("");  // hidden from --help
   auto json = std::make_shared<std::string>();
+  auto parent_pid = std::make_shared<int>(0);
+  app->add_option("--parent", *parent_pid, "The pool's pid: the worker dies with it");
   app->add_option("config", *json, "Canonical config JSON")->required();
-  return {app, [&globals, json] {
+  return {app, [&globals, json, parent_pid] {
+            if (!compile::die_with_parent(*parent_pid)) return kFailure;
             auto result = compile_one(globals, *json);
             std::fputs((tune::encode_result(result) + "\n").c_str(), stdout);
             return result.ok() ? kOk : kFailure;

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_info(app, globals), add_emit(app, globals), add_compile(app, globals),
                                          add_cache(app, globals), add_run(app, globals),
                                          add_precompile(app, globals), add_autotune(app, globals),
-                                         add_select(app, globals), add_compile_worker(app, globals)};
+                                         add_select(app, globals), add_compile_worker(app, globals),
+                                         add_nvrtc_worker(app, globals)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "compile/subprocess.hpp"
+
 namespace flashjit::cli {
 
 void add_pool_options(CLI::App& app, PoolArgs& args) {
@@ -33,7 +35,7 @@ Result<tune::PoolOptions> pool_options(const PoolArgs& args, const std::filesyst
   tune::PoolOptions o;
   o.worker = {self.string(), "--cache-dir", cache_dir.string()};
   o.jobs = args.jobs > 0 ? args.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  o.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
+  o.timeout = compile::timeout_of(args.timeout_s);
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -101,13 +102,34 @@ int run_precompile(const Globals& globals, const PrecompileArgs& args) {
   const auto outcomes = tune::CompilePool(*options).run(split->missing, std::ref(progress));
   progress.finish();
 
+  // What the workers compiled must be in the cache now: a store that failed (a full disk, a shard folder refused)
+  // or an eviction (a cap smaller than the sweep) would only show at run time, in a FLASHJIT_JIT=0 server.
+  std::vector<AnyKernelConfig> compiled;
+  for (const auto& o : outcomes)
+    if (o.info.ok()) compiled.push_back(o.config);
+  auto kept = tune::split_cached(runtime::cache_options(globals.settings), compiled);
+  if (!kept.ok()) return report(kept.error());
+  auto lost = [&](const AnyKernelConfig& c) {
+    return std::find(kept->missing.begin(), kept->missing.end(), c) != kept->missing.end();
+  };
+
   // Each failure had its line in the progress output; the full error (context, NVRTC log) with --verbose.
   Output out(args.json);
   auto failures = nlohmann::ordered_json::array();
   Totals totals;
   totals.cached = static_cast<int>(split->cached.size());
   for (const auto& o : outcomes) {
-    if (!o.info.ok()) {
+    if (o.info.ok() && lost(o.config)) {
+      ++totals.failed;
+      // Not in the progress output (the worker succeeded): always said.
+      const Error e(ErrorCode::cache,
+                    fmt::format("{} compiled, but the cache did not keep it (a failed store, or evicted by the cap): "
+                                "a FLASHJIT_JIT=0 run would miss it",
+                                o.name),
+                    o.worker_log);
+      report(e);
+      failures.push_back({{"name", o.name}, {"error", e.message}, {"details", e.to_string()}});
+    } else if (!o.info.ok()) {
       ++totals.failed;
       Error e = o.info.error();
       if (e.details.empty()) e.details = o.worker_log;
