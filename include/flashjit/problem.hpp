@@ -66,6 +66,11 @@ struct AttentionProblem {
   int window_right = -1;
   int chunk_size = 0;
 
+  // Varlen: copy the offsets to the host before launching (synchronizes the stream; refused while it captures a
+  // graph) and refuse offsets that are not non-decreasing from >= 0 up to total_q / total_k, or a length above
+  // seqlen_q / seqlen_k. A debug check; RuntimeOptions::check_seqlens turns it on for every forward.
+  bool check_seqlens = false;
+
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
   void* stream = nullptr;              // CUstream; nullptr is the legacy default stream
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace flashjit::dispatch {
@@ -13,39 +15,89 @@ Status check_length(const DecodeProblem& p, int b, int len) {
                fmt::format("seqlens_k[{}] = {} is outside [0, max_seqlen_k = {}]", b, len, p.max_seqlen_k));
 }
 
-}  // namespace
-
-Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
-  const auto stream = static_cast<CUstream>(p.stream);
+// Not while capturing (the copies would be captured, or fail); then the stream's work is done.
+Status synchronize(const cuda::Api& api, CUstream stream, const char* what) {
   if (cuda::capturing(api, stream))
     return Error(ErrorCode::invalid_argument,
-                 "check_pages (FLASHJIT_CHECK_PAGES=1) reads the page table on the host and cannot run while the "
-                 "stream captures a CUDA graph");
-  FLASHJIT_TRY(cuda::check(api.cuStreamSynchronize(stream), "cuStreamSynchronize (check_pages)"));
-  std::vector<int> lens(p.batch);
-  FLASHJIT_TRY(cuda::check(api.cuMemcpyDtoH(lens.data(), reinterpret_cast<CUdeviceptr>(p.seqlens_k),
-                                            lens.size() * sizeof(int)),
-                           "cuMemcpyDtoH(seqlens_k)"));
-  if (p.layout != KvLayout::paged) {
-    for (int b = 0; b < p.batch; ++b) FLASHJIT_TRY(check_length(p, b, lens[b]));
-    return {};
-  }
-  std::vector<int> pages(static_cast<std::size_t>(p.batch) * p.max_pages_per_seq);
-  FLASHJIT_TRY(cuda::check(api.cuMemcpyDtoH(pages.data(), reinterpret_cast<CUdeviceptr>(p.page_table),
-                                            pages.size() * sizeof(int)),
-                           "cuMemcpyDtoH(page_table)"));
-  for (int b = 0; b < p.batch; ++b) {
-    FLASHJIT_TRY(check_length(p, b, lens[b]));
-    const int used = (lens[b] + p.page_size - 1) / p.page_size;
-    for (int j = 0; j < used; ++j) {
-      const int page = pages[static_cast<std::size_t>(b) * p.max_pages_per_seq + j];
-      if (page < 0 || page >= p.num_pages)
+                 fmt::format("{} reads device arrays on the host and cannot run while the stream captures a CUDA graph",
+                             what));
+  return cuda::check(api.cuStreamSynchronize(stream), fmt::format("cuStreamSynchronize ({})", what).c_str());
+}
+
+// Copies `count` ints from device `base` + `first` into `out` (resized), in one call.
+Status copy_ints(const cuda::Api& api, const int* base, std::size_t first, std::size_t count, std::vector<int>& out,
+                 const char* name) {
+  out.resize(count);
+  if (count == 0) return {};
+  return cuda::check(api.cuMemcpyDtoH(out.data(), reinterpret_cast<CUdeviceptr>(base + first), count * sizeof(int)),
+                     fmt::format("cuMemcpyDtoH({})", name).c_str());
+}
+
+// The offsets of a ragged batch, kCheckChunk at a time.
+Status check_offsets(const cuda::Api& api, const int* cu, const char* name, int batch, int total,
+                     const char* total_name, int max_len, const char* max_name) {
+  std::vector<int> part;
+  long long previous = 0;
+  for (std::size_t first = 0; first < static_cast<std::size_t>(batch) + 1; first += kCheckChunk) {
+    const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(batch) + 1 - first);
+    FLASHJIT_TRY(copy_ints(api, cu, first, count, part, name));
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t b = first + i;
+      const int v = part[i];
+      if (b == 0 && v < 0) return Error(ErrorCode::invalid_argument, fmt::format("{}[0] = {} is negative", name, v));
+      if (b > 0 && v < previous)
         return Error(ErrorCode::invalid_argument,
-                     fmt::format("page_table[{}][{}] = {} is outside [0, {}) = [0, num_pages) (sequence {} has {} keys)",
-                                 b, j, page, p.num_pages, b, lens[b]));
+                     fmt::format("{}[{}] = {} is below {}[{}] = {}: offsets must not decrease", name, b, v, name, b - 1,
+                                 previous));
+      if (v > total)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("{}[{}] = {} is past the {} packed rows ({})", name, b, v, total, total_name));
+      if (b > 0 && v - previous > max_len)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("sequence {} has {} rows in {}, more than {} = {}", b - 1, v - previous, name, max_name,
+                                 max_len));
+      previous = v;
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
+  FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
+  std::vector<int> lens, pages;
+  for (std::size_t first = 0; first < static_cast<std::size_t>(p.batch); first += kCheckChunk) {
+    const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(p.batch) - first);
+    FLASHJIT_TRY(copy_ints(api, p.seqlens_k, first, count, lens, "seqlens_k"));
+    for (std::size_t i = 0; i < count; ++i) {
+      const int b = static_cast<int>(first + i);
+      FLASHJIT_TRY(check_length(p, b, lens[i]));
+      if (p.layout != KvLayout::paged) continue;
+      // The pages this sequence uses, a row of the table at a time and kCheckChunk entries at most per copy.
+      const std::size_t used = (static_cast<std::size_t>(lens[i]) + p.page_size - 1) / p.page_size;
+      const std::size_t row = static_cast<std::size_t>(b) * static_cast<std::size_t>(p.max_pages_per_seq);
+      for (std::size_t j0 = 0; j0 < used; j0 += kCheckChunk) {
+        const std::size_t n = std::min(kCheckChunk, used - j0);
+        FLASHJIT_TRY(copy_ints(api, p.page_table, row + j0, n, pages, "page_table"));
+        for (std::size_t j = 0; j < n; ++j) {
+          const int page = pages[j];
+          if (page < 0 || page >= p.num_pages)
+            return Error(ErrorCode::invalid_argument,
+                         fmt::format("page_table[{}][{}] = {} is outside [0, {}) = [0, num_pages) (sequence {} has {} "
+                                     "keys)",
+                                     b, j0 + j, page, p.num_pages, b, lens[i]));
+        }
+      }
+    }
+  }
+  return {};
+}
+
+Status check_seqlens(const cuda::Api& api, const AttentionProblem& p) {
+  FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_seqlens (FLASHJIT_CHECK_SEQLENS=1)"));
+  FLASHJIT_TRY(check_offsets(api, p.cu_seqlens_q, "cu_seqlens_q", p.batch, p.total_q, "total_q", p.seqlen_q, "seqlen_q"));
+  return check_offsets(api, p.cu_seqlens_k, "cu_seqlens_k", p.batch, p.total_k, "total_k", p.seqlen_k, "seqlen_k");
 }
 
 }  // namespace flashjit::dispatch

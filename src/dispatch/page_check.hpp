@@ -1,15 +1,23 @@
-// The debug check of a decode problem's lengths and page table (DecodeProblem::check_pages,
-// FLASHJIT_CHECK_PAGES=1), beside the checks that need no device (decode_problem.cpp): seqlens_k and the page
-// table are copied to the host, synchronizing the stream, and every length must be in [0, max_seqlen_k] and
-// every page a sequence uses in [0, num_pages). Refused while the stream captures a CUDA graph.
+// The debug checks of device arrays a problem points to, beside the checks that need no device (problem.cpp,
+// decode_problem.cpp). The arrays are copied to the host, synchronizing the stream, in pieces of a bounded
+// size (whatever the problem's dimensions, the host allocates at most kCheckChunk values); refused while the
+// stream captures a CUDA graph.
+//   decode (DecodeProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every length in [0, max_seqlen_k] and every
+//     page a sequence uses in [0, num_pages);
+//   varlen forward (AttentionProblem::check_seqlens, FLASHJIT_CHECK_SEQLENS=1): cu_seqlens_q and cu_seqlens_k
+//     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k.
 #pragma once
 
 #include "cuda/driver.hpp"
 #include "flashjit/decode.hpp"
+#include "flashjit/problem.hpp"
 
 namespace flashjit::dispatch {
 
+inline constexpr std::size_t kCheckChunk = 1 << 16;
+
 // The problem's device context is current.
 Status check_page_table(const cuda::Api& api, const DecodeProblem& problem);
+Status check_seqlens(const cuda::Api& api, const AttentionProblem& problem);
 
 }  // namespace flashjit::dispatch

@@ -1,0 +1,136 @@
+// The host-side debug checks of device arrays (page_check.hpp) over a stand-in driver: "device" pointers are
+// host memory and cuMemcpyDtoH copies from them, recording how much it was asked for at once (issue 29: the
+// page table check allocated batch x max_pages_per_seq on the host; cu_seqlens were not checked at all).
+#include "dispatch/page_check.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support/catch.hpp"
+
+using flashjit::AttentionProblem;
+using flashjit::DecodeProblem;
+using flashjit::dispatch::kCheckChunk;
+
+namespace {
+
+std::size_t g_largest_copy = 0;
+int g_copies = 0;
+
+CUresult fake_copy(void* dst, CUdeviceptr src, size_t bytes) {
+  g_largest_copy = std::max(g_largest_copy, static_cast<std::size_t>(bytes));
+  ++g_copies;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult fake_sync(CUstream) { return CUDA_SUCCESS; }
+CUresult fake_not_capturing(CUstream, CUstreamCaptureStatus* s) {
+  *s = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult fake_capturing(CUstream, CUstreamCaptureStatus* s) {
+  *s = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+flashjit::cuda::Api fake_api() {
+  flashjit::cuda::Api api;
+  api.cuMemcpyDtoH = fake_copy;
+  api.cuStreamSynchronize = fake_sync;
+  api.cuStreamIsCapturing = fake_not_capturing;
+  g_largest_copy = 0;
+  g_copies = 0;
+  return api;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+AttentionProblem ragged(const std::vector<int>& cu_q, const std::vector<int>& cu_k, int total_q, int total_k) {
+  AttentionProblem p;
+  p.batch = static_cast<int>(cu_q.size()) - 1;
+  p.cu_seqlens_q = cu_q.data();
+  p.cu_seqlens_k = cu_k.data();
+  p.total_q = total_q, p.total_k = total_k;
+  p.seqlen_q = p.seqlen_k = 1 << 20;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("page check: a huge page table is read in bounded pieces, only the pages in use", "[dispatch]") {
+  auto api = fake_api();
+  // batch x max_pages_per_seq = 65535 x 2^24 entries: 4 TiB on the host if it were copied whole.
+  const int batch = 65535;
+  std::vector<int> lens(batch, 0);
+  lens[batch - 1] = 3 * 16;  // the last sequence uses 3 pages of 16 keys
+  std::vector<int> table(3, 7);  // stands for the last row's start; the check reads only what is used
+  DecodeProblem p;
+  p.batch = batch;
+  p.layout = flashjit::KvLayout::paged;
+  p.page_size = 16;
+  p.num_pages = 8;
+  p.max_pages_per_seq = 1 << 24;
+  p.max_seqlen_k = 1 << 28;
+  p.seqlens_k = lens.data();
+  // page_table + (batch - 1) * max_pages_per_seq lands on table[0].
+  p.page_table = table.data() - static_cast<std::ptrdiff_t>(batch - 1) * p.max_pages_per_seq;
+  auto st = flashjit::dispatch::check_page_table(api, p);
+  INFO((st ? std::string() : st.error().to_string()));
+  CHECK(st.ok());
+  CHECK(g_largest_copy <= kCheckChunk * sizeof(int));
+  table[2] = 8;  // past num_pages
+  auto bad = flashjit::dispatch::check_page_table(api, p);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(contains(bad.error().message, "page_table[65534][2] = 8 is outside [0, 8)"));
+}
+
+TEST_CASE("page check: cu_seqlens must be non-decreasing from >= 0 and within the packed rows", "[dispatch]") {
+  auto api = fake_api();
+  std::vector<int> good_q{0, 3, 3, 10}, good_k{0, 5, 9, 9};
+  CHECK(flashjit::dispatch::check_seqlens(api, ragged(good_q, good_k, 10, 9)).ok());
+  // The packed tensors may hold more rows than the offsets use.
+  CHECK(flashjit::dispatch::check_seqlens(api, ragged(good_q, good_k, 12, 100)).ok());
+
+  struct Case { std::vector<int> q, k; int total_q, total_k; const char* says; };
+  const Case cases[] = {
+      {{-1, 3, 3, 10}, good_k, 10, 9, "cu_seqlens_q[0] = -1 is negative"},
+      {{0, 3, 2, 10}, good_k, 10, 9, "cu_seqlens_q[2] = 2 is below cu_seqlens_q[1] = 3"},
+      {good_q, {0, 5, 9, 9}, 10, 8, "cu_seqlens_k[2] = 9 is past the 8 packed rows (total_k)"},
+      {{0, 3, 3, 11}, good_k, 10, 9, "cu_seqlens_q[3] = 11 is past the 10 packed rows (total_q)"},
+      {good_q, {0, 5, 9, -2147483647}, 10, 9, "cu_seqlens_k[3] = -2147483647 is below"},
+  };
+  for (const auto& c : cases) {
+    auto st = flashjit::dispatch::check_seqlens(api, ragged(c.q, c.k, c.total_q, c.total_k));
+    INFO(c.says);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == flashjit::ErrorCode::invalid_argument);
+    CHECK(contains(st.error().message, c.says));
+  }
+  AttentionProblem longer = ragged(good_q, good_k, 10, 9);
+  longer.seqlen_q = 6;  // sequence 2 has 7 query rows
+  auto st = flashjit::dispatch::check_seqlens(api, longer);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.error().message, "sequence 2 has 7 rows in cu_seqlens_q, more than seqlen_q = 6"));
+}
+
+TEST_CASE("page check: cu_seqlens of a large batch are read in bounded pieces; never while capturing", "[dispatch]") {
+  auto api = fake_api();
+  const int batch = 3 * static_cast<int>(kCheckChunk);
+  std::vector<int> cu(batch + 1);
+  for (int b = 0; b <= batch; ++b) cu[b] = b;
+  auto st = flashjit::dispatch::check_seqlens(api, ragged(cu, cu, batch, batch));
+  CHECK(st.ok());
+  CHECK(g_largest_copy <= kCheckChunk * sizeof(int));
+  cu[2 * kCheckChunk + 5] = 0;  // in the third piece
+  auto bad = flashjit::dispatch::check_seqlens(api, ragged(cu, cu, batch, batch));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(contains(bad.error().message, "is below"));
+
+  api.cuStreamIsCapturing = fake_capturing;
+  g_copies = 0;
+  auto captured = flashjit::dispatch::check_seqlens(api, ragged(cu, cu, batch, batch));
+  REQUIRE_FALSE(captured.ok());
+  CHECK(contains(captured.error().message, "captures a CUDA graph"));
+  CHECK(g_copies == 0);
+}
