@@ -99,6 +99,13 @@ typedef struct flashjit_runtime_options {
   int check_pages; /* check every decode's page table on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_PAGES (off) */
   flashjit_log_callback log_callback; /* NULL: diagnostics on stderr */
   void* log_user;                     /* passed to log_callback */
+  /* check every ragged forward's cu_seqlens on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_SEQLENS (off) */
+  int check_seqlens;
+  /* compile cache misses in this process (1) or in a worker process (-1: a crashing or hanging compiler fails
+   * that kernel only); 0: FLASHJIT_COMPILE_IN_PROCESS (unset: in a worker) */
+  int compile_in_process;
+  double compile_timeout_s;   /* seconds a worker may compile one kernel; 0: FLASHJIT_COMPILE_TIMEOUT (600) */
+  const char* compile_worker; /* the flashjit executable; NULL: FLASHJIT_COMPILE_WORKER, else the one beside this library */
 } flashjit_runtime_options;
 
 #define FLASHJIT_RUNTIME_OPTIONS_MIN_SIZE (offsetof(flashjit_runtime_options, cache_dir))
@@ -155,6 +162,9 @@ typedef struct flashjit_attention_args {
   /* V's and O's head dim when it differs from head_dim (DeepSeek: 192 / 128): v [B, Sk, Hkv, Dv] and o
    * [B, Sq, Hq, Dv]; a multiple of 8 up to 256. Default 0: the same as head_dim. */
   int head_dim_v;
+  /* nonzero: check cu_seqlens on the host before launching (copies them, synchronizing the stream): each
+   * non-decreasing from >= 0, the last at most total_q / total_k, no length above seqlen_q / seqlen_k */
+  int check_seqlens;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))

@@ -1,8 +1,15 @@
 #include "capi/args.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +26,31 @@ namespace {
 // field) rather than a newer header's struct.
 constexpr std::size_t kMaxUnknownTail = 4096;
 
-// The struct_size rules: at least `min_size`; past sizeof(T) (a newer header) only zero bytes.
+// Copies `n` bytes at `src` (just past the caller's struct) into `dst` without touching memory that is not
+// mapped readable: the bytes in the page of the struct's last byte, src[-1], directly (that page is readable),
+// the rest through the kernel, which reports EFAULT instead of faulting. False when some byte is not readable.
+bool read_tail(const unsigned char* src, std::size_t n, unsigned char* dst) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(src);
+  const std::uintptr_t page_end = ((addr - 1) / page + 1) * page;  // end of src[-1]'s page
+  const std::size_t direct = std::min<std::size_t>(n, page_end - addr);
+  std::memcpy(dst, src, direct);
+  if (direct == n) return true;
+  iovec local{dst + direct, n - direct}, remote{const_cast<unsigned char*>(src + direct), n - direct};
+  const ssize_t got = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+  if (got >= 0) return static_cast<std::size_t>(got) == n - direct;
+  if (errno == EFAULT) return false;
+  // process_vm_readv refused (a seccomp filter): a pipe's write() reports EFAULT the same way.
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  const bool ok = ::write(fds[1], src + direct, n - direct) == static_cast<ssize_t>(n - direct) &&
+                  ::read(fds[0], dst + direct, n - direct) == static_cast<ssize_t>(n - direct);
+  ::close(fds[0]), ::close(fds[1]);
+  return ok;
+}
+
+// The struct_size rules: at least `min_size`; past sizeof(T) (a newer header) only zero bytes, read without
+// reading past readable memory (a struct_size larger than the caller's memory is an error, not a crash).
 template <class T>
 Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
   const std::size_t n = s.struct_size;
@@ -32,9 +63,15 @@ Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
                  fmt::format("{}.struct_size is {}, not a size of this struct (sizeof({}) is {} in this library): "
                              "set it to sizeof({})",
                              type, n, type, sizeof(T), type));
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&s);
-  for (std::size_t i = sizeof(T); i < n; ++i)
-    if (bytes[i] != 0)
+  if (n <= sizeof(T)) return {};
+  unsigned char tail[kMaxUnknownTail];
+  if (!read_tail(reinterpret_cast<const unsigned char*>(&s) + sizeof(T), n - sizeof(T), tail))
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("{}.struct_size is {}, but the memory past this library's {} bytes is not readable: set "
+                             "it to sizeof({})",
+                             type, n, sizeof(T), type));
+  for (std::size_t i = 0; i < n - sizeof(T); ++i)
+    if (tail[i] != 0)
       return Error(ErrorCode::invalid_argument,
                    fmt::format("{}.struct_size is {} and fields past this library's {} bytes are set: the caller "
                                "was built against a newer flashjit.h than this libflashjit ({})",
@@ -148,6 +185,28 @@ Result<RuntimeOptions> read_options(const flashjit_runtime_options* options) {
   }
   if (FLASHJIT_PRESENT(o, log_callback) && o.log_callback != nullptr)
     out.log_callback = log_callback_of(o.log_callback, FLASHJIT_PRESENT(o, log_user) ? o.log_user : nullptr);
+  if (FLASHJIT_PRESENT(o, check_seqlens)) {
+    auto on = switch_of(o.check_seqlens, "check_seqlens");
+    if (!on.ok()) return std::move(on).error();
+    out.check_seqlens = *on;
+  }
+  if (FLASHJIT_PRESENT(o, compile_in_process)) {
+    auto on = switch_of(o.compile_in_process, "compile_in_process");
+    if (!on.ok()) return std::move(on).error();
+    out.compile_in_process = *on;
+  }
+  if (FLASHJIT_PRESENT(o, compile_timeout_s) && o.compile_timeout_s != 0) {
+    if (!(o.compile_timeout_s > 0))
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("compile_timeout_s is {}: a positive number of seconds, or 0 for the default",
+                               o.compile_timeout_s));
+    out.compile_timeout_s = o.compile_timeout_s;
+  }
+  if (FLASHJIT_PRESENT(o, compile_worker) && o.compile_worker != nullptr) {
+    if (*o.compile_worker == '\0')
+      return Error(ErrorCode::invalid_argument, "compile_worker is an empty string (NULL selects the default)");
+    out.compile_worker = std::filesystem::path(o.compile_worker);
+  }
   return out;
 }
 
@@ -183,6 +242,7 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, total_q)) p.total_q = a.total_q;
   if (FLASHJIT_PRESENT(a, total_k)) p.total_k = a.total_k;
   if (FLASHJIT_PRESENT(a, head_dim_v)) p.head_dim_v = a.head_dim_v;
+  if (FLASHJIT_PRESENT(a, check_seqlens)) p.check_seqlens = a.check_seqlens != 0;
   return out;
 }
 
