@@ -470,3 +470,20 @@ TEST_CASE("shared memory: persistent fa3 takes a second Q buffer when it fits", 
   c.head_dim = 256, c.block_n = 80;
   CHECK(shared_memory_bytes(c) == 128 * 256 * 2 + 2 * 2 * 80 * 256 * 2 + (2 + 4 * 2) * 8 + 1024);
 }
+
+// The stage bound on its own (issue 29, a mutant that survived): at d64 with 64 keys, 5 stages fit the shared
+// memory, so nothing but the rule itself refuses them.
+TEST_CASE("validate: fa3 refuses 5 stages where they would fit the shared memory", "[config]") {
+  KernelConfig c = fa2_base();
+  c.algorithm = Algorithm::fa3;
+  c.block_m = 128, c.consumer_warpgroups = 2, c.head_dim = 64, c.block_n = 64;
+  c.stages = 4;
+  INFO(describe(validate(c)));
+  REQUIRE(validate(c).empty());
+  REQUIRE(shared_memory_bytes(c) * 5 / 4 < 227 * 1024);
+  c.stages = 5;
+  auto issues = validate(c);
+  INFO(describe(issues));
+  REQUIRE(fields(issues) == std::set<std::string>{"stages"});
+  CHECK(describe(issues).find("fa3 needs 2 to 4 stages, got 5") != std::string::npos);
+}
