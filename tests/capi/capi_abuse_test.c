@@ -78,6 +78,17 @@ static void test_struct_size_past_readable_memory(flashjit_runtime* rt) {
     a->struct_size = sizeof *a + 16;
     expect(flashjit_merge(rt, a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "merge args past readable memory: refused");
   }
+  {
+    flashjit_attention_args args = flashjit_attention_args_default();
+    flashjit_target* t = at_page_end(sizeof *t);
+    args.batch = 1, args.seqlen_q = args.seqlen_k = 128, args.heads_q = 8, args.heads_kv = 2, args.head_dim = 64;
+    *t = flashjit_target_default();
+    t->arch = "sm_90a";
+    t->struct_size = sizeof *t + 16;
+    expect(flashjit_select_target(rt, &args, t, NULL, 0) == -FLASHJIT_ERROR_INVALID_ARGUMENT,
+           "target past readable memory: refused");
+    expect(contains(flashjit_last_error(), "not readable"), "target past readable memory: message says so");
+  }
   /* A struct exactly at the page end with its own size, and an older (shorter) one: fine, nothing past it read. */
   {
     flashjit_runtime* out = NULL;
