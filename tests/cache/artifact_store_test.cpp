@@ -95,7 +95,7 @@ TEST_CASE("artifact store: a failed compile's source is saved without following 
   REQUIRE(::chmod(victim.c_str(), 0600) == 0);
   const std::string name = "fa2_kernel_that_failed";
   // Another user's links where a failed source would go: the file itself, and a whole folder.
-  for (const std::string folder : {std::string("flashjit-failed"), "flashjit-failed-" + std::to_string(::geteuid())}) {
+  for (const std::string& folder : {std::string("flashjit-failed"), "flashjit-failed-" + std::to_string(::geteuid())}) {
     fs::create_directories(tmp.path / folder);
     REQUIRE(::chmod((tmp.path / folder).c_str(), 0777) == 0);
     fs::create_symlink(victim, tmp.path / folder / (name + ".cu"));

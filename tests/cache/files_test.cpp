@@ -45,11 +45,6 @@ DiskCache open_cache(const fs::path& dir) {
 
 fs::path path_of(const fs::path& dir, const std::string& key) { return dir / "v1" / key.substr(0, 2) / (key + ".fjk"); }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 // Runs `f` on a thread; fails (instead of hanging the suite) when it takes longer than `limit`, after `unblock`.

@@ -184,6 +184,9 @@ static void test_deep_json(flashjit_runtime* rt) {
              -FLASHJIT_ERROR_INVALID_CONFIG,
          "head_dim 2^64 - 1: refused");
   expect(contains(flashjit_last_error(), "18446744073709551615"), "head_dim 2^64 - 1: reported as written, not as -1");
+  /* A number too large for a double: nlohmann throws out_of_range, not parse_error (found by the fuzz run). */
+  expect(flashjit_emit("{\"algorithm\":\"fa2\",\"head_dim\":1e9999}", out, sizeof out) == -FLASHJIT_ERROR_INVALID_CONFIG,
+         "head_dim 1e9999: refused");
 }
 
 int main(void) {
