@@ -74,6 +74,7 @@ TEST_CASE("make_params: a varlen problem", "[launch][varlen]") {
 TEST_CASE("grid_for: varlen problems get the grid of their max lengths", "[launch][varlen]") {
   KernelConfig c = flashjit::dispatch::fa3_heuristic(DType::bf16, 64, MaskKind::causal, Arch{90, true});
   c.varlen = true;
+  c.scheduler = Scheduler::grid;  // the heuristic's is persistent (below)
   const auto g = grid_for(c, varlen_problem(), 132);
   CHECK(g.x == (300 + 191) / 192);
   CHECK(g.y == 8);
