@@ -11,19 +11,8 @@
 #include <unistd.h>
 
 #include "flashjit/flashjit.h"
+#include "check.h"
 
-static int passed = 0, failed = 0;
-
-static void expect(int ok, const char* what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    printf("FAIL: %s\n  last error: %s\n", what, flashjit_last_error());
-  }
-}
-
-static int contains(const char* text, const char* part) { return text != NULL && strstr(text, part) != NULL; }
 
 /* Two pages, the second inaccessible: a struct of `size` bytes placed to end exactly at the boundary. */
 static unsigned char* g_pages = NULL;

@@ -10,19 +10,8 @@
 #include <string.h>
 
 #include "flashjit/flashjit.h"
+#include "check.h"
 
-static int passed = 0, failed = 0;
-
-static void expect(int ok, const char* what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    printf("FAIL: %s\n  last error: %s\n", what, flashjit_last_error());
-  }
-}
-
-static int contains(const char* text, const char* part) { return text != NULL && strstr(text, part) != NULL; }
 
 static const char* kFa2 = "{\"algorithm\":\"fa2\",\"arch\":\"sm_80\",\"head_dim\":64}";
 
