@@ -139,7 +139,7 @@ TEST_CASE("decode splits: invariants over a grid of shapes", "[dispatch][decode]
                   const int n = static_cast<int>(
                       std::clamp<long long>(sms / ctas, 1, std::max(1, std::min(32, keys / floor))));
                   const int per = forced_decode_splits(in, n).keys_per_split;
-                  return (keys + per - 1) / per;  // the splits its rounding left empty dropped
+                  return static_cast<int>((1LL * keys + per - 1) / per);  // the splits its rounding left empty dropped
                 };
                 int fill = fill_with(512);
                 if (small && modeled_decode_us(in, fill_with(256)) < modeled_decode_us(in, fill)) fill = fill_with(256);
