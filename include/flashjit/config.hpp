@@ -66,6 +66,11 @@ struct KernelConfig {
   // Ragged batches (AttentionProblem::cu_seqlens_q/k): per-sequence offsets and lengths read by the kernel.
   // A compile-time variant, so fixed-length kernels keep their code; the dispatcher sets it from the problem.
   bool varlen = false;
+  // Variants (templates/attention/variant.cuh), compiled in only when on; their constants (the cap, the slopes,
+  // the sink logits) are run-time arguments of the problem. In the JSON and the name only when on.
+  bool softcap = false;  // scores <- cap * tanh(scores / cap) (Gemma 2), before the mask
+  bool alibi = false;    // scores -= slope[head] * |i + seqlen_k - seqlen_q - j| (flash-attn's alibi_slopes)
+  bool sinks = false;    // one learnable logit per query head in each row's softmax denominator (gpt-oss)
 
   // The tiles an algorithm's config has when none are given (naive: its only shape; fa2 / fa3: the d128
   // tiles). The dispatcher's heuristics choose per head dim and problem instead (Runtime::resolve).

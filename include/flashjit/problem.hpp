@@ -66,6 +66,20 @@ struct AttentionProblem {
   int window_right = -1;
   int chunk_size = 0;
 
+  // Variants (each compiled into the kernel only when used; the values are run-time arguments):
+  //   softcap > 0: each scaled score x = softmax_scale * q·k becomes softcap * tanh(x / softcap) (Gemma 2,
+  //     flash-attn's softcap), before the mask and ALiBi; 0: off.
+  //   alibi_slopes: device fp32 [Hq] (alibi_slopes_batch_stride 0) or [B, Hq] (stride Hq, or any stride in
+  //     elements): slope[b][h] * |i + seqlen_k - seqlen_q - j| is subtracted from the scaled score of query i
+  //     and key j (flash-attn's alibi_slopes; varlen: each sequence's own lengths).
+  //   sinks: device fp32 [Hq], one logit per query head (gpt-oss's learnable sinks): each row's softmax
+  //     denominator gains exp(sinks[h]) and no value, so O = Σ_j e^{x_j} v_j / (e^{sink} + Σ_j e^{x_j});
+  //     the LSE includes it (a row that sees no key gets O = 0 and LSE = sinks[h]).
+  float softcap = 0.f;
+  const float* alibi_slopes = nullptr;
+  std::int64_t alibi_slopes_batch_stride = 0;
+  const float* sinks = nullptr;
+
   // Varlen: copy the offsets to the host before launching (synchronizes the stream; refused while it captures a
   // graph) and refuse offsets that are not non-decreasing from >= 0 up to total_q / total_k, or a length above
   // seqlen_q / seqlen_k. A debug check; RuntimeOptions::check_seqlens turns it on for every forward.

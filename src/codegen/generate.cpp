@@ -9,14 +9,21 @@ namespace {
 
 std::string mask_enum(MaskKind m) { return fmt::format("flashjit::MaskKind::{}", to_string(m)); }
 
-// The template instantiation, one parameter per line with its name.
-std::string kernel_type(const KernelConfig& c) {
+// The variant parameter (templates/attention/variant.cuh) after varlen, when any variant is on.
+std::string variant_arg(const KernelConfig& c) {
+  if (!c.softcap && !c.alibi && !c.sinks) return {};
+  return fmt::format(",\n    /*variant=*/flashjit::Variant</*softcap=*/{}, /*alibi=*/{}, /*sinks=*/{}>", c.softcap,
+                     c.alibi, c.sinks);
+}
+
+// The template and its parameters up to varlen, without the closing bracket.
+std::string kernel_template(const KernelConfig& c) {
   switch (c.algorithm) {
     case Algorithm::fa2:
       return fmt::format(
           "flashjit::fa2::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_m=*/{block_m},\n"
-          "    /*block_n=*/{block_n}, /*stages=*/{stages}, /*warps=*/{warps}, /*mask=*/{mask}, /*varlen=*/{varlen}>",
+          "    /*block_n=*/{block_n}, /*stages=*/{stages}, /*warps=*/{warps}, /*mask=*/{mask}, /*varlen=*/{varlen}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_m", c.block_m), fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages),
@@ -26,7 +33,7 @@ std::string kernel_type(const KernelConfig& c) {
           "flashjit::fa3::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_n=*/{block_n},\n"
           "    /*stages=*/{stages}, /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent},\n"
-          "    /*varlen=*/{varlen}>",
+          "    /*varlen=*/{varlen}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.consumer_warpgroups),
@@ -36,7 +43,7 @@ std::string kernel_type(const KernelConfig& c) {
       return fmt::format(
           "flashjit::reference::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*threads=*/{threads},\n"
-          "    /*mask=*/{mask}, /*varlen=*/{varlen}>",
+          "    /*mask=*/{mask}, /*varlen=*/{varlen}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("threads", threads_per_cta(c)), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen));
@@ -44,6 +51,9 @@ std::string kernel_type(const KernelConfig& c) {
       return {};
   }
 }
+
+// The template instantiation, one parameter per line with its name.
+std::string kernel_type(const KernelConfig& c) { return kernel_template(c) + variant_arg(c) + ">"; }
 
 const char* kernel_header(Algorithm a) {
   switch (a) {

@@ -51,12 +51,14 @@ std::uint64_t hash_value(E e) requires std::is_enum_v<E> { return static_cast<st
 
 // One field of a config kind. `has`, when set, says whether a config has the field at all (prefill: by
 // its algorithm); a field a config does not have is not in its JSON, its equality or its hash, and naming it
-// in a text is an error.
+// in a text is an error. A `sparse` field (the variants) is written into the JSON only when it is not the
+// default value T{}, so adding one leaves the JSON, and so the cache keys, of every existing config as it was.
 template <class Config, class T>
 struct Field {
   const char* name;
   T Config::*member;
   bool (*has)(const Config&) = nullptr;
+  bool sparse = false;
 
   bool in(const Config& c) const { return has == nullptr || has(c); }
 };

@@ -180,6 +180,7 @@ std::string json_of(const Config& c) {
   if (Kind<Config>::tag) out += fmt::format(R"("kernel":"{}")", Kind<Config>::tag);
   for_each_field<Config>([&](const auto& f) {
     if (!f.in(c)) return;
+    if (f.sparse && c.*f.member == std::remove_cvref_t<decltype(c.*f.member)>{}) return;
     if (out.size() > 1) out += ',';
     out += fmt::format(R"("{}":{})", f.name, json_value(c.*f.member));
   });

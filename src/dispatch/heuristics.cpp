@@ -135,6 +135,13 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   if (c.varlen != p.varlen())
     why.push_back(c.varlen ? "a varlen kernel needs cu_seqlens_q/cu_seqlens_k (the problem has none)"
                            : "the problem is varlen (cu_seqlens_q/cu_seqlens_k set) but the kernel is not: set varlen");
+  const auto variant = [&](bool kernel, bool problem, const char* name, const char* field) {
+    if (kernel && !problem) why.push_back(fmt::format("a {} kernel needs the problem's {}", name, field));
+    if (!kernel && problem) why.push_back(fmt::format("the problem has {} but the kernel has no {}: set {}", field, name, name));
+  };
+  variant(c.softcap, p.softcap > 0.f, "softcap", "softcap > 0");
+  variant(c.alibi, p.alibi_slopes != nullptr, "alibi", "alibi_slopes");
+  variant(c.sinks, p.sinks != nullptr, "sinks", "sinks");
   // A cubin for sm_XY runs on devices of the same major version and minor >= Y; an "a" target only on XY.
   bool loadable = c.arch.accelerated ? c.arch.sm == device.sm
                                      : (c.arch.sm / 10 == device.sm / 10 && c.arch.sm <= device.sm);
@@ -142,6 +149,19 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   if (why.empty()) return {};
   return Error(ErrorCode::invalid_argument,
                fmt::format("config {} does not fit the problem: {}", readable_name(c), fmt::join(why, "; ")));
+}
+
+void fit_variant_registers(KernelConfig& c) {
+  if (c.algorithm != Algorithm::fa3 || !(c.softcap || c.alibi || c.sinks)) return;
+  // A variant keeps a few more values live in the consumers (the cap, the slope, the sink's finalize): at
+  // the register ceilings ptxas spills 4-20 bytes with the heuristic tiles, on three consumer warpgroups
+  // above d80 (160 registers; 96-key tiles) and at d256 (80-key tiles). One key tile narrower fits
+  // (NVRTC 13.0, -Xptxas=-v: 0 spills with 80- and 64-key tiles).
+  const int widest = std::max(c.head_dim, value_head_dim(c));
+  KernelConfig narrow = c;
+  if (c.consumer_warpgroups == 3 && widest > 80 && c.block_n > 80) narrow.block_n = 80;
+  if (widest > 240 && c.block_n > 64) narrow.block_n = 64;
+  if (validate(narrow).empty()) c = narrow;
 }
 
 namespace {
@@ -193,7 +213,11 @@ std::string reference_fallback_reason(const AttentionProblem& p, const Arch& arc
 Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
                             const TunedTables* tuned) {
   auto c = choose_tiles(p, arch, requested, tuned);
-  if (c.ok()) c->varlen = p.varlen();
+  if (c.ok()) {
+    c->varlen = p.varlen();
+    c->softcap = p.softcap > 0.f, c->alibi = p.alibi_slopes != nullptr, c->sinks = p.sinks != nullptr;
+    fit_variant_registers(*c);
+  }
   return c;
 }
 

@@ -28,6 +28,10 @@ KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& 
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
                             Algorithm requested = Algorithm::automatic, const TunedTables* tuned = nullptr);
 
+// The tiles of an fa3 config with variants on (softcap, alibi, sinks), narrowed where the heuristic tiles would
+// spill registers with them; other configs as they are. choose() applies it.
+void fit_variant_registers(KernelConfig& config);
+
 // Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what
 // fa3 and fa2 lack there, e.g. "fa2: needs sm_80 or newer ...". Empty when a fast kernel runs it.
 std::string reference_fallback_reason(const AttentionProblem& problem, const Arch& arch);

@@ -12,10 +12,12 @@
 
 namespace flashjit::launch {
 
-static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8,
+static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
-                  offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56,
+                  offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
+                  offsetof(AttentionParams, softcap) == 5 * 8 + 12 * 8 + 72 &&
+                  offsetof(AttentionParams, sinks) == 5 * 8 + 12 * 8 + 96,
               "AttentionParams field offsets changed: check the device side");
 
 AttentionParams make_params(const AttentionProblem& p) {
@@ -38,6 +40,9 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.window_left = p.window_left, a.window_right = p.window_right;
   if (p.mask == MaskKind::causal) a.window_left = -1, a.window_right = 0;
   a.chunk_size = p.chunk_size;
+  if (p.softcap > 0.f) a.softcap = p.softcap, a.softcap_in = scale / p.softcap;
+  a.alibi_slopes = p.alibi_slopes, a.alibi_batch = p.alibi_slopes_batch_stride;
+  a.sinks = p.sinks;
   return a;
 }
 

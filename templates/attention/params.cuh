@@ -34,6 +34,13 @@ struct AttentionParams {
   int total_q, total_k;
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
+
+  // Variants (templates/attention/variant.cuh; read only by kernels that compile them in).
+  float softcap;       // softcap kernels: the cap (natural logits x become softcap * tanh(x / softcap))
+  float softcap_in;    // softmax_scale / softcap: raw score -> tanh argument
+  const float* alibi_slopes;  // alibi kernels: [B?, Hq] fp32
+  long long alibi_batch;      // its batch stride in elements (0: one [Hq] row for every sequence)
+  const float* sinks;         // sinks kernels: [Hq] fp32 logits
 };
 
 }  // namespace flashjit

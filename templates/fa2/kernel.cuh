@@ -18,6 +18,7 @@
 #include "attention/params.cuh"
 #include "attention/seqlen.cuh"
 #include "attention/softmax.cuh"
+#include "attention/variant.cuh"
 #include "common/types.cuh"
 #include "fa2/smem_tile.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -29,7 +30,7 @@ namespace flashjit::fa2 {
 // is padded to 16 for the mma k-steps: Q's and K's padding chunk is zeroed in shared memory, V's reaches only
 // O columns that are never stored.
 template <class T, int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask,
-          bool kVarlen = false>
+          bool kVarlen = false, class V = NoVariant>
 struct Kernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRowsPerWarp = kBM / kWarps;
@@ -174,8 +175,22 @@ struct Kernel {
         }
       }
 
-      // Per-element masking only on tiles the mask (or the end of the keys) cuts.
+      // The variant's scores (softcap, ALiBi), then per-element masking only on tiles the mask (or the end of
+      // the keys) cuts.
       const int n0 = (tile_begin + it) * kBN;
+      if constexpr (V::kTransformsScores) {
+        const V variant(p, batch, head);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
+              const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
+              s[mt][nt][c] = variant.score(s[mt][nt][c], row + mask.offset, key);
+            }
+      }
       if (n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
@@ -191,7 +206,7 @@ struct Kernel {
 
       // O is rescaled only on the tiles where a row's max moves by more than the lazy threshold.
       float rescale[2 * kMT];
-      if (softmax.update_lazy(s, p.scale_log2, rescale)) {
+      if (softmax.update_lazy(s, V::unit_log2(p), rescale)) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -234,7 +249,10 @@ struct Kernel {
     const SeqInfo<kVarlen> out_seq = SeqInfo<kVarlen>::reread(p, batch);
     const int rows_out = kVarlen ? min(kBM, out_seq.seqlen_q - m0) : rows_valid;
     float inv_sum[2 * kMT], lse[2 * kMT];
-    softmax.finalize(p.softmax_scale, inv_sum, lse);
+    if constexpr (V::kHasSinks)
+      softmax.finalize_sink(V::unit(p), V::sink(p.sinks, head), inv_sum, lse);
+    else
+      softmax.finalize(V::unit(p), inv_sum, lse);
     __syncthreads();  // all warps are done with Q (when read from shared memory) before it is overwritten
     unsigned char* s_o = smem;
 #pragma unroll

@@ -8,6 +8,7 @@
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/softmax.cuh"
+#include "attention/variant.cuh"
 #include "common/types.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/regs.cuh"
@@ -15,7 +16,7 @@
 
 namespace flashjit::fa3 {
 
-template <class T, class Storage, int kBM, int kBN, int kStages, MaskKind kMask>
+template <class T, class Storage, int kBM, int kBN, int kStages, MaskKind kMask, class V = NoVariant>
 struct Consumer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
@@ -99,8 +100,19 @@ struct Consumer {
     }
   }
 
-  // Masks the scores of key tile n0 (per element only where the tile is cut), then the online softmax.
-  __device__ void softmax_step(const Mask<kMask>& mask, int n0, int seqlen_k, float scale_log2, float (&rescale)[2]) {
+  // The variant's scores (softcap, ALiBi), then the mask (per element only where the tile is cut), then the
+  // online softmax in the variant's unit.
+  __device__ void softmax_step(const Mask<kMask>& mask, const V& variant, int n0, int seqlen_k, float unit_log2,
+                               float (&rescale)[2]) {
+    if constexpr (V::kTransformsScores) {
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int row = row0 + (c / 2) * 8, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
+          s[0][j][c] = variant.score(s[0][j][c], row + mask.offset, key);
+        }
+    }
     const int wg_row0 = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4);  // first row of the warpgroup
     if (n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_row0, wg_row0 + 64, n0, n0 + kBN)) {
 #pragma unroll
@@ -111,7 +123,7 @@ struct Consumer {
           if (key >= seqlen_k || !mask.visible(row, key)) s[0][j][c] = neg_infinity();
         }
     }
-    moved = softmax.update_lazy(s, scale_log2, rescale);
+    moved = softmax.update_lazy(s, unit_log2, rescale);
   }
   bool moved = true;  // whether the last softmax_step moved a row max of this warp (O needs rescaling)
 
@@ -138,9 +150,10 @@ struct Consumer {
   }
 
   // One work tile: `local` counts the CTA's work tiles (Q buffer phase), `ring` is the running index of its
-  // first K/V tile in the stage ring. causal_offset and seqlen_k are the sequence's (SeqInfo).
+  // first K/V tile in the stage ring. causal_offset and seqlen_k are the sequence's (SeqInfo); batch and head
+  // pick the variant's constants.
   __device__ void mainloop(const Storage& smem, const AttentionParams& p, int causal_offset, int seqlen_k,
-                           int tile_begin, int num_tiles, int local, int ring) {
+                           int tile_begin, int num_tiles, int local, int ring, int batch, int head) {
 #pragma unroll
     for (int j = 0; j < kOT; ++j)
 #pragma unroll
@@ -151,6 +164,8 @@ struct Consumer {
     ptx::mbarrier_wait(smem.q_full(qbuf), (local / Storage::kQBuffers) & 1);
     if (num_tiles == 0) return;
     const Mask<kMask> mask(p, causal_offset, seqlen_k);
+    const V variant(p, batch, head);
+    const float unit_log2 = V::unit_log2(p);
     const bool leader = threadIdx.x % 128 == 0;
     float rescale[2];
 
@@ -165,7 +180,7 @@ struct Consumer {
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
     if (leader) ptx::mbarrier_arrive(smem.k_empty(first));
-    softmax_step(mask, tile_begin * kBN, seqlen_k, p.scale_log2, rescale);
+    softmax_step(mask, variant, tile_begin * kBN, seqlen_k, unit_log2, rescale);
 
     for (int i = 1; i < num_tiles; ++i) {
       const int r = ring + i, stage = r % kStages, prev = (r - 1) % kStages;
@@ -179,7 +194,7 @@ struct Consumer {
       ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
       ptx::fence_registers(s[0]);
       if (leader) ptx::mbarrier_arrive(smem.k_empty(stage));
-      softmax_step(mask, (tile_begin + i) * kBN, seqlen_k, p.scale_log2, rescale);
+      softmax_step(mask, variant, (tile_begin + i) * kBN, seqlen_k, unit_log2, rescale);
       ptx::wgmma_wait<0>();
       ptx::fence_registers(o);
       if (leader) ptx::mbarrier_arrive(smem.v_empty(prev));

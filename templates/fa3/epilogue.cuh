@@ -5,13 +5,14 @@
 #pragma once
 
 #include "attention/params.cuh"
+#include "attention/variant.cuh"
 #include "common/types.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/regs.cuh"
 
 namespace flashjit::fa3 {
 
-template <class T, class Storage, int kBM>
+template <class T, class Storage, int kBM, class V = NoVariant>
 struct Epilogue {
   using VO = typename Storage::VO;
   static constexpr int kAllConsumersBarrier = 8;  // 1-3: per warpgroup; 4-7: the consumers' turns
@@ -20,7 +21,10 @@ struct Epilogue {
   static __device__ void run(Consumer& c, unsigned char* smem_q, unsigned q_empty, const AttentionParams& p, int m0,
                              int head, int batch, const Seq& seq) {
     float inv_sum[2], lse[2];
-    c.softmax.finalize(p.softmax_scale, inv_sum, lse);
+    if constexpr (V::kHasSinks)
+      c.softmax.finalize_sink(V::unit(p), V::sink(p.sinks, head), inv_sum, lse);
+    else
+      c.softmax.finalize(V::unit(p), inv_sum, lse);
     // Per-thread addresses from a fresh thread index: hoisted out of the persistent loop they took registers
     // the main loop needs (ptxas spilled them, d72-d96 and d136-d192).
     const int tid = ptx::thread_index_here() % 128, warp = tid / 32, lane = tid % 32;

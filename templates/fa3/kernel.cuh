@@ -16,6 +16,7 @@
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/seqlen.cuh"
+#include "attention/variant.cuh"
 #include "fa3/consumer.cuh"
 #include "fa3/epilogue.cuh"
 #include "fa3/producer.cuh"
@@ -35,7 +36,7 @@ template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kCons
 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
-          bool kPersistent, bool kVarlen = false>
+          bool kPersistent, bool kVarlen = false, class V = NoVariant>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -45,7 +46,7 @@ struct Kernel {
       kPersistent && SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, 2>::kAllocBytes <= 227 * 1024 ? 2 : 1;
   using Storage = SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, kQBuffers>;
   static constexpr int kSmemBytes = Storage::kAllocBytes;
-  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask>;
+  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
   using Seq = SeqInfo<kVarlen>;
 
@@ -120,8 +121,8 @@ struct Kernel {
         key_tiles(p, seq, t.m_block, tile_begin, num_tiles);
         const int m0 = t.m_block * kBM;
         c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
-        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring);
-        Epilogue<T, Storage, kBM>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
+        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring, t.batch, t.head);
+        Epilogue<T, Storage, kBM, V>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
                                                  m0, t.head, t.batch, seq);
         ring += num_tiles;
         ++local;

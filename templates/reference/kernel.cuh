@@ -7,13 +7,15 @@
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/seqlen.cuh"
+#include "attention/variant.cuh"
 #include "common/math.cuh"
 #include "common/types.cuh"
 
 namespace flashjit::reference {
 
 // kHeadDim: Q's and K's head dim; kHeadDimV: V's and O's.
-template <class T, int kHeadDim, int kHeadDimV, int kBlockThreads, MaskKind kMask, bool kVarlen = false>
+template <class T, int kHeadDim, int kHeadDimV, int kBlockThreads, MaskKind kMask, bool kVarlen = false,
+          class V = NoVariant>
 struct Kernel {
   static constexpr int kThreads = kBlockThreads;
   static constexpr int kWarps = kThreads / 32;
@@ -53,11 +55,13 @@ struct Kernel {
     const Mask<kMask> mask(p, seq.causal_offset(p), seq.seqlen_k);
     int lo, hi;
     mask.key_range(row, row + 1, lo, hi);
+    const V variant(p, batch, head);
+    const float unit = V::unit(p);  // the scores' unit in natural logits (variant.cuh)
     auto score = [&](int key) {
       const T* kr = k + key * p.k_seq;
       float s = 0.f;
       for (int d = 0; d < kHeadDim; ++d) s = fmaf(q_row[d], to_float(kr[d]), s);
-      return s;
+      return variant.score(s, row + mask.offset, key);
     };
 
     // Pass 1: the row max over visible keys.
@@ -73,7 +77,7 @@ struct Kernel {
     for (int base = lo; base < hi; base += kThreads) {
       const int key = base + tid;
       float pk = 0.f;
-      if (key < hi && mask.visible(row, key)) pk = expf((score(key) - m) * p.softmax_scale);
+      if (key < hi && mask.visible(row, key)) pk = expf((score(key) - m) * unit);
       probs[tid] = pk;
       sum += pk;
       __syncthreads();
@@ -87,6 +91,16 @@ struct Kernel {
     }
     sum = block_reduce(sum, scratch, false);
 
+    // A sink (natural units) joins the denominator: sum * e^{m'} + e^{sink} relative to M = max(m', sink).
+    float lse = m * unit + logf(sum);
+    if constexpr (V::kHasSinks) {
+      const float sink = V::sink(p.sinks, head), m_nat = sum > 0.f ? m * unit : sink, top = fmaxf(m_nat, sink);
+      if (top != neg_infinity()) {
+        const float denom = sum * expf(m_nat - top) + expf(sink - top);
+        lse = top + logf(denom);
+        sum = sum > 0.f ? denom / expf(m_nat - top) : 0.f;
+      }
+    }
     const bool empty = !(sum > 0.f);
     T* o = static_cast<T*>(p.o) + seq.o_offset(p, batch) + head * p.o_head + row * p.o_seq;
     for (int c = 0; c < kColsPerThread; ++c) {
@@ -95,7 +109,7 @@ struct Kernel {
     }
     if (p.lse != nullptr && tid == 0)
       p.lse[seq.lse_index(p, batch, head, row)] =
-          empty ? neg_infinity() : m * p.softmax_scale + logf(sum);
+          V::kHasSinks || !empty ? lse : neg_infinity();
   }
 };
 

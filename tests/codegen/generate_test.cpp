@@ -197,6 +197,25 @@ TEST_CASE("generate: varlen is a template argument of every kernel, and part of 
   }
 }
 
+TEST_CASE("generate: variants are a template argument after varlen only when on, and part of the name",
+          "[codegen][variant]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
+    INFO(readable_name(c));
+    auto plain = generate(c);
+    REQUIRE(plain.ok());
+    CHECK_FALSE(contains(plain->text, "Variant"));
+    c.softcap = true, c.sinks = true;
+    auto with = generate(c);
+    REQUIRE(with.ok());
+    CHECK(contains(with->text, "/*varlen=*/false,\n    /*variant=*/flashjit::Variant</*softcap=*/true, /*alibi=*/false, "
+                               "/*sinks=*/true>>;"));
+    CHECK(contains(with->name, "_softcap_sinks_"));
+    CHECK(contains(with->text, "// config: " + to_json(c) + "\n"));
+  }
+}
+
 TEST_CASE("generate: an invalid config is invalid_config", "[codegen]") {
   KernelConfig c;
   SECTION("bad head_dim") { c.head_dim = 65; }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -23,7 +24,9 @@
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
 
+using flashjit::Algorithm;
 using flashjit::Arch;
+using flashjit::AttentionProblem;
 using flashjit::DType;
 using flashjit::ErrorCode;
 using flashjit::KernelConfig;
@@ -227,6 +230,38 @@ TEST_CASE("nvrtc: the FA3 heuristic at every head dim and head_dim_v compiles wi
     check_compiled(*o);
     check_no_spills(*o);
     if (o->result && o->result->ok() && o->config.algorithm == flashjit::Algorithm::fa3) {
+      INFO(readable_name(o->config));
+      CHECK_FALSE((*o->result)->ptxas.setmaxnreg_ignored);
+    }
+  }
+}
+
+// Softcap, ALiBi and sinks together (their union has the most live values) in the kernels choose() picks at
+// the head dims where the tiles sit at a register ceiling (three consumer warpgroups, d256) and d128, causal
+// (the per-element masking on top): no spills, setmaxnreg kept; FA2 on sm_80 and the reference kernel compile.
+TEST_CASE("nvrtc: the heuristic kernels with every variant compile without spills", "[compile][variant]") {
+  std::vector<KernelConfig> configs;
+  auto add = [&](Algorithm a, int d, const Arch& arch, bool varlen) {
+    AttentionProblem p;
+    p.dtype = DType::bf16, p.batch = 4, p.seqlen_q = p.seqlen_k = 4096, p.heads_q = p.heads_kv = 16;
+    p.head_dim = d, p.mask = MaskKind::causal, p.softcap = 30.f;
+    p.alibi_slopes = p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x1000});
+    auto c = flashjit::dispatch::choose(p, arch, a);
+    REQUIRE(c.ok());
+    c->varlen = varlen;
+    configs.push_back(*c);
+  };
+  for (int d : {64, 96, 128, 256}) add(Algorithm::fa3, d, kSm90a, false);
+  add(Algorithm::fa3, 128, kSm90a, true);
+  add(Algorithm::fa2, 128, kSm80, false);
+  add(Algorithm::naive, 128, kSm90a, false);
+  auto outcomes = CompileCache::get().compile_all(configs);
+  REQUIRE(outcomes.size() == configs.size());
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    if (o->config.algorithm == Algorithm::naive) continue;
+    check_no_spills(*o);
+    if (o->result && o->result->ok() && o->config.algorithm == Algorithm::fa3) {
       INFO(readable_name(o->config));
       CHECK_FALSE((*o->result)->ptxas.setmaxnreg_ignored);
     }

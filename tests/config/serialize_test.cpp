@@ -97,6 +97,26 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
           R"({"algorithm":"fa3","arch":"sm_90a","dtype":"bf16","head_dim":128,"head_dim_v":0,"block_m":128,"block_n":128,)"
           R"("stages":2,"consumer_warpgroups":2,"mask":"none","scheduler":"persistent","varlen":true})");
   }
+  SECTION("variants: in the JSON only when on, in declaration order") {
+    KernelConfig c;
+    c.softcap = true;
+    c.sinks = true;
+    CHECK(to_json(c) ==
+          R"({"algorithm":"fa2","arch":"sm_90a","dtype":"bf16","head_dim":128,"head_dim_v":0,"block_m":128,"block_n":64,)"
+          R"("stages":2,"warps":4,"mask":"none","scheduler":"grid","varlen":false,"softcap":true,"sinks":true})");
+    auto back = flashjit::config_from_json(to_json(c));
+    REQUIRE(back.ok());
+    CHECK(*back == c);
+    CHECK_FALSE(back->alibi);
+    auto off = flashjit::config_from_json(R"({"softcap":false,"alibi":true})");
+    REQUIRE(off.ok());
+    CHECK_FALSE(off->softcap);
+    CHECK(off->alibi);
+    CHECK(to_json(*off).find("softcap") == std::string::npos);
+    auto bad = flashjit::config_from_json(R"({"sinks":1})");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().message.find("sinks") != std::string::npos);
+  }
   SECTION("the same config always gives the same text; a different one a different text") {
     KernelConfig a, b;
     CHECK(to_json(a) == to_json(b));
@@ -333,6 +353,12 @@ TEST_CASE("readable_name examples", "[config]") {
   CHECK(readable_name(f) == "fa3_bf16_d128_bm128_bn128_s2_wg2_causal_persistent_varlen_sm90a");
   f.scheduler = Scheduler::grid;
   CHECK(readable_name(f) == "fa3_bf16_d128_bm128_bn128_s2_wg2_causal_varlen_sm90a");
+  f.softcap = f.alibi = f.sinks = true;
+  CHECK(readable_name(f) == "fa3_bf16_d128_bm128_bn128_s2_wg2_causal_varlen_softcap_alibi_sinks_sm90a");
+  f.varlen = f.softcap = f.alibi = false;
+  CHECK(readable_name(f) == "fa3_bf16_d128_bm128_bn128_s2_wg2_causal_sinks_sm90a");
+  n.alibi = true;
+  CHECK(readable_name(n) == "naive_fp16_d256_w2_none_varlen_alibi_sm86");
 }
 
 TEST_CASE("readable names are C identifiers and tell the heuristic/naive configs apart", "[config]") {

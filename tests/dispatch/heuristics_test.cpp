@@ -432,3 +432,71 @@ TEST_CASE("fa3_config: 64-row tiles when 128-row tiles fill less than half the S
   p.head_dim = 64;  // other head dims keep their tiles
   CHECK(fa3_config(p, kSm90a) == fa3_heuristic(DType::bf16, 64, MaskKind::causal, kSm90a));
 }
+
+TEST_CASE("choose: variants are compiled in exactly when the problem has them", "[dispatch][variant]") {
+  AttentionProblem p = problem(DType::bf16, 128, MaskKind::causal);
+  auto plain = choose(p, kSm90a);
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->softcap);
+  CHECK_FALSE(plain->alibi);
+  CHECK_FALSE(plain->sinks);
+  p.softcap = 50.f;
+  p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x60000});
+  p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70000});
+  for (Algorithm a : {Algorithm::automatic, Algorithm::fa3, Algorithm::fa2, Algorithm::naive}) {
+    auto c = choose(p, kSm90a, a);
+    REQUIRE(c.ok());
+    INFO(readable_name(*c));
+    CHECK(c->softcap);
+    CHECK(c->alibi);
+    CHECK(c->sinks);
+    CHECK(validate(*c).empty());
+    CHECK(supports(*c, p, kSm90a).ok());
+    CHECK(readable_name(*c).find("_softcap_alibi_sinks_") != std::string::npos);
+  }
+}
+
+TEST_CASE("choose: fa3 tiles with a variant narrow where the heuristic's would spill", "[dispatch][variant]") {
+  for (int d = 8; d <= 256; d += 8) {
+    AttentionProblem p = problem(DType::bf16, d, MaskKind::causal);
+    auto plain = choose(p, kSm90a, Algorithm::fa3);
+    p.softcap = 30.f;
+    auto with = choose(p, kSm90a, Algorithm::fa3);
+    REQUIRE(plain.ok());
+    REQUIRE(with.ok());
+    INFO("d" << d << ": " << readable_name(*plain) << " -> " << readable_name(*with));
+    CHECK(validate(*with).empty());
+    CHECK(with->block_m == plain->block_m);
+    CHECK(with->consumer_warpgroups == plain->consumer_warpgroups);
+    if (plain->consumer_warpgroups == 3 && d > 80) CHECK(with->block_n == std::min(plain->block_n, 80));
+    else if (d > 240) CHECK(with->block_n == std::min(plain->block_n, 64));
+    else CHECK(with->block_n == plain->block_n);
+  }
+}
+
+TEST_CASE("supports: a variant kernel for the problems with that variant only", "[dispatch][variant]") {
+  const AttentionProblem plain = problem(DType::bf16, 128, MaskKind::none);
+  AttentionProblem capped = plain;
+  capped.softcap = 20.f;
+  AttentionProblem alibi = plain;
+  alibi.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x60000});
+  AttentionProblem sinks = plain;
+  sinks.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70000});
+  const KernelConfig c = fa3_heuristic(DType::bf16, 128, MaskKind::none, kSm90a);
+  struct Case {
+    const AttentionProblem* p;
+    const char* word;
+  };
+  for (const Case& k : {Case{&capped, "softcap"}, Case{&alibi, "alibi"}, Case{&sinks, "sinks"}}) {
+    auto st = supports(c, *k.p, kSm90a);
+    REQUIRE_FALSE(st.ok());
+    INFO(st.error().message);
+    CHECK(st.error().message.find(k.word) != std::string::npos);
+  }
+  KernelConfig with = c;
+  with.softcap = true;
+  auto st = supports(with, plain, kSm90a);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("softcap kernel needs") != std::string::npos);
+  CHECK(supports(with, capped, kSm90a).ok());
+}

@@ -265,6 +265,36 @@ TEST_CASE("check(problem): softmax_scale must be positive and finite", "[dispatc
   require_invalid(p, "softmax_scale");
 }
 
+TEST_CASE("check(problem): variants (softcap, alibi_slopes, sinks)", "[dispatch][variant]") {
+  AttentionProblem p = valid_problem();
+  SECTION("valid values pass") {
+    p.softcap = 30.f;
+    p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x60004});
+    p.alibi_slopes_batch_stride = p.heads_q;
+    p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70008});
+    CHECK(check(p).ok());
+  }
+  SECTION("softcap must be 0 or positive and finite") {
+    p.softcap = GENERATE(-1.f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN());
+    INFO("softcap " << p.softcap);
+    require_invalid(p, "softcap");
+  }
+  SECTION("misaligned tables") {
+    p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x60002});
+    require_invalid(p, "alibi_slopes must be 4-byte aligned");
+    p.alibi_slopes = nullptr;
+    p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70001});
+    require_invalid(p, "sinks must be 4-byte aligned");
+  }
+  SECTION("a slope batch stride needs slopes and a sane value") {
+    p.alibi_slopes_batch_stride = 8;
+    require_invalid(p, "alibi_slopes is null");
+    p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x60004});
+    p.alibi_slopes_batch_stride = -1;
+    require_invalid(p, "alibi_slopes_batch_stride");
+  }
+}
+
 TEST_CASE("check(problem): every issue is listed", "[dispatch]") {
   AttentionProblem p = valid_problem();
   p.q = nullptr;

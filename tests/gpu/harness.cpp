@@ -40,9 +40,28 @@ std::size_t elems(int b, int s, int h, int d) { return std::size_t(b) * s * h * 
 }  // namespace
 
 std::string Shape::to_string() const {
-  return fmt::format("B{} Sq{} Sk{} Hq{} Hkv{} D{}{} {} {} (w {} {}, chunk {})", batch, seqlen_q, seqlen_k, heads_q,
-                     heads_kv, head_dim, dv() != head_dim ? fmt::format(" Dv{}", dv()) : "", flashjit::to_string(dtype), flashjit::to_string(mask), window_left,
-                     window_right, chunk_size);
+  std::string variants;
+  if (softcap > 0) variants += fmt::format(" softcap {}", softcap);
+  if (alibi) variants += alibi == 2 ? " alibi [B, Hq]" : " alibi [Hq]";
+  if (sinks) variants += " sinks";
+  return fmt::format("B{} Sq{} Sk{} Hq{} Hkv{} D{}{} {} {} (w {} {}, chunk {}){}", batch, seqlen_q, seqlen_k, heads_q,
+                     heads_kv, head_dim, dv() != head_dim ? fmt::format(" Dv{}", dv()) : "", flashjit::to_string(dtype),
+                     flashjit::to_string(mask), window_left, window_right, chunk_size, variants);
+}
+
+double alibi_slope(const Shape& s, int batch, int head) {
+  const double base = std::exp2(-8.0 * (head + 1) / s.heads_q);
+  return s.alibi == 2 ? base * (1.0 + 0.5 * batch) : base;
+}
+
+double sink_logit(const Shape& s, int head) {
+  return std::log(double(std::max(s.seqlen_k, 1))) + 0.75 * ((head * 7) % 9 - 4);
+}
+
+double variant_score(const Shape& s, double x, int batch, int head, int i, int j) {
+  if (s.softcap > 0) x = s.softcap * std::tanh(x / s.softcap);
+  if (s.alibi) x -= alibi_slope(s, batch, head) * std::abs(double(i) + s.seqlen_k - s.seqlen_q - j);
+  return x;
 }
 
 Result<Case> Case::make(const Shape& s, std::uint64_t seed) {
@@ -72,6 +91,24 @@ Result<Case> Case::make(const Shape& s, std::uint64_t seed) {
   auto lse = cuda::DeviceBuffer::allocate(std::size_t(s.batch) * s.heads_q * s.seqlen_q * 4);
   if (!lse.ok()) return std::move(lse).error();
   c.dlse_ = std::move(*lse);
+  // Variant tables, as float32 like the API takes them.
+  auto upload = [](const std::vector<float>& host, cuda::DeviceBuffer& dev) -> Status {
+    auto buf = cuda::DeviceBuffer::allocate(host.size() * 4);
+    if (!buf.ok()) return std::move(buf).error();
+    dev = std::move(*buf);
+    return dev.upload(host.data(), host.size() * 4);
+  };
+  if (s.alibi) {
+    std::vector<float> slopes;
+    for (int b = 0; b < (s.alibi == 2 ? s.batch : 1); ++b)
+      for (int h = 0; h < s.heads_q; ++h) slopes.push_back(static_cast<float>(alibi_slope(s, b, h)));
+    FLASHJIT_TRY(upload(slopes, c.dslopes_));
+  }
+  if (s.sinks) {
+    std::vector<float> sinks;
+    for (int h = 0; h < s.heads_q; ++h) sinks.push_back(static_cast<float>(sink_logit(s, h)));
+    FLASHJIT_TRY(upload(sinks, c.dsinks_));
+  }
   FLASHJIT_TRY(c.poison_outputs());
   return c;
 }
@@ -86,6 +123,12 @@ AttentionProblem Case::problem() const {
   p.lse = static_cast<float*>(dlse_.get());
   p.mask = shape_.mask;
   p.window_left = shape_.window_left, p.window_right = shape_.window_right, p.chunk_size = shape_.chunk_size;
+  p.softcap = shape_.softcap;
+  if (shape_.alibi) {
+    p.alibi_slopes = static_cast<const float*>(dslopes_.get());
+    p.alibi_slopes_batch_stride = shape_.alibi == 2 ? shape_.heads_q : 0;
+  }
+  if (shape_.sinks) p.sinks = static_cast<const float*>(dsinks_.get());
   return p;
 }
 
@@ -127,11 +170,16 @@ void reference_attention(const Shape& s, const std::vector<float>& q, const std:
           const float* kr = &k[((std::size_t(b) * s.seqlen_k + j) * s.heads_kv + hk) * D];
           double acc = 0;
           for (int d = 0; d < D; ++d) acc += double(qr[d]) * kr[d];
-          scores[j] = acc * scale;
+          scores[j] = variant_score(s, acc * scale, b, h, i, j);
           mx = std::max(mx, scores[j]);
         }
-        if (mx == -INFINITY) continue;  // no visible key: O = 0, LSE = -inf
-        double sum = 0;
+        const std::size_t li = (std::size_t(b) * s.heads_q + h) * s.seqlen_q + i;
+        const double sink = s.sinks ? sink_logit(s, h) : -INFINITY;
+        if (mx == -INFINITY) {  // no visible key: O = 0, LSE = -inf (or the sink's logit)
+          lse[li] = sink;
+          continue;
+        }
+        double sum = s.sinks ? std::exp(sink - mx) : 0.0;
         double* orow = &o[((std::size_t(b) * s.seqlen_q + i) * s.heads_q + h) * Dv];
         for (int j = 0; j < s.seqlen_k; ++j) {
           if (scores[j] == -INFINITY) continue;
@@ -141,7 +189,7 @@ void reference_attention(const Shape& s, const std::vector<float>& q, const std:
           for (int d = 0; d < Dv; ++d) orow[d] += p * vr[d];
         }
         for (int d = 0; d < Dv; ++d) orow[d] /= sum;
-        lse[(std::size_t(b) * s.heads_q + h) * s.seqlen_q + i] = mx + std::log(sum);
+        lse[li] = mx + std::log(sum);
       }
     }
   };

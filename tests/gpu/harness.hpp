@@ -35,8 +35,21 @@ struct Shape {
   DType dtype = DType::bf16;
   MaskKind mask = MaskKind::none;
   int window_left = -1, window_right = -1, chunk_size = 0;
+  // Variants (templates/attention/variant.cuh): softcap > 0; ALiBi slopes [Hq] (alibi 1) or [B, Hq] (alibi 2);
+  // sink logits [Hq]. The slope and sink values are functions of the shape (alibi_slope, sink_logit below).
+  float softcap = 0.f;
+  int alibi = 0;
+  bool sinks = false;
   std::string to_string() const;
 };
+
+// The ALiBi slope of (batch entry, head) and the sink logit of a head that the tests upload and the references
+// use: slopes 2^(-8 (h + 1) / Hq), scaled per batch entry for [B, Hq] tables; sinks around log(Sk), within
+// ±3 of it, so that they matter without swamping the keys.
+double alibi_slope(const Shape& s, int batch, int head);
+double sink_logit(const Shape& s, int head);
+// The scaled score x of query i and key j after the variants' score transforms (softcap, then ALiBi).
+double variant_score(const Shape& s, double x, int batch, int head, int i, int j);
 
 // Host copies (as rounded floats) and device buffers of one problem.
 class Case {
@@ -53,7 +66,7 @@ class Case {
  private:
   Shape shape_;
   std::vector<float> q_, k_, v_;
-  cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_;
+  cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dslopes_, dsinks_;
 };
 
 // float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows).
