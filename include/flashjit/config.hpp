@@ -100,6 +100,10 @@ struct DecodeKernelConfig {
   // through distributed shared memory (no workspace, no combine kernel); launched with cluster dims
   // (num_splits, 1, 1), at most DecodeParams::kMaxClusterSplits splits.
   bool cluster_merge = false;
+  // Variants, as KernelConfig's (softcap, alibi, sinks); in the JSON and the name only when on.
+  bool softcap = false;
+  bool alibi = false;
+  bool sinks = false;
 
   bool operator==(const DecodeKernelConfig&) const = default;
 };
@@ -112,6 +116,7 @@ struct CombineKernelConfig {
   bool fp32_inputs = true;    // false: the merge API's inputs, in `dtype`
   int head_dim = 128;
   int warps = 4;              // output rows per CTA (one warp each)
+  bool sinks = false;         // split-KV: each row's sink logit joins the merged state (in the JSON only when on)
 
   bool operator==(const CombineKernelConfig&) const = default;
 };

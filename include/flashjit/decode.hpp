@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "flashjit/config.hpp"
@@ -71,6 +72,13 @@ struct DecodeProblem {
   int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
   int chunk_size = 0;    // 0: no chunks; else keys of a's chunk up to a (chunked-causal; not with a window)
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
+  // Variants, as AttentionProblem's (problem.hpp): softcap > 0 caps the scaled scores; alibi_slopes (device
+  // fp32 [Hq], or [B, Hq] with alibi_slopes_batch_stride) subtracts slope * (a - j) for the query at position
+  // a and key j; sinks (device fp32 [Hq]) adds one logit per query head to each row's softmax denominator.
+  float softcap = 0.f;
+  const float* alibi_slopes = nullptr;
+  std::int64_t alibi_slopes_batch_stride = 0;
+  const float* sinks = nullptr;
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
   // automatic: the planner decides; else forces the merge of the splits (tests, tuning). A forced cluster caps
   // a planned split count at kMaxDecodeClusterSplits (a forced num_splits above it is invalid); where the

@@ -20,9 +20,9 @@ Result<GeneratedSource> generate(const DecodeKernelConfig& c) {
   const std::string kernel = fmt::format(
       "flashjit::decode::SplitKernel<\n"
       "    /*element=*/{}, /*head_dim=*/{}, /*rows=*/{}, /*block_n=*/{}, /*stages=*/{}, /*warps=*/{},\n"
-      "    /*column_groups=*/{}, /*page_size=*/{}, /*mask=*/flashjit::MaskKind::{}, /*cluster_merge=*/{}>",
+      "    /*column_groups=*/{}, /*page_size=*/{}, /*mask=*/flashjit::MaskKind::{}, /*cluster_merge=*/{}{}>",
       element_type(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps, c.column_groups, c.page_size,
-      to_string(c.mask), c.cluster_merge);
+      to_string(c.mask), c.cluster_merge, variant_arg(c.softcap, c.alibi, c.sinks));
   return framed(readable_name(c), to_json(c), "decode/split_kv.cuh", kernel, "DecodeParams", shared_memory_bytes(c),
                threads_per_cta(c));
 }
@@ -31,8 +31,9 @@ Result<GeneratedSource> generate(const CombineKernelConfig& c) {
   FLASHJIT_TRY(check(c));
   const std::string kernel = fmt::format(
       "flashjit::decode::CombineKernel<\n"
-      "    /*input=*/{}, /*output=*/{}, /*head_dim=*/{}, /*warps=*/{}>",
-      c.fp32_inputs ? "float" : element_type(c.dtype), element_type(c.dtype), c.head_dim, c.warps);
+      "    /*input=*/{}, /*output=*/{}, /*head_dim=*/{}, /*warps=*/{}{}>",
+      c.fp32_inputs ? "float" : element_type(c.dtype), element_type(c.dtype), c.head_dim, c.warps,
+      c.sinks ? ",\n    /*sinks=*/true" : "");
   return framed(readable_name(c), to_json(c), "decode/combine.cuh", kernel, "CombineParams", 0, threads_per_cta(c));
 }
 

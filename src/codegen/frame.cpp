@@ -6,6 +6,12 @@ namespace flashjit::codegen {
 
 const char* element_type(DType d) { return d == DType::bf16 ? "flashjit::bf16" : "flashjit::fp16"; }
 
+std::string variant_arg(bool softcap, bool alibi, bool sinks) {
+  if (!softcap && !alibi && !sinks) return {};
+  return fmt::format(",\n    /*variant=*/flashjit::Variant</*softcap=*/{}, /*alibi=*/{}, /*sinks=*/{}>", softcap, alibi,
+                     sinks);
+}
+
 GeneratedSource render(const Frame& f) {
   GeneratedSource out;
   out.name = f.name;

@@ -26,4 +26,8 @@ GeneratedSource render(const Frame& frame);
 // The device element type of a dtype ("flashjit::bf16").
 const char* element_type(DType dtype);
 
+// The variant template argument (templates/attention/variant.cuh) that follows a kernel's last parameter,
+// ",\n    /*variant=*/flashjit::Variant<...>", when any variant is on; empty otherwise.
+std::string variant_arg(bool softcap, bool alibi, bool sinks);
+
 }  // namespace flashjit::codegen

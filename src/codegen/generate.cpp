@@ -9,13 +9,6 @@ namespace {
 
 std::string mask_enum(MaskKind m) { return fmt::format("flashjit::MaskKind::{}", to_string(m)); }
 
-// The variant parameter (templates/attention/variant.cuh) after varlen, when any variant is on.
-std::string variant_arg(const KernelConfig& c) {
-  if (!c.softcap && !c.alibi && !c.sinks) return {};
-  return fmt::format(",\n    /*variant=*/flashjit::Variant</*softcap=*/{}, /*alibi=*/{}, /*sinks=*/{}>", c.softcap,
-                     c.alibi, c.sinks);
-}
-
 // The template and its parameters up to varlen, without the closing bracket.
 std::string kernel_template(const KernelConfig& c) {
   switch (c.algorithm) {
@@ -53,7 +46,9 @@ std::string kernel_template(const KernelConfig& c) {
 }
 
 // The template instantiation, one parameter per line with its name.
-std::string kernel_type(const KernelConfig& c) { return kernel_template(c) + variant_arg(c) + ">"; }
+std::string kernel_type(const KernelConfig& c) {
+  return kernel_template(c) + variant_arg(c.softcap, c.alibi, c.sinks) + ">";
+}
 
 const char* kernel_header(Algorithm a) {
   switch (a) {

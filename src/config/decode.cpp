@@ -8,6 +8,7 @@
 
 #include "config/fields.hpp"
 #include "config/limits.hpp"
+#include "config/variant_tag.hpp"
 #include "flashjit/decode.hpp"
 
 namespace flashjit {
@@ -135,14 +136,14 @@ std::string readable_name(const DecodeKernelConfig& c) {
   const std::string layout =
       c.layout == KvLayout::paged ? fmt::format("paged{}", c.page_size) : std::string(to_string(c.layout));
   const std::string columns = c.column_groups > 1 ? fmt::format("c{}", c.column_groups) : std::string();
-  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
+  return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
                      c.stages, c.warps, columns, layout, mask_tag(c.mask),
-                     c.cluster_merge ? "_cluster" : "", arch_tag(c.arch));
+                     c.cluster_merge ? "_cluster" : "", config::variant_tag(c.softcap, c.alibi, c.sinks), arch_tag(c.arch));
 }
 
 std::string readable_name(const CombineKernelConfig& c) {
-  return fmt::format("combine_{}_{}_d{}_w{}_{}", c.fp32_inputs ? "f32" : to_string(c.dtype), to_string(c.dtype),
-                     c.head_dim, c.warps, arch_tag(c.arch));
+  return fmt::format("combine_{}_{}_d{}_w{}{}_{}", c.fp32_inputs ? "f32" : to_string(c.dtype), to_string(c.dtype),
+                     c.head_dim, c.warps, c.sinks ? "_sinks" : "", arch_tag(c.arch));
 }
 
 }  // namespace flashjit

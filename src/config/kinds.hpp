@@ -34,7 +34,9 @@ struct Kind<DecodeKernelConfig> {
       Field<C, int>{"rows", &C::rows}, Field<C, int>{"block_n", &C::block_n}, Field<C, int>{"stages", &C::stages},
       Field<C, int>{"warps", &C::warps}, Field<C, int>{"column_groups", &C::column_groups},
       Field<C, KvLayout>{"layout", &C::layout}, Field<C, int>{"page_size", &C::page_size},
-      Field<C, MaskKind>{"mask", &C::mask}, Field<C, bool>{"cluster_merge", &C::cluster_merge});
+      Field<C, MaskKind>{"mask", &C::mask}, Field<C, bool>{"cluster_merge", &C::cluster_merge},
+      Field<C, bool>{"softcap", &C::softcap, nullptr, true}, Field<C, bool>{"alibi", &C::alibi, nullptr, true},
+      Field<C, bool>{"sinks", &C::sinks, nullptr, true});
 };
 
 template <>
@@ -44,7 +46,7 @@ struct Kind<CombineKernelConfig> {
   static constexpr auto fields = std::make_tuple(
       Field<C, Arch>{"arch", &C::arch}, Field<C, DType>{"dtype", &C::dtype},
       Field<C, bool>{"fp32_inputs", &C::fp32_inputs}, Field<C, int>{"head_dim", &C::head_dim},
-      Field<C, int>{"warps", &C::warps});
+      Field<C, int>{"warps", &C::warps}, Field<C, bool>{"sinks", &C::sinks, nullptr, true});
 };
 
 }  // namespace flashjit::config

@@ -7,6 +7,7 @@
 
 #include "config/fields.hpp"
 #include "config/limits.hpp"
+#include "config/variant_tag.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit {
@@ -163,15 +164,10 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
   return out;
 }
 
-// "_softcap_alibi_sinks": the variants a kernel has compiled in, in declaration order.
-static std::string variant_suffix(const KernelConfig& c) {
-  return std::string(c.softcap ? "_softcap" : "") + (c.alibi ? "_alibi" : "") + (c.sinks ? "_sinks" : "");
-}
-
 std::string readable_name(const KernelConfig& c) {
   std::string arch = c.arch.to_string();
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
-  const std::string varlen = std::string(c.varlen ? "_varlen" : "") + variant_suffix(c);
+  const std::string varlen = std::string(c.varlen ? "_varlen" : "") + config::variant_tag(c.softcap, c.alibi, c.sinks);
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)

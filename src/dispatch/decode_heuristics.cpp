@@ -313,6 +313,7 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.warps = 4;
     split.stages = 2;
   }
+  split.softcap = p.softcap > 0.f, split.alibi = p.alibi_slopes != nullptr, split.sinks = p.sinks != nullptr;
   return split;
 }
 
@@ -347,6 +348,7 @@ DecodePlan plan_decode(const DecodeProblem& p, const Arch& arch, int sms) {
   plan.split.cluster_merge = cluster_merge(p, plan.split, plan.splits.num_splits);
   plan.combine.arch = arch, plan.combine.dtype = p.dtype, plan.combine.fp32_inputs = true;
   plan.combine.head_dim = p.head_dim, plan.combine.warps = 4;
+  plan.combine.sinks = p.sinks != nullptr;  // the sinks join each row once its splits merge
   if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
     const std::size_t rows = static_cast<std::size_t>(plan.splits.num_splits) * p.batch * p.q_len * p.heads_q;
     plan.workspace_bytes = workspace_bytes(rows, p.head_dim, &plan.lse_offset);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "dispatch/variant_check.hpp"
 #include "flashjit/problem.hpp"
 
 namespace flashjit {
@@ -154,15 +155,8 @@ Status check(const AttentionProblem& p) {
   if (p.lse != nullptr && reinterpret_cast<std::uintptr_t>(p.lse) % 4 != 0) add("lse must be 4-byte aligned");
   if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
     add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
-  if (!(p.softcap >= 0.f && std::isfinite(p.softcap)))
-    add(fmt::format("softcap must be 0 (off) or positive and finite, got {}", p.softcap));
-  if (p.alibi_slopes != nullptr && reinterpret_cast<std::uintptr_t>(p.alibi_slopes) % 4 != 0)
-    add("alibi_slopes must be 4-byte aligned");
-  if (p.alibi_slopes == nullptr && p.alibi_slopes_batch_stride != 0)
-    add(fmt::format("alibi_slopes_batch_stride ({}) is set but alibi_slopes is null", p.alibi_slopes_batch_stride));
-  if (p.alibi_slopes_batch_stride < 0 || p.alibi_slopes_batch_stride > (std::int64_t{1} << 40))
-    add(fmt::format("alibi_slopes_batch_stride must be in [0, 2^40] elements, got {}", p.alibi_slopes_batch_stride));
-  if (p.sinks != nullptr && reinterpret_cast<std::uintptr_t>(p.sinks) % 4 != 0) add("sinks must be 4-byte aligned");
+  for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks))
+    add(std::move(issue));
   switch (p.mask) {
     case MaskKind::sliding_window:
       if (p.window_left < -1 || p.window_right < -1)

@@ -58,6 +58,9 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   d.chunk_size = p.chunk_size;
   d.softmax_scale = scale_of(p);
   d.scale_log2 = d.softmax_scale * kLog2e;
+  if (p.softcap > 0.f) d.softcap = p.softcap, d.softcap_in = d.softmax_scale / p.softcap;
+  d.alibi_slopes = p.alibi_slopes, d.alibi_batch = p.alibi_slopes_batch_stride;
+  d.sinks = p.sinks;
   return d;
 }
 
@@ -74,6 +77,7 @@ CombineParams make_split_combine_params(const DecodeProblem& p, const dispatch::
   c.in_head = p.head_dim, c.in_seq = 1LL * p.heads_q * p.head_dim, c.in_batch = p.q_len * c.in_seq;
   c.o_batch = o.batch, c.o_seq = o.seq, c.o_head = o.head;
   c.batch = p.batch, c.seqlen = p.q_len, c.heads = p.heads_q;
+  c.sinks = p.sinks;
   return c;
 }
 

@@ -93,28 +93,6 @@ struct OnlineSoftmax {
     }
   }
 
-  // finalize() with a sink: one more logit (natural units, -inf for none) in each row's denominator and none
-  // in O's numerator: inv_sum[r] = e^{m - M} / (l e^{m - M} + e^{sink - M}) with m the row's max (natural
-  // units, `unit` per score unit) and M = max(m, sink), lse[r] = M + log(that denominator). A row that sees no
-  // key gets inv_sum 0 (its O is 0) and lse = sink.
-  __device__ void finalize_sink(float unit, float sink, float (&inv_sum)[kRows], float (&lse)[kRows]) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const float l = quad_sum(row_sum[r]);
-      const float m = row_max[r] == neg_infinity() ? sink : row_max[r] * unit;
-      const float top = fmaxf(m, sink);
-      if (top == neg_infinity()) {  // no key and no sink
-        inv_sum[r] = 0.f;
-        lse[r] = neg_infinity();
-        continue;
-      }
-      const float f = exp2_approx((m - top) * kLog2e);
-      const float denom = fmaf(l, f, exp2_approx((sink - top) * kLog2e));
-      inv_sum[r] = l > 0.f ? f / denom : 0.f;
-      lse[r] = top + log_approx(denom);
-    }
-  }
-
  private:
   // The max of `m` and row (mt, h) of the tile, over the quad that shares the row.
   template <int kMT, int kNT>

@@ -9,8 +9,8 @@
 //   softcap: x <- cap * tanh(x / cap) on the natural logit x (Gemma 2), before ALiBi and the mask;
 //   alibi:   x <- x - slope * |a - k| for query row aligned to key a (bottom-right: a = i + seqlen_k - seqlen_q)
 //            and key k (flash-attn's alibi_slopes), the slope in the softmax's unit;
-//   sinks:   one logit per query head in each row's denominator and none in the numerator (gpt-oss); the
-//            softmax's finalize_sink() adds it.
+//   sinks:   one logit per query head in each row's denominator and none in the numerator (gpt-oss);
+//            apply_sink() adds it to a row's final state.
 #pragma once
 
 #include "attention/params.cuh"
@@ -40,15 +40,16 @@ struct Variant {
   }
   // The variant of (batch entry, query head) of a prefill kernel.
   __device__ Variant(const AttentionParams& p, int batch, int head)
-      : Variant(unit(p.softmax_scale, p.softcap), p.softcap_in,
-                kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f) {}
+      : Variant(unit(p), p.softcap_in, kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f) {}
 
-  // The softmax's unit in natural logits and in log2 units.
-  static __device__ __forceinline__ float unit(float softmax_scale, float softcap) {
-    return kSoftcap ? softcap : softmax_scale;
+  // The softmax's unit in natural logits and in log2 units, from a kernel's params (AttentionParams,
+  // DecodeParams: softmax_scale, scale_log2, softcap).
+  template <class Params>
+  static __device__ __forceinline__ float unit(const Params& p) {
+    return kSoftcap ? p.softcap : p.softmax_scale;
   }
-  static __device__ __forceinline__ float unit(const AttentionParams& p) { return unit(p.softmax_scale, p.softcap); }
-  static __device__ __forceinline__ float unit_log2(const AttentionParams& p) {
+  template <class Params>
+  static __device__ __forceinline__ float unit_log2(const Params& p) {
     return kSoftcap ? p.softcap * kLog2e : p.scale_log2;
   }
 
@@ -59,10 +60,23 @@ struct Variant {
     return s;
   }
 
-  // The sink logit (natural units) of query head `head`; -inf (none) without sinks.
-  static __device__ __forceinline__ float sink(const float* sinks, int head) {
-    if constexpr (kSinks) return sinks[head];
-    return neg_infinity();
+  // A row's sink (sinks[head], natural units) joins its softmax once its state is final: given the row's LSE
+  // over its keys (-inf: none), `lse` becomes log(e^lse + e^sink) and `o_factor` the factor its normalized O
+  // is multiplied by, e^{lse_keys - lse} (O over no key stays 0; its LSE is the sink's). Without sinks, nothing.
+  // Wherever the splits of a row merge (split kernel, combine, cluster), it is applied after the merge, once.
+  static __device__ __forceinline__ void apply_sink(const float* sinks, int head, float& lse, float& o_factor) {
+    if constexpr (kSinks) {
+      const float sink = sinks[head];
+      if (lse == neg_infinity()) {
+        lse = sink;
+        return;
+      }
+      const float top = fmaxf(lse, sink);
+      if (top == neg_infinity()) return;
+      const float joined = top + logf(expf(lse - top) + expf(sink - top));
+      o_factor *= expf(lse - joined);
+      lse = joined;
+    }
   }
 };
 

@@ -6,6 +6,7 @@
 // expf / logf: a row costs D multiply-adds per state.
 #pragma once
 
+#include "attention/variant.cuh"
 #include "common/math.cuh"
 #include "common/types.cuh"
 #include "decode/params.cuh"
@@ -50,7 +51,8 @@ template <class TOut, int kVec> __device__ __forceinline__ void store_cols(TOut*
 template <class T> struct IsFp32 { static constexpr bool value = false; };
 template <> struct IsFp32<float> { static constexpr bool value = true; };
 
-template <class TIn, class TOut, int kHeadDim, int kWarps>
+// kSinks (split-KV only): each merged row's sink logit (p.sinks[head]) joins its state (Variant::apply_sink).
+template <class TIn, class TOut, int kHeadDim, int kWarps, bool kSinks = false>
 struct CombineKernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kSmemBytes = 0;
@@ -157,7 +159,8 @@ struct CombineKernel {
       }
     }
     const bool empty = !(sum > 0.f);
-    const float inv = empty ? 0.f : 1.f / sum;
+    float inv = empty ? 0.f : 1.f / sum, row_lse = empty ? neg_infinity() : m + logf(sum);
+    Variant<false, false, kSinks>::apply_sink(p.sinks, head, row_lse, inv);
     TOut* out = static_cast<TOut*>(p.o) + batch * p.o_batch + pos * p.o_seq + head * p.o_head;
 #pragma unroll
     for (int v = 0; v < kVecsPerLane; ++v) {
@@ -166,7 +169,7 @@ struct CombineKernel {
       for (int e = 0; e < kVec; ++e) y[e] = acc[v * kVec + e] * inv;
       if (column(lane, v) < kHeadDim) store_cols<TOut, kVec>(out + column(lane, v), y);
     }
-    if (p.lse != nullptr && lane == 0) p.lse[lse_index] = empty ? neg_infinity() : m + logf(sum);
+    if (p.lse != nullptr && lane == 0) p.lse[lse_index] = row_lse;
   }
 };
 

@@ -38,6 +38,12 @@ struct DecodeParams {
   float scale_log2;       // softmax_scale * log2(e)
   float softmax_scale;
   int chunk_size;         // chunked_causal kernels: keys of a's chunk up to a (> 0)
+  // Variants (attention/variant.cuh; read only by kernels that compile them in).
+  float softcap;          // softcap kernels: the cap
+  float softcap_in;       // softmax_scale / softcap
+  const float* alibi_slopes;  // alibi kernels: [B?, Hq] fp32
+  long long alibi_batch;      // its batch stride in elements (0: one [Hq] row)
+  const float* sinks;         // sinks kernels: [Hq] fp32 logits (applied where a row's splits merge)
 };
 
 // The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states
@@ -56,6 +62,7 @@ struct CombineParams {
   long long in_batch, in_seq, in_head;
   long long o_batch, o_seq, o_head;
   int num_states, batch, seqlen, heads;
+  const float* sinks;              // sinks combine kernels: [heads] fp32 logits joined to each merged row
 };
 
 }  // namespace flashjit

@@ -23,6 +23,7 @@
 
 #include "attention/mask.cuh"
 #include "attention/softmax.cuh"
+#include "attention/variant.cuh"
 #include "common/math.cuh"
 #include "common/types.cuh"
 #include "decode/kv_loads.cuh"
@@ -37,7 +38,7 @@
 namespace flashjit::decode {
 
 template <class T, int kHeadDim, int kRows, int kBN, int kStages, int kWarps, int kColGroups, int kPageSize,
-          MaskKind kMask, bool kClusterMerge>
+          MaskKind kMask, bool kClusterMerge, class V = NoVariant>
 struct SplitKernel {
   static_assert(kMask == MaskKind::causal || kMask == MaskKind::sliding_window || kMask == MaskKind::chunked_causal,
                 "decode is causal among the new tokens: causal, sliding_window or chunked_causal");
@@ -263,6 +264,15 @@ struct SplitKernel {
       for (int c = 0; c < 4; ++c) o[d][c] = 0.f;
     OnlineSoftmax<2> softmax;
     softmax.init();
+    // The variant of each of this thread's two rows (their query heads differ: rows are heads of the group).
+    const auto row_head = [&](int row) { return kv_head * p.group + row % p.group; };
+    V variant[2] = {V(V::unit(p), p.softcap_in, 0.f), V(V::unit(p), p.softcap_in, 0.f)};
+    if constexpr (V::kHasAlibi) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        variant[h] = V(V::unit(p), p.softcap_in,
+                       p.alibi_slopes[batch * p.alibi_batch + row_head(mt * 16 + lane / 4 + h * 8)]);
+    }
 
     unsigned q_frag[kQInRegisters ? kKS : 1][4];
     const typename QTile::Fragments q_ld(mt * 16 + lane % 16, lane / 16);
@@ -315,8 +325,19 @@ struct SplitKernel {
         }
       }
 
-      // Per-element masking only where the split's end, the causal edge or the mask's lower bound cuts the tile.
       const int n0 = k0 + it * kBN;
+      // The variant's scores (softcap, ALiBi) at every key, then per-element masking only where the split's end,
+      // the causal edge or the mask's lower bound cuts the tile.
+      if constexpr (V::kTransformsScores) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int row = mt * 16 + lane / 4 + (c / 2) * 8;
+            const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
+            s[0][nt][c] = variant[c / 2].score(s[0][nt][c], a_min + row / p.group, key);
+          }
+      }
       const bool cut = n0 + kBN > k1 || n0 + kBN - 1 > a_min || (kLowerBound && n0 < mask.first_key(p.q_len - 1));
       if (cut) {
 #pragma unroll
@@ -333,7 +354,7 @@ struct SplitKernel {
       }
 
       float rescale[2];
-      if (softmax.update_lazy(s, p.scale_log2, rescale)) {
+      if (softmax.update_lazy(s, V::unit_log2(p), rescale)) {
 #pragma unroll
         for (int d = 0; d < kDT; ++d) {
           o[d][0] *= rescale[0];
@@ -374,11 +395,12 @@ struct SplitKernel {
       ptx::cp_async_wait<0>();
       if (to_cluster) __syncthreads();  // the cluster buffer takes the K/V stages, which other warps may read
       float inv[2], lse[2];
-      softmax.finalize(p.softmax_scale, inv, lse);
+      softmax.finalize(V::unit(p), inv, lse);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = mt * 16 + lane / 4 + h * 8;
         if (row >= rows_valid) continue;
+        if (final_output) V::apply_sink(p.sinks, row_head(row), lse[h], inv[h]);  // else where the splits merge
         const int col = col_group * kCols + 2 * (lane % 4);
         if (to_cluster) {
           if (lane % 4 == 0 && col_group == 0) c_lse[row] = lse[h];
@@ -444,19 +466,24 @@ struct SplitKernel {
       float m = neg_infinity();
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) m = fmaxf(m, m_max[g * kRows + row]);
-      const float m_scaled = m == neg_infinity() ? 0.f : m * p.scale_log2;
+      const float unit_log2 = V::unit_log2(p);
+      const float m_scaled = m == neg_infinity() ? 0.f : m * unit_log2;
       float w[kKeyGroups], l = 0.f;
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) {
-        w[g] = exp2_approx(m_max[g * kRows + row] * p.scale_log2 - m_scaled);
+        w[g] = exp2_approx(m_max[g * kRows + row] * unit_log2 - m_scaled);
         l += w[g] * m_sum[g * kRows + row];
       }
       const bool empty = !(l > 0.f);
-      const float inv = empty ? 0.f : 1.f / l;
+      float inv = empty ? 0.f : 1.f / l;
+      float lse = empty ? neg_infinity() : m * V::unit(p) + log_approx(l);
+      if (final_output) {
+        const int head = kv_head * p.group + row % p.group;
+        V::apply_sink(p.sinks, head, lse, inv);  // else where the splits merge
+      }
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) m_max[g * kRows + row] = w[g] * inv;  // only this thread reads row
       m_sum[row] = inv;
-      const float lse = empty ? neg_infinity() : m * p.softmax_scale + log_approx(l);
       if (to_cluster) c_lse[row] = lse;
       else RowTarget(p, batch, kv_head, row).store_lse(p, slice, lse);
     }
@@ -539,11 +566,12 @@ struct SplitKernel {
         }
       }
       const bool empty = !(sum > 0.f);
-      const float inv = empty ? 0.f : 1.f / sum;
+      float inv = empty ? 0.f : 1.f / sum, row_lse = empty ? neg_infinity() : m + logf(sum);
       const RowTarget target(p, batch, kv_head, row);
+      V::apply_sink(p.sinks, target.head, row_lse, inv);
       *reinterpret_cast<uint2*>(target.out(p, batch) + col) =
           make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
-      if (col == 0 && p.lse != nullptr) p.lse[target.lse_index] = empty ? neg_infinity() : m + logf(sum);
+      if (col == 0 && p.lse != nullptr) p.lse[target.lse_index] = row_lse;
     }
     ptx::cluster_sync();  // no CTA leaves while another still reads its shared memory
   }

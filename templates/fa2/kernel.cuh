@@ -249,10 +249,9 @@ struct Kernel {
     const SeqInfo<kVarlen> out_seq = SeqInfo<kVarlen>::reread(p, batch);
     const int rows_out = kVarlen ? min(kBM, out_seq.seqlen_q - m0) : rows_valid;
     float inv_sum[2 * kMT], lse[2 * kMT];
-    if constexpr (V::kHasSinks)
-      softmax.finalize_sink(V::unit(p), V::sink(p.sinks, head), inv_sum, lse);
-    else
-      softmax.finalize(V::unit(p), inv_sum, lse);
+    softmax.finalize(V::unit(p), inv_sum, lse);
+#pragma unroll
+    for (int r = 0; r < 2 * kMT; ++r) V::apply_sink(p.sinks, head, lse[r], inv_sum[r]);
     __syncthreads();  // all warps are done with Q (when read from shared memory) before it is overwritten
     unsigned char* s_o = smem;
 #pragma unroll

@@ -21,10 +21,9 @@ struct Epilogue {
   static __device__ void run(Consumer& c, unsigned char* smem_q, unsigned q_empty, const AttentionParams& p, int m0,
                              int head, int batch, const Seq& seq) {
     float inv_sum[2], lse[2];
-    if constexpr (V::kHasSinks)
-      c.softmax.finalize_sink(V::unit(p), V::sink(p.sinks, head), inv_sum, lse);
-    else
-      c.softmax.finalize(V::unit(p), inv_sum, lse);
+    c.softmax.finalize(V::unit(p), inv_sum, lse);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) V::apply_sink(p.sinks, head, lse[h], inv_sum[h]);
     // Per-thread addresses from a fresh thread index: hoisted out of the persistent loop they took registers
     // the main loop needs (ptxas spilled them, d72-d96 and d136-d192).
     const int tid = ptx::thread_index_here() % 128, warp = tid / 32, lane = tid % 32;

@@ -91,25 +91,16 @@ struct Kernel {
     }
     sum = block_reduce(sum, scratch, false);
 
-    // A sink (natural units) joins the denominator: sum * e^{m'} + e^{sink} relative to M = max(m', sink).
-    float lse = m * unit + logf(sum);
-    if constexpr (V::kHasSinks) {
-      const float sink = V::sink(p.sinks, head), m_nat = sum > 0.f ? m * unit : sink, top = fmaxf(m_nat, sink);
-      if (top != neg_infinity()) {
-        const float denom = sum * expf(m_nat - top) + expf(sink - top);
-        lse = top + logf(denom);
-        sum = sum > 0.f ? denom / expf(m_nat - top) : 0.f;
-      }
-    }
     const bool empty = !(sum > 0.f);
+    float lse = empty ? neg_infinity() : m * unit + logf(sum), factor = empty ? 0.f : 1.f / sum;
+    V::apply_sink(p.sinks, head, lse, factor);
     T* o = static_cast<T*>(p.o) + seq.o_offset(p, batch) + head * p.o_head + row * p.o_seq;
     for (int c = 0; c < kColsPerThread; ++c) {
       const int d = tid + c * kThreads;
-      if (d < kHeadDimV) o[d] = from_float<T>(empty ? 0.f : acc[c] / sum);
+      if (d < kHeadDimV) o[d] = from_float<T>(acc[c] * factor);
     }
     if (p.lse != nullptr && tid == 0)
-      p.lse[seq.lse_index(p, batch, head, row)] =
-          V::kHasSinks || !empty ? lse : neg_infinity();
+      p.lse[seq.lse_index(p, batch, head, row)] = lse;
   }
 };
 

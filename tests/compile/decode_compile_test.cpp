@@ -4,6 +4,7 @@
 // groups 1 / 4 / 8 with q_len 1 / 4 / 16 and the window variant, and the combine kernel for fp32 partials
 // and for the merge API's bf16 / fp16 states.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -166,6 +167,38 @@ TEST_CASE("nvrtc decode: the planned split kernels compile without spills", "[co
     REQUIRE(validate(c).empty());
   }
   for (const auto& o : compile_all(configs)) check_compiled(o, true);
+}
+
+TEST_CASE("nvrtc decode: the planner's kernels with every variant, and the sinks combine kernel, compile without spills",
+          "[compile][decode][variant]") {
+  // Softcap, ALiBi and sinks together: key groups merged in shared memory (the long-cache kernel), column
+  // groups (short caches), paged caches, the cluster merge, a window, d256; and the combine kernel with sinks.
+  std::vector<DecodeKernelConfig> configs;
+  auto p = flashjit::DecodeProblem{};
+  p.batch = 4, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128, p.max_seqlen_k = 8192;
+  p.softcap = 30.f;
+  p.alibi_slopes = p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x1000});
+  configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+  p.max_seqlen_k = 32, p.batch = 16;
+  configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+  p.max_seqlen_k = 4096, p.layout = KvLayout::paged, p.page_size = 16;
+  configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+  p.layout = KvLayout::contiguous, p.page_size = 0, p.head_dim = 256, p.window_left = 100;
+  configs.push_back(flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+  DecodeKernelConfig cluster = configs[0];
+  cluster.cluster_merge = true;
+  configs.push_back(cluster);
+  for (const auto& c : configs) {
+    INFO(readable_name(c));
+    CHECK(c.softcap);
+    CHECK(c.alibi);
+    CHECK(c.sinks);
+    REQUIRE(validate(c).empty());
+  }
+  for (const auto& o : compile_all(configs)) check_compiled(o, true);
+  CombineKernelConfig combine = flashjit::dispatch::plan_decode(p, kSm90a, 132).combine;
+  CHECK(combine.sinks);
+  for (const auto& o : compile_all(std::vector<CombineKernelConfig>{combine})) check_compiled(o, true);
 }
 
 TEST_CASE("nvrtc decode: the planner's kernels of more CTAs than SMs keep the CTAs per SM it counts on",

@@ -141,6 +141,25 @@ TEST_CASE("decode and combine configs: the planner's configs round-trip, partial
   CHECK(*kind_only == AnyKernelConfig(DecodeKernelConfig{}));
 }
 
+TEST_CASE("decode and combine configs: variants in the JSON and the name only when on", "[config][decode][variant]") {
+  flashjit::DecodeKernelConfig d;
+  const std::string plain = to_json(d), plain_name = readable_name(d);
+  CHECK(plain.find("softcap") == std::string::npos);
+  d.softcap = d.sinks = true;
+  CHECK(to_json(d) == plain.substr(0, plain.size() - 1) + R"(,"softcap":true,"sinks":true})");
+  CHECK(readable_name(d) == "decode_bf16_d128_r16_bn64_s3_w4_contiguous_softcap_sinks_sm90a");
+  auto back = flashjit::decode_config_from_json(to_json(d));
+  REQUIRE(back.ok());
+  CHECK(*back == d);
+  flashjit::CombineKernelConfig c;
+  CHECK(to_json(c).find("sinks") == std::string::npos);
+  c.sinks = true;
+  CHECK(readable_name(c) == "combine_f32_bf16_d128_w4_sinks_sm90a");
+  auto cback = flashjit::combine_config_from_json(to_json(c));
+  REQUIRE(cback.ok());
+  CHECK(*cback == c);
+}
+
 TEST_CASE("decode config: errors name the field", "[config][decode]") {
   auto [json, field] = GENERATE(table<std::string, std::string>({
       {R"({"kernel":"combine"})", "kernel"},

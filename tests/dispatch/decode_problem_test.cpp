@@ -82,6 +82,23 @@ TEST_CASE("decode problem: default strides", "[dispatch][decode]") {
   CHECK(resolved_cache_strides(p, p.v_strides).seq == 8 * 128);
 }
 
+TEST_CASE("decode problem: variants (softcap, alibi_slopes, sinks)", "[dispatch][decode][variant]") {
+  DecodeProblem p = contiguous();
+  p.softcap = 50.f;
+  p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x90000});
+  p.alibi_slopes_batch_stride = p.heads_q;
+  p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x91000});
+  CHECK(check(p).ok());
+  p.softcap = -2.f;
+  require_invalid(p, "softcap must be 0 (off) or positive and finite");
+  p.softcap = 0.f;
+  p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x91002});
+  require_invalid(p, "sinks must be 4-byte aligned");
+  p.sinks = nullptr;
+  p.alibi_slopes = nullptr;
+  require_invalid(p, "alibi_slopes_batch_stride (32) is set but alibi_slopes is null");
+}
+
 TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {
   DecodeProblem p = contiguous();
   p.batch = 0;

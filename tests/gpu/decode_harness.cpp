@@ -82,14 +82,15 @@ struct Garbage {
 };
 
 // Softmax of one row over keys [lo, hi) given its scores (scaled): O (D doubles) and LSE; -inf and O = 0 if
-// the range is empty.
+// the range is empty. A sink logit (-inf: none) joins the denominator only (an empty row's LSE is the sink).
 template <class VRow>
-double softmax_rows(const std::vector<double>& scores, int lo, int hi, int D, VRow v_row, double* o) {
+double softmax_rows(const std::vector<double>& scores, int lo, int hi, int D, VRow v_row, double* o,
+                    double sink = -INFINITY) {
   std::fill(o, o + D, 0.0);
-  if (hi <= lo) return -INFINITY;
+  if (hi <= lo) return sink;
   double mx = -INFINITY;
   for (int j = lo; j < hi; ++j) mx = std::max(mx, scores[j]);
-  double sum = 0;
+  double sum = sink == -INFINITY ? 0.0 : std::exp(sink - mx);
   for (int j = lo; j < hi; ++j) {
     const double p = std::exp(scores[j] - mx);
     sum += p;
@@ -163,16 +164,29 @@ int DecodeShape::max_seqlen_k() const {
   return std::max(1, max_len + bound_slack);
 }
 
+Shape DecodeShape::variant_shape() const {
+  Shape v;
+  v.batch = batch(), v.heads_q = heads_q, v.heads_kv = heads_kv, v.head_dim = head_dim;
+  // Square, so that variant_score's alignment i + Sk - Sq is the query's own position.
+  v.seqlen_k = v.seqlen_q = std::max(1, seqlens.empty() ? 1 : *std::max_element(seqlens.begin(), seqlens.end()));
+  v.softcap = softcap, v.alibi = alibi, v.sinks = sinks;
+  return v;
+}
+
 std::string DecodeShape::to_string() const {
   std::string lens;
   for (int l : seqlens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
   std::string layout_text = layout == KvLayout::paged ? fmt::format("paged{}", page_size) : "contiguous";
-  return fmt::format("{} D{} Hq{} Hkv{} q_len{} seqlens[{}] {} window {}{} lse {} splits {} merge {}{}{}{}",
+  std::string variants;
+  if (softcap > 0) variants += fmt::format(" softcap {}", softcap);
+  if (alibi) variants += alibi == 2 ? " alibi [B, Hq]" : " alibi [Hq]";
+  if (sinks) variants += " sinks";
+  return fmt::format("{} D{} Hq{} Hkv{} q_len{} seqlens[{}] {} window {}{} lse {} splits {} merge {}{}{}{}{}",
                      flashjit::to_string(dtype), head_dim, heads_q, heads_kv, q_len, lens, layout_text, window_left,
                      chunk_size > 0 ? fmt::format(" chunk {}", chunk_size) : "", with_lse ? "on" : "off", num_splits,
                      flashjit::to_string(split_merge), strided ? " strided" : "",
                      bound_slack ? fmt::format(" bound+{}", bound_slack) : "",
-                     softmax_scale > 0 ? fmt::format(" scale {}", softmax_scale) : "");
+                     softmax_scale > 0 ? fmt::format(" scale {}", softmax_scale) : "", variants);
 }
 
 Shape DecodeShape::output_shape() const {
@@ -204,12 +218,16 @@ void reference_decode(const DecodeShape& s, const std::vector<float>& q, const H
   const double scale = s.softmax_scale > 0 ? double(s.softmax_scale) : 1.0 / std::sqrt(double(D));
   o.assign(static_cast<std::size_t>(B) * T * Hq * D, 0.0);
   lse.assign(static_cast<std::size_t>(B) * Hq * T, -INFINITY);
+  const Shape vs = s.variant_shape();
   parallel_for(B * Hq, [&](int job) {
     const int b = job / Hq, h = job % Hq, hk = h / group, L = kv.len[b];
     std::vector<double> scores(std::max(L, 1));
     for (int t = 0; t < T; ++t) {
       const int a = L - T + t;  // the token's position; it sees keys lo..a
-      if (a < 0) continue;      // no key: O = 0, LSE = -inf
+      if (a < 0) {              // no key: O = 0, LSE = -inf (or the sink's logit)
+        if (s.sinks) lse[(static_cast<std::size_t>(b) * Hq + h) * T + t] = sink_logit(vs, h);
+        continue;
+      }
       const int lo = s.window_left >= 0  ? std::max(0, a - s.window_left)
                      : s.chunk_size > 0 ? a / s.chunk_size * s.chunk_size  // a >= 0: the floor
                                         : 0;
@@ -218,10 +236,12 @@ void reference_decode(const DecodeShape& s, const std::vector<float>& q, const H
         const float* kr = kv.k_row(b, j, hk, Hkv, D);
         double acc = 0;
         for (int d = 0; d < D; ++d) acc += double(qr[d]) * kr[d];
-        scores[j] = acc * scale;
+        // Variants: the prefill reference's transform with query row a of a square problem (aligned to key a).
+        scores[j] = variant_score(vs, acc * scale, b, h, a, j);
       }
-      lse[(static_cast<std::size_t>(b) * Hq + h) * T + t] = softmax_rows(
-          scores, lo, a + 1, D, [&](int j) { return kv.v_row(b, j, hk, Hkv, D); }, &o[dense(b, t, h, 0, T, Hq, D)]);
+      lse[(static_cast<std::size_t>(b) * Hq + h) * T + t] =
+          softmax_rows(scores, lo, a + 1, D, [&](int j) { return kv.v_row(b, j, hk, Hkv, D); },
+                       &o[dense(b, t, h, 0, T, Hq, D)], s.sinks ? sink_logit(vs, h) : -INFINITY);
     }
   });
 }
@@ -335,6 +355,18 @@ Result<DecodeCase> DecodeCase::make(const DecodeShape& s, std::uint64_t seed, co
   FLASHJIT_TRY(upload(c.dv_, img.v.data(), img.v.size() * 2));
   FLASHJIT_TRY(upload(c.dseqlens_, img.seqlens.data(), std::max<std::size_t>(img.seqlens.size(), 1) * 4));
   if (s.layout == KvLayout::paged) FLASHJIT_TRY(upload(c.dpages_, img.page_table.data(), img.page_table.size() * 4));
+  const Shape vs = s.variant_shape();
+  if (s.alibi) {
+    std::vector<float> slopes;
+    for (int b = 0; b < (s.alibi == 2 ? s.batch() : 1); ++b)
+      for (int h = 0; h < s.heads_q; ++h) slopes.push_back(static_cast<float>(alibi_slope(vs, b, h)));
+    FLASHJIT_TRY(upload(c.dslopes_, slopes.data(), slopes.size() * 4));
+  }
+  if (s.sinks) {
+    std::vector<float> sinks;
+    for (int h = 0; h < s.heads_q; ++h) sinks.push_back(static_cast<float>(sink_logit(vs, h)));
+    FLASHJIT_TRY(upload(c.dsinks_, sinks.data(), sinks.size() * 4));
+  }
   FLASHJIT_TRY(poisoned_outputs(c.do_, c.o_elems_ * 2, c.dlse_, c.lse_elems_ * 4));
   return c;
 }
@@ -365,6 +397,12 @@ DecodeProblem DecodeCase::problem() const {
   if (s.softmax_scale > 0) p.softmax_scale = s.softmax_scale;
   p.num_splits = s.num_splits;
   p.split_merge = s.split_merge;
+  p.softcap = s.softcap;
+  if (s.alibi) {
+    p.alibi_slopes = static_cast<const float*>(dslopes_.get());
+    p.alibi_slopes_batch_stride = s.alibi == 2 ? s.heads_q : 0;
+  }
+  if (s.sinks) p.sinks = static_cast<const float*>(dsinks_.get());
   return p;
 }
 

@@ -56,6 +56,10 @@ struct DecodeShape {
   bool strided = false;            // padded q / o / cache strides (o in [B, H, q_len, D] order)
   int bound_slack = 0;             // max_seqlen_k = max(seqlens) + bound_slack (a looser host bound)
   float softmax_scale = 0;         // 0: the default 1/sqrt(D)
+  // Variants, as the prefill Shape's: softcap > 0; ALiBi slopes [Hq] (alibi 1) or [B, Hq] (alibi 2); sinks [Hq].
+  float softcap = 0.f;
+  int alibi = 0;
+  bool sinks = false;
 
   int batch() const { return static_cast<int>(seqlens.size()); }
   int group() const { return heads_q / heads_kv; }
@@ -63,6 +67,9 @@ struct DecodeShape {
   std::string to_string() const;
   // The prefill harness's Shape with the same [B, q_len, Hq, D] / [B, Hq, q_len] output layout, for compare().
   Shape output_shape() const;
+  // The variants' values: the prefill harness's slopes (alibi_slope) and sinks (sink_logit) for this batch,
+  // heads and longest sequence.
+  Shape variant_shape() const;
 };
 
 // Keys and values per sequence on the host, rounded to the dtype: sequence b's rows [len[b], Hkv, D] start
@@ -140,7 +147,7 @@ class DecodeCase {
   int max_seqlen_k_ = 0, cache_seqlen_ = 0, num_pages_ = 0, max_pages_per_seq_ = 0;
   std::size_t o_elems_ = 0, lse_elems_ = 0;  // buffer sizes in elements (guards included)
   std::vector<int> page_table_;              // host copy (paged)
-  cuda::DeviceBuffer dq_, do_, dlse_, dk_, dv_, dseqlens_, dpages_;
+  cuda::DeviceBuffer dq_, do_, dlse_, dk_, dv_, dseqlens_, dpages_, dslopes_, dsinks_;
 };
 
 // Merge of attention states. Each sequence b has keys [0, keys[b]) and `seqlen` query positions, aligned

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,7 +38,7 @@ std::uint64_t fresh_seed() {
 // The split kernel the runtime plans for a shape's problem on device 0, and whether that device is the one the
 // planner's short- and paged-cache rules were measured on (sm_90 with 132 SMs: H100 SXM, H200). Elsewhere the
 // tests still check the results, not which kernel produced them.
-DecodeKernelConfig planned_split(const DecodeShape& s) {
+dispatch::DecodePlan planned_split_plan(const DecodeShape& s) {
   auto device = cuda::device_info(0);
   REQUIRE(device.ok());
   DecodeProblem p;
@@ -46,8 +47,13 @@ DecodeKernelConfig planned_split(const DecodeShape& s) {
   p.window_left = s.window_left, p.chunk_size = s.chunk_size, p.num_splits = s.num_splits;
   p.split_merge = s.split_merge;
   p.layout = s.layout, p.page_size = s.layout == KvLayout::paged ? s.page_size : 0;
-  return dispatch::plan_decode(p, device->arch, device->sms).split;
+  // Fake, aligned variant tables: the planner reads only whether they are there.
+  p.softcap = s.softcap;
+  if (s.alibi) p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x1000});
+  if (s.sinks) p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x2000});
+  return dispatch::plan_decode(p, device->arch, device->sms);
 }
+DecodeKernelConfig planned_split(const DecodeShape& s) { return planned_split_plan(s).split; }
 bool planner_rules_apply() {
   auto device = cuda::device_info(0);
   return device.ok() && device->arch.sm == 90 && device->sms == 132;
@@ -430,6 +436,43 @@ TEST_CASE("decode: splits merged in thread-block clusters and by the combine ker
   }
   if (splits > 1 && device->arch.sm >= 90)
     CHECK(planned_split(s).cluster_merge == (merge == SplitMerge::cluster));
+  check_decode(s);
+}
+
+TEST_CASE("decode: variants (softcap, ALiBi, sinks) match float64 in one split, the combine kernel and clusters",
+          "[decode][variant][gpu]") {
+  // Sinks join each row once, where its splits merge: in the split kernel (one split; key groups merged in shared
+  // memory or not), the combine kernel or the cluster; sequences without keys get O = 0 and LSE = the sink.
+  ensure_context();
+  struct Variant {
+    float softcap;
+    int alibi;
+    bool sinks;
+  };
+  const Variant v = GENERATE(Variant{0.7f, 0, false}, Variant{0.f, 2, false}, Variant{0.f, 0, true},
+                             Variant{0.9f, 1, true});
+  const int splits = GENERATE(1, 5, 0);
+  const SplitMerge merge = GENERATE(SplitMerge::combine_kernel, SplitMerge::cluster);
+  struct Run {
+    int head_dim, group, q_len;
+    Layout layout;
+    int window;
+    std::vector<int> lens;
+  };
+  const Run run = GENERATE(Run{128, 4, 1, kContiguous, -1, {4097, 1, 0, 300}}, Run{64, 8, 4, kPaged16, -1, {7, 1000}},
+                           Run{128, 8, 8, kContiguous, 200, {2000, 5}}, Run{128, 4, 1, kContiguous, -1, {50, 64}});
+  DecodeShape s = make_shape(run.group == 8 ? DType::fp16 : DType::bf16, run.head_dim, run.group, run.q_len, run.lens,
+                             run.layout);
+  s.num_splits = splits, s.split_merge = merge, s.window_left = run.window;
+  s.softcap = v.softcap, s.alibi = v.alibi, s.sinks = v.sinks;
+  auto device = cuda::device_info(0);
+  REQUIRE(device.ok());
+  if (merge == SplitMerge::cluster && device->arch.sm < 90) return;  // refused below sm_90 (the test above)
+  const dispatch::DecodePlan plan = planned_split_plan(s);
+  CHECK(plan.split.softcap == (v.softcap > 0));
+  CHECK(plan.split.alibi == (v.alibi != 0));
+  CHECK(plan.split.sinks == v.sinks);
+  CHECK(plan.combine.sinks == v.sinks);
   check_decode(s);
 }
 
