@@ -71,6 +71,10 @@ struct KernelConfig {
   bool softcap = false;  // scores <- cap * tanh(scores / cap) (Gemma 2), before the mask
   bool alibi = false;    // scores -= slope[head] * |i + seqlen_k - seqlen_q - j| (flash-attn's alibi_slopes)
   bool sinks = false;    // one learnable logit per query head in each row's softmax denominator (gpt-oss)
+  // User snippets (templates/attention/mod.cuh): CUDA C++ source defining flashjit_user's score_mod / mask_mod;
+  // empty: none. Their text is part of the config (its JSON, so the cache key; its name has a hash of each).
+  std::string score_mod;
+  std::string mask_mod;
 
   // The tiles an algorithm's config has when none are given (naive: its only shape; fa2 / fa3: the d128
   // tiles). The dispatcher's heuristics choose per head dim and problem instead (Runtime::resolve).
@@ -100,10 +104,12 @@ struct DecodeKernelConfig {
   // through distributed shared memory (no workspace, no combine kernel); launched with cluster dims
   // (num_splits, 1, 1), at most DecodeParams::kMaxClusterSplits splits.
   bool cluster_merge = false;
-  // Variants, as KernelConfig's (softcap, alibi, sinks); in the JSON and the name only when on.
+  // Variants, as KernelConfig's (softcap, alibi, sinks, score_mod, mask_mod); in the JSON and the name only when on.
   bool softcap = false;
   bool alibi = false;
   bool sinks = false;
+  std::string score_mod;
+  std::string mask_mod;
 
   bool operator==(const DecodeKernelConfig&) const = default;
 };

@@ -79,6 +79,11 @@ struct DecodeProblem {
   const float* alibi_slopes = nullptr;
   std::int64_t alibi_slopes_batch_stride = 0;
   const float* sinks = nullptr;
+  // User snippets and their arguments, as AttentionProblem's; a snippet's q_idx counts the new tokens (0 ..
+  // q_len - 1) and its ctx has seqlen_q = q_len and seqlen_k = the sequence's keys.
+  const char* score_mod = nullptr;
+  const char* mask_mod = nullptr;
+  ModAux aux{};
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
   // automatic: the planner decides; else forces the merge of the splits (tests, tuning). A forced cluster caps
   // a planned split count at kMaxDecodeClusterSplits (a forced num_splits above it is invalid); where the

@@ -25,6 +25,15 @@
 
 namespace flashjit {
 
+// The auxiliary arguments of the user snippets (score_mod, mask_mod: templates/attention/mod.cuh), read in a
+// snippet through its flashjit::ModContext: ctx.pointer<T>(i), ctx.scalar(i), ctx.integer(i).
+struct ModAux {
+  static constexpr int kPointers = 8, kScalars = 8, kIntegers = 8;
+  const void* pointers[kPointers] = {};  // device memory, e.g. a document-id table
+  float scalars[kScalars] = {};
+  long long integers[kIntegers] = {};
+};
+
 // Element strides of a BSHD tensor. Zero means "contiguous BSHD" for that dimension.
 struct Strides {
   std::int64_t batch = 0;
@@ -79,6 +88,14 @@ struct AttentionProblem {
   const float* alibi_slopes = nullptr;
   std::int64_t alibi_slopes_batch_stride = 0;
   const float* sinks = nullptr;
+  // User snippets (templates/attention/mod.cuh documents their signatures and what they see): NUL-terminated
+  // CUDA C++ source defining score_mod (rewrites each natural logit, after softcap and ALiBi) or mask_mod
+  // (hides (query, key) pairs the mask shows), at most 64 KiB each; null: none. The text is compiled into the
+  // kernel (NVRTC's messages name the snippet's own lines: "score_mod(3): error ...") and is part of its cache
+  // key; aux holds what they read per call.
+  const char* score_mod = nullptr;
+  const char* mask_mod = nullptr;
+  ModAux aux{};
 
   // Varlen: copy the offsets to the host before launching (synchronizes the stream; refused while it captures a
   // graph) and refuse offsets that are not non-decreasing from >= 0 up to total_q / total_k, or a length above

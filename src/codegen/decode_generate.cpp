@@ -8,9 +8,11 @@ namespace flashjit::codegen {
 namespace {
 
 Result<GeneratedSource> framed(std::string name, std::string json, const char* header, std::string kernel,
-                               const char* params, int smem, int threads) {
+                               const char* params, int smem, int threads, std::string score_mod = {},
+                               std::string mask_mod = {}) {
   return render(Frame{std::move(name), std::move(json), header, std::move(kernel),
-                      fmt::format("const __grid_constant__ flashjit::{} params", params), "params", smem, threads});
+                      fmt::format("const __grid_constant__ flashjit::{} params", params), "params", smem, threads,
+                      std::move(score_mod), std::move(mask_mod)});
 }
 
 }  // namespace
@@ -22,9 +24,10 @@ Result<GeneratedSource> generate(const DecodeKernelConfig& c) {
       "    /*element=*/{}, /*head_dim=*/{}, /*rows=*/{}, /*block_n=*/{}, /*stages=*/{}, /*warps=*/{},\n"
       "    /*column_groups=*/{}, /*page_size=*/{}, /*mask=*/flashjit::MaskKind::{}, /*cluster_merge=*/{}{}>",
       element_type(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps, c.column_groups, c.page_size,
-      to_string(c.mask), c.cluster_merge, variant_arg(c.softcap, c.alibi, c.sinks));
+      to_string(c.mask), c.cluster_merge,
+      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty()));
   return framed(readable_name(c), to_json(c), "decode/split_kv.cuh", kernel, "DecodeParams", shared_memory_bytes(c),
-               threads_per_cta(c));
+                threads_per_cta(c), c.score_mod, c.mask_mod);
 }
 
 Result<GeneratedSource> generate(const CombineKernelConfig& c) {

@@ -19,6 +19,8 @@ struct Frame {
   std::string arguments;   // what Kernel::run receives
   int smem = 0;
   int threads = 0;
+  std::string score_mod;  // the user snippets (templates/attention/mod.cuh), placed after the include
+  std::string mask_mod;
 };
 
 GeneratedSource render(const Frame& frame);
@@ -27,7 +29,8 @@ GeneratedSource render(const Frame& frame);
 const char* element_type(DType dtype);
 
 // The variant template argument (templates/attention/variant.cuh) that follows a kernel's last parameter,
-// ",\n    /*variant=*/flashjit::Variant<...>", when any variant is on; empty otherwise.
-std::string variant_arg(bool softcap, bool alibi, bool sinks);
+// ",\n    /*variant=*/flashjit::Variant<...>", when any variant is on; empty otherwise. The snippets are the
+// wrappers render() defines (flashjit_score_mod, flashjit_mask_mod).
+std::string variant_arg(bool softcap, bool alibi, bool sinks, bool score_mod, bool mask_mod);
 
 }  // namespace flashjit::codegen

@@ -47,7 +47,8 @@ std::string kernel_template(const KernelConfig& c) {
 
 // The template instantiation, one parameter per line with its name.
 std::string kernel_type(const KernelConfig& c) {
-  return kernel_template(c) + variant_arg(c.softcap, c.alibi, c.sinks) + ">";
+  return kernel_template(c) +
+         variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty()) + ">";
 }
 
 const char* kernel_header(Algorithm a) {
@@ -71,7 +72,7 @@ Result<GeneratedSource> generate(const KernelConfig& config) {
   FLASHJIT_TRY(check(config));
   return render(Frame{readable_name(config), to_json(config), kernel_header(config.algorithm), kernel_type(config),
                       parameters(config.algorithm), config.algorithm == Algorithm::fa3 ? "params, maps" : "params",
-                      shared_memory_bytes(config), threads_per_cta(config)});
+                      shared_memory_bytes(config), threads_per_cta(config), config.score_mod, config.mask_mod});
 }
 
 Result<GeneratedSource> generate(const AnyKernelConfig& config) {

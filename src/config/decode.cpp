@@ -8,7 +8,7 @@
 
 #include "config/fields.hpp"
 #include "config/limits.hpp"
-#include "config/variant_tag.hpp"
+#include "config/variants.hpp"
 #include "flashjit/decode.hpp"
 
 namespace flashjit {
@@ -58,6 +58,7 @@ int shared_memory_bytes(const DecodeKernelConfig& c) {
 std::vector<ConfigIssue> validate(const DecodeKernelConfig& c) {
   std::vector<ConfigIssue> out;
   auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
+  config::validate_snippets(c.score_mod, c.mask_mod, out);
   if (c.arch.sm < 80) add("arch", fmt::format("decode needs sm_80 or newer (mma.sync, cp.async), got {}", c.arch.to_string()));
   if (c.arch.accelerated && c.arch.sm < 90)
     add("arch", fmt::format("the 'a' targets start at sm_90a, got {}", c.arch.to_string()));
@@ -138,7 +139,7 @@ std::string readable_name(const DecodeKernelConfig& c) {
   const std::string columns = c.column_groups > 1 ? fmt::format("c{}", c.column_groups) : std::string();
   return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
                      c.stages, c.warps, columns, layout, mask_tag(c.mask),
-                     c.cluster_merge ? "_cluster" : "", config::variant_tag(c.softcap, c.alibi, c.sinks), arch_tag(c.arch));
+                     c.cluster_merge ? "_cluster" : "", config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod), arch_tag(c.arch));
 }
 
 std::string readable_name(const CombineKernelConfig& c) {

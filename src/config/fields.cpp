@@ -2,6 +2,7 @@
 #include "config/fields.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace flashjit::config {
 
@@ -27,6 +28,13 @@ Status parse_value(const std::string& key, const std::string& text, int& out) {
     return bad_field(key, fmt::format("'{}' is not an integer", text));
   }
 }
+
+Status parse_value(const std::string&, const std::string& text, std::string& out) {
+  out = text;
+  return {};
+}
+
+std::string json_value(const std::string& v) { return nlohmann::json(v).dump(); }
 
 Status parse_value(const std::string& key, const std::string& text, bool& out) {
   if (text == "true" || text == "1") {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,10 +35,12 @@ Status parse_value(const std::string& key, const std::string& text, DType& out);
 Status parse_value(const std::string& key, const std::string& text, MaskKind& out);
 Status parse_value(const std::string& key, const std::string& text, Scheduler& out);
 Status parse_value(const std::string& key, const std::string& text, KvLayout& out);
+Status parse_value(const std::string& key, const std::string& text, std::string& out);  // the snippets
 
 // Value -> JSON value text.
 inline std::string json_value(int v) { return std::to_string(v); }
 inline std::string json_value(bool v) { return v ? "true" : "false"; }
+std::string json_value(const std::string& v);  // a JSON string, escaped
 inline std::string json_value(const Arch& a) { return '"' + a.to_string() + '"'; }
 template <class E>
 std::string json_value(E e) requires std::is_enum_v<E> { return std::string("\"") + to_string(e) + '"'; }
@@ -45,6 +48,7 @@ std::string json_value(E e) requires std::is_enum_v<E> { return std::string("\""
 // Value -> hash input.
 inline std::uint64_t hash_value(int v) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)); }
 inline std::uint64_t hash_value(bool v) { return v ? 1 : 0; }
+inline std::uint64_t hash_value(const std::string& v) { return std::hash<std::string>{}(v); }
 inline std::uint64_t hash_value(const Arch& a) { return static_cast<std::uint64_t>(a.sm) * 2 + a.accelerated; }
 template <class E>
 std::uint64_t hash_value(E e) requires std::is_enum_v<E> { return static_cast<std::uint64_t>(e); }

@@ -7,7 +7,7 @@
 
 #include "config/fields.hpp"
 #include "config/limits.hpp"
-#include "config/variant_tag.hpp"
+#include "config/variants.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit {
@@ -140,6 +140,7 @@ static void validate_head_dim_v(const KernelConfig& c, std::vector<ConfigIssue>&
 std::vector<ConfigIssue> validate(const KernelConfig& c) {
   std::vector<ConfigIssue> out;
   validate_head_dim_v(c, out);
+  config::validate_snippets(c.score_mod, c.mask_mod, out);
   switch (c.algorithm) {
     case Algorithm::automatic:
       out.push_back({"algorithm", "'auto' is resolved by the dispatcher; a compiled config names naive, fa2 or fa3"});
@@ -167,7 +168,7 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
 std::string readable_name(const KernelConfig& c) {
   std::string arch = c.arch.to_string();
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
-  const std::string varlen = std::string(c.varlen ? "_varlen" : "") + config::variant_tag(c.softcap, c.alibi, c.sinks);
+  const std::string varlen = std::string(c.varlen ? "_varlen" : "") + config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod);
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)

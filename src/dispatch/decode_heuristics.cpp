@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "config/limits.hpp"
+#include "dispatch/variant_check.hpp"
 
 namespace flashjit::dispatch {
 namespace {
@@ -314,6 +315,7 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
     split.stages = 2;
   }
   split.softcap = p.softcap > 0.f, split.alibi = p.alibi_slopes != nullptr, split.sinks = p.sinks != nullptr;
+  split.score_mod = snippet_text(p.score_mod), split.mask_mod = snippet_text(p.mask_mod);
   return split;
 }
 

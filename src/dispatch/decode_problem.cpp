@@ -115,7 +115,8 @@ Status check(const DecodeProblem& p) {
                     p.chunk_size, p.window_left));
   if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
     add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
-  for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks))
+  for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
+                                                        p.score_mod, p.mask_mod))
     add(std::move(issue));
   if (p.num_splits < 0 || p.num_splits > dispatch::kMaxDecodeSplits)
     add(fmt::format("num_splits must be 0 (planned) or in [1, {}], got {}", dispatch::kMaxDecodeSplits, p.num_splits));

@@ -6,6 +6,7 @@
 
 #include "config/limits.hpp"
 #include "dispatch/tuned_table.hpp"
+#include "dispatch/variant_check.hpp"
 
 namespace flashjit::dispatch {
 namespace {
@@ -142,6 +143,12 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   variant(c.softcap, p.softcap > 0.f, "softcap", "softcap > 0");
   variant(c.alibi, p.alibi_slopes != nullptr, "alibi", "alibi_slopes");
   variant(c.sinks, p.sinks != nullptr, "sinks", "sinks");
+  if (c.score_mod != snippet_text(p.score_mod))
+    why.push_back(c.score_mod.empty() ? "the problem has a score_mod but the kernel has none"
+                                      : "the kernel's score_mod is not the problem's");
+  if (c.mask_mod != snippet_text(p.mask_mod))
+    why.push_back(c.mask_mod.empty() ? "the problem has a mask_mod but the kernel has none"
+                                     : "the kernel's mask_mod is not the problem's");
   // A cubin for sm_XY runs on devices of the same major version and minor >= Y; an "a" target only on XY.
   bool loadable = c.arch.accelerated ? c.arch.sm == device.sm
                                      : (c.arch.sm / 10 == device.sm / 10 && c.arch.sm <= device.sm);
@@ -152,7 +159,8 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
 }
 
 void fit_variant_registers(KernelConfig& c) {
-  if (c.algorithm != Algorithm::fa3 || !(c.softcap || c.alibi || c.sinks)) return;
+  if (c.algorithm != Algorithm::fa3 || !(c.softcap || c.alibi || c.sinks || !c.score_mod.empty() || !c.mask_mod.empty()))
+    return;
   // A variant keeps a few more values live in the consumers (the cap, the slope, the sink's finalize): at
   // the register ceilings ptxas spills 4-20 bytes with the heuristic tiles, on three consumer warpgroups
   // above d80 (160 registers; 96-key tiles) and at d256 (80-key tiles). One key tile narrower fits
@@ -216,6 +224,7 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
   if (c.ok()) {
     c->varlen = p.varlen();
     c->softcap = p.softcap > 0.f, c->alibi = p.alibi_slopes != nullptr, c->sinks = p.sinks != nullptr;
+    c->score_mod = snippet_text(p.score_mod), c->mask_mod = snippet_text(p.mask_mod);
     fit_variant_registers(*c);
   }
   return c;

@@ -155,7 +155,8 @@ Status check(const AttentionProblem& p) {
   if (p.lse != nullptr && reinterpret_cast<std::uintptr_t>(p.lse) % 4 != 0) add("lse must be 4-byte aligned");
   if (p.softmax_scale && !(*p.softmax_scale > 0.f && std::isfinite(*p.softmax_scale)))
     add(fmt::format("softmax_scale must be positive and finite, got {}", *p.softmax_scale));
-  for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks))
+  for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
+                                                        p.score_mod, p.mask_mod))
     add(std::move(issue));
   switch (p.mask) {
     case MaskKind::sliding_window:

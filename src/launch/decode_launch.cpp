@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cuda/driver.hpp"
+#include "launch/launch.hpp"
 #include "launch/launch_kernel.hpp"
 
 namespace flashjit::launch {
@@ -61,6 +62,7 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   if (p.softcap > 0.f) d.softcap = p.softcap, d.softcap_in = d.softmax_scale / p.softcap;
   d.alibi_slopes = p.alibi_slopes, d.alibi_batch = p.alibi_slopes_batch_stride;
   d.sinks = p.sinks;
+  d.aux = aux_params(p.aux);
   return d;
 }
 

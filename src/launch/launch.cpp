@@ -12,13 +12,25 @@
 
 namespace flashjit::launch {
 
-static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8,
+static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
                   offsetof(AttentionParams, softcap) == 5 * 8 + 12 * 8 + 72 &&
                   offsetof(AttentionParams, sinks) == 5 * 8 + 12 * 8 + 96,
               "AttentionParams field offsets changed: check the device side");
+
+static_assert(sizeof(ModAuxParams) == sizeof(ModAux) && ModAux::kPointers == ModAuxParams::kPointers &&
+                  ModAux::kScalars == ModAuxParams::kScalars && ModAux::kIntegers == ModAuxParams::kIntegers,
+              "ModAux must mirror ModAuxParams");
+
+ModAuxParams aux_params(const ModAux& aux) {
+  ModAuxParams out{};
+  for (int i = 0; i < ModAux::kPointers; ++i) out.pointers[i] = aux.pointers[i];
+  for (int i = 0; i < ModAux::kScalars; ++i) out.scalars[i] = aux.scalars[i];
+  for (int i = 0; i < ModAux::kIntegers; ++i) out.integers[i] = aux.integers[i];
+  return out;
+}
 
 AttentionParams make_params(const AttentionProblem& p) {
   const Strides q = resolved_q_strides(p), k = resolved_kv_strides(p, p.k_strides),
@@ -43,6 +55,7 @@ AttentionParams make_params(const AttentionProblem& p) {
   if (p.softcap > 0.f) a.softcap = p.softcap, a.softcap_in = scale / p.softcap;
   a.alibi_slopes = p.alibi_slopes, a.alibi_batch = p.alibi_slopes_batch_stride;
   a.sinks = p.sinks;
+  a.aux = aux_params(p.aux);
   return a;
 }
 

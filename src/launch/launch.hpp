@@ -11,6 +11,8 @@
 namespace flashjit::launch {
 
 AttentionParams make_params(const AttentionProblem& problem);
+// The snippets' auxiliary arguments as the kernels' params hold them (prefill and decode).
+ModAuxParams aux_params(const ModAux& aux);
 
 // The launch grid; a persistent config gets min(work tiles, `sms`) CTAs.
 Grid grid_for(const KernelConfig& config, const AttentionProblem& problem, int sms);

@@ -2,6 +2,8 @@
 // (gcc) and NVRTC see the same layout; the host static_asserts its size.
 #pragma once
 
+#include "attention/mod_aux.cuh"
+
 namespace flashjit {
 
 struct AttentionParams {
@@ -41,6 +43,7 @@ struct AttentionParams {
   const float* alibi_slopes;  // alibi kernels: [B?, Hq] fp32
   long long alibi_batch;      // its batch stride in elements (0: one [Hq] row for every sequence)
   const float* sinks;         // sinks kernels: [Hq] fp32 logits
+  ModAuxParams aux;           // score_mod / mask_mod kernels: the snippets' auxiliary arguments
 };
 
 }  // namespace flashjit

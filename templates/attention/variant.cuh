@@ -13,6 +13,7 @@
 //            apply_sink() adds it to a row's final state.
 #pragma once
 
+#include "attention/mod.cuh"
 #include "attention/params.cuh"
 #include "common/math.cuh"
 
@@ -24,23 +25,40 @@ __device__ __forceinline__ float tanh_approx(float x) {
   return y;
 }
 
-template <bool kSoftcap, bool kAlibi, bool kSinks>
+// Where a Variant applies: its batch entry and query head, the offset of the key a query row is aligned to
+// (row + offset; bottom-right: seqlen_k - seqlen_q), and the snippets' context (lengths, auxiliary arguments).
+struct VariantSite {
+  int batch, head, offset;
+  ModContext ctx;
+};
+
+// ScoreMod / MaskMod: NoMod, or the generated wrappers of a call's snippets (attention/mod.cuh), which have
+// `static constexpr bool kOn = true` and a static apply() with the snippet's signature.
+template <bool kSoftcap, bool kAlibi, bool kSinks, class ScoreMod = NoMod, class MaskMod = NoMod>
 struct Variant {
   static constexpr bool kHasSoftcap = kSoftcap, kHasAlibi = kAlibi, kHasSinks = kSinks;
-  // Whether scores change per element (then the kernel calls score() on every one).
-  static constexpr bool kTransformsScores = kSoftcap || kAlibi;
+  static constexpr bool kHasScoreMod = ScoreMod::kOn, kHasMaskMod = MaskMod::kOn;
+  // Whether scores change per element (then the kernel calls score() on every one), and whether pairs the
+  // built-in mask shows may be hidden (then it asks visible() of every pair, on every tile).
+  static constexpr bool kTransformsScores = kSoftcap || kAlibi || kHasScoreMod;
+  static constexpr bool kMasks = kHasMaskMod;
 
-  float cap_in;  // softcap: raw score -> tanh argument (softmax_scale / cap)
-  float slope;   // alibi: the slope in the softmax's unit
+  float cap_in;    // softcap: raw score -> tanh argument (softmax_scale / cap)
+  float slope;     // alibi: the slope in the softmax's unit
+  float unit_;     // score_mod: the softmax's unit in natural logits
+  VariantSite at;  // alibi (offset) and the snippets
 
   // unit: the softmax's unit (unit()); softcap_in and the slope (natural units) as the params hold them.
-  __device__ Variant(float unit, float softcap_in, float alibi_slope) {
+  __device__ Variant(float unit, float softcap_in, float alibi_slope, const VariantSite& site) : at(site) {
     if constexpr (kSoftcap) cap_in = softcap_in;
     if constexpr (kAlibi) slope = alibi_slope / unit;
+    if constexpr (kHasScoreMod) unit_ = unit;
   }
-  // The variant of (batch entry, query head) of a prefill kernel.
-  __device__ Variant(const AttentionParams& p, int batch, int head)
-      : Variant(unit(p), p.softcap_in, kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f) {}
+  // The variant of a prefill kernel's (batch entry, query head), for a sequence of seqlen_k keys whose query
+  // row i is aligned to key i + causal_offset.
+  __device__ Variant(const AttentionParams& p, int batch, int head, int causal_offset, int seqlen_k)
+      : Variant(unit(p), p.softcap_in, kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f,
+                VariantSite{batch, head, causal_offset, ModContext{seqlen_k - causal_offset, seqlen_k, &p.aux}}) {}
 
   // The softmax's unit in natural logits and in log2 units, from a kernel's params (AttentionParams,
   // DecodeParams: softmax_scale, scale_log2, softcap).
@@ -53,11 +71,18 @@ struct Variant {
     return kSoftcap ? p.softcap * kLog2e : p.scale_log2;
   }
 
-  // The score the softmax sees for raw score s of the query row aligned to key a, and key k.
-  __device__ __forceinline__ float score(float s, int a, int k) const {
+  // The score the softmax sees for raw score s of query row q and key k.
+  __device__ __forceinline__ float score(float s, int q, int k) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
-    if constexpr (kAlibi) s = fmaf(-slope, fabsf(static_cast<float>(a - k)), s);
+    if constexpr (kAlibi) s = fmaf(-slope, fabsf(static_cast<float>(q + at.offset - k)), s);
+    if constexpr (kHasScoreMod) s = ScoreMod::apply(s * unit_, at.batch, at.head, q, k, at.ctx) / unit_;
     return s;
+  }
+
+  // Whether the snippet lets query row q see key k (the built-in mask aside); true without one.
+  __device__ __forceinline__ bool visible(int q, int k) const {
+    if constexpr (kHasMaskMod) return MaskMod::apply(at.batch, at.head, q, k, at.ctx);
+    return true;
   }
 
   // A row's sink (sinks[head], natural units) joins its softmax once its state is final: given the row's LSE

@@ -2,6 +2,8 @@
 // Plain C types only, so the host (gcc) and NVRTC see the same layout.
 #pragma once
 
+#include "attention/mod_aux.cuh"
+
 namespace flashjit {
 
 // The split kernel: grid (num_splits, heads_kv, batch). Split s of sequence b covers keys
@@ -44,6 +46,7 @@ struct DecodeParams {
   const float* alibi_slopes;  // alibi kernels: [B?, Hq] fp32
   long long alibi_batch;      // its batch stride in elements (0: one [Hq] row)
   const float* sinks;         // sinks kernels: [Hq] fp32 logits (applied where a row's splits merge)
+  ModAuxParams aux;           // score_mod / mask_mod kernels: the snippets' auxiliary arguments
 };
 
 // The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states

@@ -266,13 +266,13 @@ struct SplitKernel {
     softmax.init();
     // The variant of each of this thread's two rows (their query heads differ: rows are heads of the group).
     const auto row_head = [&](int row) { return kv_head * p.group + row % p.group; };
-    V variant[2] = {V(V::unit(p), p.softcap_in, 0.f), V(V::unit(p), p.softcap_in, 0.f)};
-    if constexpr (V::kHasAlibi) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        variant[h] = V(V::unit(p), p.softcap_in,
-                       p.alibi_slopes[batch * p.alibi_batch + row_head(mt * 16 + lane / 4 + h * 8)]);
-    }
+    // Query rows count new tokens (q_idx of the snippets); token t sits at key a_min + t.
+    const auto variant_of = [&](int row) {
+      const int head = row_head(row);
+      return V(V::unit(p), p.softcap_in, V::kHasAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f,
+               VariantSite{batch, head, a_min, ModContext{p.q_len, a_min + p.q_len, &p.aux}});
+    };
+    const V variant[2] = {variant_of(mt * 16 + lane / 4), variant_of(mt * 16 + lane / 4 + 8)};
 
     unsigned q_frag[kQInRegisters ? kKS : 1][4];
     const typename QTile::Fragments q_ld(mt * 16 + lane % 16, lane / 16);
@@ -335,10 +335,11 @@ struct SplitKernel {
           for (int c = 0; c < 4; ++c) {
             const int row = mt * 16 + lane / 4 + (c / 2) * 8;
             const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
-            s[0][nt][c] = variant[c / 2].score(s[0][nt][c], a_min + row / p.group, key);
+            s[0][nt][c] = variant[c / 2].score(s[0][nt][c], row / p.group, key);
           }
       }
-      const bool cut = n0 + kBN > k1 || n0 + kBN - 1 > a_min || (kLowerBound && n0 < mask.first_key(p.q_len - 1));
+      const bool cut = V::kMasks || n0 + kBN > k1 || n0 + kBN - 1 > a_min ||
+                       (kLowerBound && n0 < mask.first_key(p.q_len - 1));
       if (cut) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
@@ -349,6 +350,7 @@ struct SplitKernel {
             const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
             bool visible = key < k1 && key <= a;
             if constexpr (kLowerBound) visible = visible && key >= mask.first_key(token);
+            if constexpr (V::kMasks) visible = visible && variant[c / 2].visible(token, key);
             if (!visible) s[0][nt][c] = neg_infinity();
           }
       }

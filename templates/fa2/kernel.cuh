@@ -78,6 +78,7 @@ struct Kernel {
     const auto* v = static_cast<const unsigned short*>(p.v) + seq.v_offset(p, batch) + kv_head * p.v_head;
 
     const Mask<kMask> mask(p, seq.causal_offset(p), seqlen_k);
+    const V variant(p, batch, head, seq.causal_offset(p), seqlen_k);
     int key_lo, key_hi;
     mask.key_range(m0, m0 + rows_valid, key_lo, key_hi);
     const int tile_begin = key_lo / kBN;
@@ -175,11 +176,10 @@ struct Kernel {
         }
       }
 
-      // The variant's scores (softcap, ALiBi), then per-element masking only on tiles the mask (or the end of
-      // the keys) cuts.
+      // The variant's scores (softcap, ALiBi, score_mod), then per-element masking (and mask_mod) only on tiles
+      // the mask (or the end of the keys) cuts, or on every tile with a mask_mod.
       const int n0 = (tile_begin + it) * kBN;
       if constexpr (V::kTransformsScores) {
-        const V variant(p, batch, head);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -188,10 +188,10 @@ struct Kernel {
             for (int c = 0; c < 4; ++c) {
               const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
               const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
-              s[mt][nt][c] = variant.score(s[mt][nt][c], row + mask.offset, key);
+              s[mt][nt][c] = variant.score(s[mt][nt][c], row, key);
             }
       }
-      if (n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
+      if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -200,7 +200,7 @@ struct Kernel {
             for (int c = 0; c < 4; ++c) {
               const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
               const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
-              if (key >= seqlen_k || !mask.visible(row, key)) s[mt][nt][c] = neg_infinity();
+              if (key >= seqlen_k || !mask.visible(row, key) || !variant.visible(row, key)) s[mt][nt][c] = neg_infinity();
             }
       }
 

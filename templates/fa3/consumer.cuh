@@ -100,8 +100,8 @@ struct Consumer {
     }
   }
 
-  // The variant's scores (softcap, ALiBi), then the mask (per element only where the tile is cut), then the
-  // online softmax in the variant's unit.
+  // The variant's scores (softcap, ALiBi, score_mod), then the mask and mask_mod (per element only where the
+  // tile is cut, or on every tile with a mask_mod), then the online softmax in the variant's unit.
   __device__ void softmax_step(const Mask<kMask>& mask, const V& variant, int n0, int seqlen_k, float unit_log2,
                                float (&rescale)[2]) {
     if constexpr (V::kTransformsScores) {
@@ -110,17 +110,17 @@ struct Consumer {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int row = row0 + (c / 2) * 8, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
-          s[0][j][c] = variant.score(s[0][j][c], row + mask.offset, key);
+          s[0][j][c] = variant.score(s[0][j][c], row, key);
         }
     }
     const int wg_row0 = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4);  // first row of the warpgroup
-    if (n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_row0, wg_row0 + 64, n0, n0 + kBN)) {
+    if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_row0, wg_row0 + 64, n0, n0 + kBN)) {
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int row = row0 + (c / 2) * 8, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
-          if (key >= seqlen_k || !mask.visible(row, key)) s[0][j][c] = neg_infinity();
+          if (key >= seqlen_k || !mask.visible(row, key) || !variant.visible(row, key)) s[0][j][c] = neg_infinity();
         }
     }
     moved = softmax.update_lazy(s, unit_log2, rescale);
@@ -164,7 +164,7 @@ struct Consumer {
     ptx::mbarrier_wait(smem.q_full(qbuf), (local / Storage::kQBuffers) & 1);
     if (num_tiles == 0) return;
     const Mask<kMask> mask(p, causal_offset, seqlen_k);
-    const V variant(p, batch, head);
+    const V variant(p, batch, head, causal_offset, seqlen_k);
     const float unit_log2 = V::unit_log2(p);
     const bool leader = threadIdx.x % 128 == 0;
     float rescale[2];

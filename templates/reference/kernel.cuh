@@ -55,19 +55,20 @@ struct Kernel {
     const Mask<kMask> mask(p, seq.causal_offset(p), seq.seqlen_k);
     int lo, hi;
     mask.key_range(row, row + 1, lo, hi);
-    const V variant(p, batch, head);
+    const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_k);
+    const auto visible = [&](int key) { return mask.visible(row, key) && variant.visible(row, key); };
     const float unit = V::unit(p);  // the scores' unit in natural logits (variant.cuh)
     auto score = [&](int key) {
       const T* kr = k + key * p.k_seq;
       float s = 0.f;
       for (int d = 0; d < kHeadDim; ++d) s = fmaf(q_row[d], to_float(kr[d]), s);
-      return variant.score(s, row + mask.offset, key);
+      return variant.score(s, row, key);
     };
 
     // Pass 1: the row max over visible keys.
     float m = neg_infinity();
     for (int key = lo + tid; key < hi; key += kThreads)
-      if (mask.visible(row, key)) m = fmaxf(m, score(key));
+      if (visible(key)) m = fmaxf(m, score(key));
     m = block_reduce(m, scratch, true);
 
     // Pass 2: probabilities chunk by chunk, accumulated into O columns owned by this thread.
@@ -77,7 +78,7 @@ struct Kernel {
     for (int base = lo; base < hi; base += kThreads) {
       const int key = base + tid;
       float pk = 0.f;
-      if (key < hi && mask.visible(row, key)) pk = expf((score(key) - m) * unit);
+      if (key < hi && visible(key)) pk = expf((score(key) - m) * unit);
       probs[tid] = pk;
       sum += pk;
       __syncthreads();

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -214,6 +215,42 @@ TEST_CASE("generate: variants are a template argument after varlen only when on,
     CHECK(contains(with->name, "_softcap_sinks_"));
     CHECK(contains(with->text, "// config: " + to_json(c) + "\n"));
   }
+}
+
+TEST_CASE("generate: snippets sit in flashjit_user under #line directives that name them, then the file's lines",
+          "[codegen][variant]") {
+  KernelConfig c = flashjit::dispatch::fa3_heuristic(DType::bf16, 128, MaskKind::causal, Arch{90, true});
+  c.score_mod = "__device__ float score_mod(float s, int, int, int, int, const flashjit::ModContext&) {\n  return s;\n}";
+  c.mask_mod = "__device__ bool mask_mod(int, int, int q, int k, const flashjit::ModContext&) { return k <= q; }\n";
+  auto g = generate(c);
+  REQUIRE(g.ok());
+  const std::string& t = g->text;
+  CHECK(contains(t, "namespace flashjit_user {\n#line 1 \"score_mod\"\n" + c.score_mod + "\n#line 1 \"mask_mod\"\n" +
+                        c.mask_mod + "}  // namespace flashjit_user\n"));
+  CHECK(contains(t, "/*score_mod=*/flashjit_score_mod, /*mask_mod=*/flashjit_mask_mod>>;"));
+  CHECK(contains(t, "return flashjit_user::score_mod(score, b, h, q_idx, kv_idx, ctx);"));
+  CHECK(contains(t, "return flashjit_user::mask_mod(b, h, q_idx, kv_idx, ctx);"));
+  CHECK(contains(g->name, "_smod"));
+  CHECK(contains(g->name, "_mmod"));
+  // The directive after the snippets gives the next line its real number in the file NVRTC compiles.
+  const std::string file = g->name + ".cu";
+  const auto at = t.find("#line ", t.find("}  // namespace flashjit_user"));
+  REQUIRE(at != std::string::npos);
+  const int stated = std::stoi(t.substr(at + 6));
+  const int actual = static_cast<int>(std::count(t.begin(), t.begin() + static_cast<long>(at), '\n')) + 2;
+  CHECK(stated == actual);
+  CHECK(t.substr(t.find('"', at) + 1, file.size()) == file);
+  // Decode takes them the same way; without snippets no namespace at all.
+  flashjit::DecodeKernelConfig d;
+  d.score_mod = c.score_mod;
+  auto gd = generate(d);
+  REQUIRE(gd.ok());
+  CHECK(contains(gd->text, "#line 1 \"score_mod\""));
+  CHECK(contains(gd->text, "/*score_mod=*/flashjit_score_mod, /*mask_mod=*/flashjit::NoMod>>;"));
+  d.score_mod.clear();
+  auto plain = generate(d);
+  REQUIRE(plain.ok());
+  CHECK_FALSE(contains(plain->text, "flashjit_user"));
 }
 
 TEST_CASE("generate: an invalid config is invalid_config", "[codegen]") {

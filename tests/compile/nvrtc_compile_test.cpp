@@ -268,6 +268,45 @@ TEST_CASE("nvrtc: the heuristic kernels with every variant compile without spill
   }
 }
 
+// User snippets compile into every kernel kind (with their helpers and each kind of auxiliary argument), and a
+// broken one is a compile error whose NVRTC log names the snippet's own line.
+TEST_CASE("nvrtc: score_mod and mask_mod snippets compile; a broken one's log names its line", "[compile][variant]") {
+  const std::string score_mod = R"(
+__device__ float bias(const flashjit::ModContext& ctx, int h) { return ctx.pointer<float>(0)[h] * ctx.scalar(0); }
+__device__ float score_mod(float score, int b, int h, int q_idx, int kv_idx, const flashjit::ModContext& ctx) {
+  return score + bias(ctx, h) * float(q_idx - kv_idx);
+}
+)";
+  const std::string mask_mod = R"(
+__device__ bool mask_mod(int b, int h, int q_idx, int kv_idx, const flashjit::ModContext& ctx) {
+  const int* doc = ctx.pointer<int>(1);
+  return doc[kv_idx] == doc[q_idx + ctx.seqlen_k - ctx.seqlen_q] && kv_idx < ctx.integer(0);
+}
+)";
+  std::vector<KernelConfig> configs = {
+      flashjit::dispatch::fa3_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a),
+      flashjit::dispatch::fa3_heuristic(DType::bf16, 64, MaskKind::none, kSm90a),
+      flashjit::dispatch::fa2_heuristic(DType::fp16, 128, MaskKind::causal, kSm80),
+      flashjit::dispatch::naive_config(DType::bf16, 64, MaskKind::none, kSm90a)};
+  for (auto& c : configs) c.score_mod = score_mod, c.mask_mod = mask_mod;
+  auto outcomes = CompileCache::get().compile_all(configs);
+  REQUIRE(outcomes.size() == configs.size());
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    if (o->config.algorithm != Algorithm::naive) check_no_spills(*o);
+  }
+  KernelConfig broken = configs[0];
+  broken.score_mod = "__device__ float score_mod(float score, int b, int h, int q, int k, const flashjit::ModContext& c) {\n"
+                     "  return score + undefined_thing;\n}\n";
+  auto source = flashjit::codegen::generate(broken);
+  REQUIRE(source.ok());
+  auto compiled = flashjit::compile::compile(*source, flashjit::compile::options_for(broken.arch), flashjit::log::Logger{});
+  REQUIRE_FALSE(compiled.ok());
+  INFO(compiled.error().to_string());
+  CHECK(compiled.error().code == ErrorCode::compile);
+  CHECK(compiled.error().to_string().find("score_mod(2): error") != std::string::npos);
+}
+
 // The varlen variants of the kernels choose() picks (the heuristic tiles with varlen set): FA3 on sm_90a, FA2 on
 // sm_90a (head dims FA3 does not cover, and explicit requests) and sm_80 (the Ampere path), bf16 (fp16 has the
 // same registers); no spills, setmaxnreg kept. The reference kernel's varlen variants compile.

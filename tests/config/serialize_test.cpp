@@ -117,6 +117,34 @@ TEST_CASE("canonical JSON is exact and stable", "[config]") {
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.error().message.find("sinks") != std::string::npos);
   }
+  SECTION("snippets: JSON strings (quotes, backslashes, newlines escaped), a hash of each in the name") {
+    KernelConfig c;
+    c.score_mod = "__device__ float score_mod(float s, int, int, int, int, const flashjit::ModContext&) {\n"
+                  "  return s * 0.5f; // \"half\" \\ \n}";
+    const std::string json = to_json(c);
+    CHECK(json.find(R"("score_mod":"__device__ float score_mod)") != std::string::npos);
+    CHECK(json.find('\n') == std::string::npos);  // one line: the generated source's comment holds it
+    auto back = flashjit::config_from_json(json);
+    REQUIRE(back.ok());
+    CHECK(back->score_mod == c.score_mod);
+    CHECK(*back == c);
+    const std::string name = readable_name(c);
+    CHECK(name.find("_smod") != std::string::npos);
+    KernelConfig other = c;
+    other.score_mod += " ";
+    CHECK(readable_name(other) != name);
+    CHECK(to_json(other) != json);
+    KernelConfig nul = c;
+    nul.mask_mod = std::string("x\0y", 3);
+    bool named = false;
+    for (const auto& i : validate(nul)) named |= i.field == "mask_mod";
+    CHECK(named);
+    KernelConfig huge = c;
+    huge.score_mod.assign(64 * 1024 + 1, ' ');
+    named = false;
+    for (const auto& i : validate(huge)) named |= i.field == "score_mod";
+    CHECK(named);
+  }
   SECTION("the same config always gives the same text; a different one a different text") {
     KernelConfig a, b;
     CHECK(to_json(a) == to_json(b));

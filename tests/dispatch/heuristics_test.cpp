@@ -474,6 +474,27 @@ TEST_CASE("choose: fa3 tiles with a variant narrow where the heuristic's would s
   }
 }
 
+TEST_CASE("choose and supports: snippets go into the config; a kernel serves only its own text", "[dispatch][variant]") {
+  AttentionProblem p = problem(DType::bf16, 128, MaskKind::causal);
+  const char* mod = "__device__ float score_mod(float s, int, int, int, int, const flashjit::ModContext&) { return s; }";
+  p.score_mod = mod;
+  p.mask_mod = "__device__ bool mask_mod(int, int, int, int, const flashjit::ModContext&) { return true; }";
+  auto c = choose(p, kSm90a);
+  REQUIRE(c.ok());
+  CHECK(c->score_mod == mod);
+  CHECK(c->mask_mod == p.mask_mod);
+  CHECK(supports(*c, p, kSm90a).ok());
+  AttentionProblem other = p;
+  const std::string changed = std::string(mod) + " ";
+  other.score_mod = changed.c_str();
+  auto st = supports(*c, other, kSm90a);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("score_mod is not the problem's") != std::string::npos);
+  other = p;
+  other.mask_mod = nullptr;
+  CHECK_FALSE(supports(*c, other, kSm90a).ok());
+}
+
 TEST_CASE("supports: a variant kernel for the problems with that variant only", "[dispatch][variant]") {
   const AttentionProblem plain = problem(DType::bf16, 128, MaskKind::none);
   AttentionProblem capped = plain;

@@ -286,6 +286,14 @@ TEST_CASE("check(problem): variants (softcap, alibi_slopes, sinks)", "[dispatch]
     p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70001});
     require_invalid(p, "sinks must be 4-byte aligned");
   }
+  SECTION("snippets: not empty, at most 64 KiB") {
+    p.score_mod = "";
+    require_invalid(p, "score_mod is empty");
+    std::string huge(64 * 1024 + 1, ' ');
+    p.score_mod = nullptr;
+    p.mask_mod = huge.c_str();
+    require_invalid(p, "mask_mod is longer than 65536 bytes");
+  }
   SECTION("a slope batch stride needs slopes and a sane value") {
     p.alibi_slopes_batch_stride = 8;
     require_invalid(p, "alibi_slopes is null");

@@ -972,3 +972,39 @@ TEST_CASE("merge: bad arguments are rejected before any launch", "[merge][gpu]")
     expect_rejected(p, "lse_in");
   }
 }
+
+TEST_CASE("decode: a score_mod snippet (ALiBi from device slopes) matches the built-in ALiBi", "[decode][variant][gpu]") {
+  // q_idx counts the new tokens and ctx's lengths place them (seqlen_k - seqlen_q + q_idx); splits and merges as
+  // the planner and forced counts give them.
+  ensure_context();
+  const int splits = GENERATE(1, 4, 0);
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 2, {4097, 1, 0, 300}, kContiguous);
+  s.num_splits = splits;
+  s.alibi = 1;  // the reference's
+  DecodeShape run = s;
+  run.alibi = 0;
+  auto c = DecodeCase::make(run, fresh_seed());
+  REQUIRE(c.ok());
+  DecodeProblem p = c->problem();
+  std::vector<float> host;
+  const Shape vs = s.variant_shape();
+  for (int h = 0; h < s.heads_q; ++h) host.push_back(static_cast<float>(alibi_slope(vs, 0, h)));
+  auto slopes = cuda::DeviceBuffer::allocate(host.size() * 4);
+  REQUIRE(slopes.ok());
+  REQUIRE(slopes->upload(host.data(), host.size() * 4).ok());
+  p.score_mod = R"(
+__device__ float score_mod(float score, int b, int h, int q_idx, int kv_idx, const flashjit::ModContext& ctx) {
+  const int a = ctx.seqlen_k - ctx.seqlen_q + q_idx;
+  return score - ctx.pointer<float>(0)[h] * fabsf(float(a - kv_idx));
+})";
+  p.aux.pointers[0] = slopes->get();
+  INFO(s.to_string() << " as a score_mod");
+  auto st = runtime().decode(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  std::vector<float> o, lse;
+  std::int64_t stray = 0;
+  REQUIRE(c->read_outputs(o, lse, stray).ok());
+  std::vector<double> ref_o, ref_lse;
+  reference_decode(s, c->q(), c->kv(), ref_o, ref_lse);
+  expect_close(s.output_shape(), o, lse, ref_o, ref_lse, tolerance(s.dtype), kLseTolerance, stray);
+}

@@ -109,3 +109,89 @@ TEST_CASE("a sink far above every score leaves O near 0 and LSE at the sink", "[
   s.softcap = 0.05f;
   check_variant(Algorithm::fa3, s);
 }
+
+// User snippets (templates/attention/mod.cuh) that restate a built-in variant or mask, so the float64 reference of
+// that one checks them: q_idx, kv_idx, the lengths and each kind of auxiliary argument (pointers, scalars,
+// integers) reach the snippet as documented, in every kernel kind.
+namespace {
+
+// Softcap 0.8 as a score_mod, the cap read from ctx.scalar(0).
+const char* kSoftcapMod = R"(
+__device__ float score_mod(float score, int b, int h, int q_idx, int kv_idx, const flashjit::ModContext& ctx) {
+  const float cap = ctx.scalar(0);
+  return cap * tanhf(score / cap);
+}
+)";
+// ALiBi over [Hq] slopes in device memory (ctx.pointer<float>(0)), bottom-right aligned by the lengths.
+const char* kAlibiMod = R"(
+__device__ float score_mod(float score, int b, int h, int q_idx, int kv_idx, const flashjit::ModContext& ctx) {
+  const int a = q_idx + ctx.seqlen_k - ctx.seqlen_q;
+  return score - ctx.pointer<float>(0)[h] * fabsf(float(a - kv_idx));
+}
+)";
+// A sliding window (left ctx.integer(0), right ctx.integer(1)) as a mask_mod, with a helper of its own.
+const char* kWindowMod = R"(
+__device__ bool inside(long long lo, long long x, long long hi) { return lo <= x && x <= hi; }
+__device__ bool mask_mod(int b, int h, int q_idx, int kv_idx, const flashjit::ModContext& ctx) {
+  const long long a = q_idx + ctx.seqlen_k - ctx.seqlen_q;
+  return inside(a - ctx.integer(0), kv_idx, a + ctx.integer(1));
+}
+)";
+
+enum class Mod { softcap, alibi, window };
+
+void check_mod(Algorithm algorithm, Mod mod, const Lengths& l, int head_dim, DType dtype) {
+  ensure_context();
+  Shape s;  // what the reference computes
+  s.batch = l.batch, s.seqlen_q = l.sq, s.seqlen_k = l.sk, s.heads_q = 8, s.heads_kv = 8 / l.group;
+  s.head_dim = head_dim, s.dtype = dtype;
+  if (mod == Mod::softcap) s.softcap = 0.8f;
+  if (mod == Mod::alibi) s.alibi = 1;
+  if (mod == Mod::window) s.mask = MaskKind::sliding_window, s.window_left = 37, s.window_right = 5;
+  Shape run = s;  // what the kernel is given: the snippet instead of the variant or mask
+  run.softcap = 0.f, run.alibi = 0, run.mask = MaskKind::none;
+  auto c = Case::make(run, fresh_seed());
+  REQUIRE(c.ok());
+  AttentionProblem problem = c->problem();
+  cuda::DeviceBuffer slopes;
+  if (mod == Mod::softcap) {
+    problem.score_mod = kSoftcapMod;
+    problem.aux.scalars[0] = 0.8f;
+  } else if (mod == Mod::alibi) {
+    std::vector<float> host;
+    for (int h = 0; h < s.heads_q; ++h) host.push_back(static_cast<float>(alibi_slope(s, 0, h)));
+    auto buf = cuda::DeviceBuffer::allocate(host.size() * 4);
+    REQUIRE(buf.ok());
+    slopes = std::move(*buf);
+    REQUIRE(slopes.upload(host.data(), host.size() * 4).ok());
+    problem.score_mod = kAlibiMod;
+    problem.aux.pointers[0] = slopes.get();
+  } else {
+    problem.mask_mod = kWindowMod;
+    problem.aux.integers[0] = s.window_left, problem.aux.integers[1] = s.window_right;
+  }
+  auto config = dispatch::choose(problem, kSm90a, algorithm, nullptr);
+  REQUIRE(config.ok());
+  INFO(s.to_string() << " as a snippet, with " << readable_name(*config));
+  auto st = runtime().forward(problem, *config);
+  if (!st.ok()) FAIL(st.error().to_string());
+  std::vector<float> o, lse;
+  REQUIRE(c->read_outputs(o, lse).ok());
+  std::vector<double> ref_o, ref_lse;
+  reference_attention(s, c->q(), c->k(), c->v(), ref_o, ref_lse);
+  const Comparison cmp = compare(s, o, lse, ref_o, ref_lse);
+  INFO(cmp.to_string());
+  CHECK(cmp.nan_count == 0);
+  CHECK(cmp.empty_row_violations == 0);
+  CHECK(cmp.rel_l2 <= tolerance(s.dtype));
+  CHECK(cmp.lse_max_abs <= kPrefillLseTolerance);
+}
+
+}  // namespace
+
+TEST_CASE("score_mod and mask_mod snippets match the built-ins they restate", "[fa3][fa2][reference][variant][gpu]") {
+  const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
+  const Mod mod = GENERATE(Mod::softcap, Mod::alibi, Mod::window);
+  for (const Lengths& l : {Lengths{17, 17, 4, 2}, Lengths{300, 301, 1, 2}, Lengths{128, 1000, 8, 1}})
+    check_mod(algorithm, mod, l, algorithm == Algorithm::fa3 ? 128 : 64, l.batch == 2 ? DType::bf16 : DType::fp16);
+}
