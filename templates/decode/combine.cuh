@@ -159,8 +159,11 @@ struct CombineKernel {
       }
     }
     const bool empty = !(sum > 0.f);
-    float inv = empty ? 0.f : 1.f / sum, row_lse = empty ? neg_infinity() : m + logf(sum);
-    Variant<false, false, kSinks>::apply_sink(p.sinks, head, row_lse, inv);
+    float inv = empty ? 0.f : 1.f / sum, sink_lse = 0.f;
+    if constexpr (kSinks) {  // (without sinks the LSE is computed at its store, as it always was)
+      sink_lse = empty ? neg_infinity() : m + logf(sum);
+      Variant<false, false, kSinks>::apply_sink(p.sinks, head, sink_lse, inv);
+    }
     TOut* out = static_cast<TOut*>(p.o) + batch * p.o_batch + pos * p.o_seq + head * p.o_head;
 #pragma unroll
     for (int v = 0; v < kVecsPerLane; ++v) {
@@ -169,7 +172,7 @@ struct CombineKernel {
       for (int e = 0; e < kVec; ++e) y[e] = acc[v * kVec + e] * inv;
       if (column(lane, v) < kHeadDim) store_cols<TOut, kVec>(out + column(lane, v), y);
     }
-    if (p.lse != nullptr && lane == 0) p.lse[lse_index] = row_lse;
+    if (p.lse != nullptr && lane == 0) p.lse[lse_index] = kSinks ? sink_lse : empty ? neg_infinity() : m + logf(sum);
   }
 };
 

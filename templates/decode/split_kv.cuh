@@ -477,15 +477,15 @@ struct SplitKernel {
         l += w[g] * m_sum[g * kRows + row];
       }
       const bool empty = !(l > 0.f);
-      float inv = empty ? 0.f : 1.f / l;
-      float lse = empty ? neg_infinity() : m * V::unit(p) + log_approx(l);
-      if (final_output) {
-        const int head = kv_head * p.group + row % p.group;
-        V::apply_sink(p.sinks, head, lse, inv);  // else where the splits merge
+      float inv = empty ? 0.f : 1.f / l, sink_lse = 0.f;
+      if constexpr (V::kHasSinks) {  // else the LSE is computed after the weights, as it always was
+        sink_lse = empty ? neg_infinity() : m * V::unit(p) + log_approx(l);
+        if (final_output) V::apply_sink(p.sinks, row_head(row), sink_lse, inv);  // else where the splits merge
       }
 #pragma unroll
       for (int g = 0; g < kKeyGroups; ++g) m_max[g * kRows + row] = w[g] * inv;  // only this thread reads row
       m_sum[row] = inv;
+      const float lse = V::kHasSinks ? sink_lse : empty ? neg_infinity() : m * V::unit(p) + log_approx(l);
       if (to_cluster) c_lse[row] = lse;
       else RowTarget(p, batch, kv_head, row).store_lse(p, slice, lse);
     }
@@ -568,12 +568,16 @@ struct SplitKernel {
         }
       }
       const bool empty = !(sum > 0.f);
-      float inv = empty ? 0.f : 1.f / sum, row_lse = empty ? neg_infinity() : m + logf(sum);
+      float inv = empty ? 0.f : 1.f / sum, sink_lse = 0.f;
       const RowTarget target(p, batch, kv_head, row);
-      V::apply_sink(p.sinks, target.head, row_lse, inv);
+      if constexpr (V::kHasSinks) {  // else the LSE is computed at its store, as it always was
+        sink_lse = empty ? neg_infinity() : m + logf(sum);
+        V::apply_sink(p.sinks, target.head, sink_lse, inv);
+      }
       *reinterpret_cast<uint2*>(target.out(p, batch) + col) =
           make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
-      if (col == 0 && p.lse != nullptr) p.lse[target.lse_index] = row_lse;
+      if (col == 0 && p.lse != nullptr)
+        p.lse[target.lse_index] = V::kHasSinks ? sink_lse : empty ? neg_infinity() : m + logf(sum);
     }
     ptx::cluster_sync();  // no CTA leaves while another still reads its shared memory
   }
