@@ -25,6 +25,11 @@
 
 namespace flashjit {
 
+// Where the masks' diagonal sits when seqlen_q != seqlen_k: bottom-right (query i at key i + seqlen_k - seqlen_q,
+// flash-attn's causal) or top-left (query i at key i, torch SDPA's is_causal). Varlen: per sequence.
+enum class Alignment { bottom_right, top_left };
+const char* to_string(Alignment a);
+
 // The auxiliary arguments of the user snippets (score_mod, mask_mod: templates/attention/mod.cuh), read in a
 // snippet through its flashjit::ModContext: ctx.pointer<T>(i), ctx.scalar(i), ctx.integer(i).
 struct ModAux {
@@ -74,6 +79,9 @@ struct AttentionProblem {
   int window_left = -1;
   int window_right = -1;
   int chunk_size = 0;
+  // The diagonal of every mask above (and ALiBi's distances, and the snippets' ctx lengths are as they are):
+  // bottom-right as described, or top-left, where query i is aligned to key i (seqlen_k - seqlen_q read as 0).
+  Alignment alignment = Alignment::bottom_right;
 
   // Variants (each compiled into the kernel only when used; the values are run-time arguments):
   //   softcap > 0: each scaled score x = softmax_scale * q·k becomes softcap * tanh(x / softcap) (Gemma 2,

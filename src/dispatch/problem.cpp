@@ -16,9 +16,9 @@ namespace {
 // far from int64 overflow).
 constexpr __int128 kMaxTensorBytes = static_cast<__int128>(1) << 48;
 
-// Keys visible from query row i (bottom-right aligned), for FLOP counts.
+// Keys visible from query row i (aligned as the problem says), for FLOP counts.
 std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
-  std::int64_t a = i + p.seqlen_k - p.seqlen_q, lo = 0, hi = p.seqlen_k;
+  std::int64_t a = i + (p.alignment == Alignment::top_left ? 0 : p.seqlen_k - p.seqlen_q), lo = 0, hi = p.seqlen_k;
   auto floor_div = [](std::int64_t x, std::int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
   switch (p.mask) {
     case MaskKind::none: break;
@@ -40,6 +40,8 @@ std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
 }
 
 }  // namespace
+
+const char* to_string(Alignment a) { return a == Alignment::top_left ? "top_left" : "bottom_right"; }
 
 Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim) {
   Strides r = s;
@@ -158,6 +160,8 @@ Status check(const AttentionProblem& p) {
   for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
                                                         p.score_mod, p.mask_mod))
     add(std::move(issue));
+  if (p.alignment != Alignment::bottom_right && p.alignment != Alignment::top_left)
+    add(fmt::format("alignment must be bottom_right (0) or top_left (1), got {}", static_cast<int>(p.alignment)));
   switch (p.mask) {
     case MaskKind::sliding_window:
       if (p.window_left < -1 || p.window_right < -1)

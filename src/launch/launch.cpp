@@ -12,7 +12,7 @@
 
 namespace flashjit::launch {
 
-static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160,
+static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
@@ -48,7 +48,9 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.heads_q = p.heads_q, a.heads_kv = p.heads_kv, a.group = p.heads_q / p.heads_kv;
   a.softmax_scale = scale;
   a.scale_log2 = scale * kLog2e;
-  a.causal_offset = p.seqlen_k - p.seqlen_q;  // varlen kernels use each sequence's own lengths instead
+  const bool top_left = p.alignment == Alignment::top_left;
+  a.causal_offset = top_left ? 0 : p.seqlen_k - p.seqlen_q;  // varlen kernels: each sequence's own lengths
+  a.top_left = top_left ? 1 : 0;
   a.window_left = p.window_left, a.window_right = p.window_right;
   if (p.mask == MaskKind::causal) a.window_left = -1, a.window_right = 0;
   a.chunk_size = p.chunk_size;

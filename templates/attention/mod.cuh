@@ -10,7 +10,8 @@
 // 0 .. q_len - 1); kv_idx: the key's position. The built-in mask applies first; mask_mod can only hide more
 // (a row it hides entirely gets O = 0 and LSE = -inf, or the sink's logit). ctx holds the sequence's lengths
 // (decode: seqlen_q = q_len, seqlen_k the cached keys, so the query sits at key seqlen_k - seqlen_q + q_idx)
-// and the call's auxiliary arguments: up to kModPointers device pointers, kModScalars floats and integers
+// (with AttentionProblem::alignment top_left the query sits at key q_idx instead) and the call's auxiliary
+// arguments: up to kModPointers device pointers, kModScalars floats and integers
 // (AttentionProblem::aux). A snippet may define helpers beside them; it sees this header (and what it
 // includes), not the CUDA toolkit's.
 #pragma once

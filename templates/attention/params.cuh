@@ -44,6 +44,7 @@ struct AttentionParams {
   long long alibi_batch;      // its batch stride in elements (0: one [Hq] row for every sequence)
   const float* sinks;         // sinks kernels: [Hq] fp32 logits
   ModAuxParams aux;           // score_mod / mask_mod kernels: the snippets' auxiliary arguments
+  int top_left;               // varlen kernels: 1 aligns each sequence's query i to its key i (causal_offset 0)
 };
 
 }  // namespace flashjit

@@ -41,9 +41,9 @@ struct SeqInfo {
   }
 
  public:
-  // Query row i is aligned to key i + causal_offset (bottom-right, per sequence).
+  // Query row i is aligned to key i + causal_offset (bottom-right per sequence, or top-left: 0).
   __device__ int causal_offset(const AttentionParams& p) const {
-    if constexpr (kVarlen) return seqlen_k - seqlen_q;
+    if constexpr (kVarlen) return p.top_left ? 0 : seqlen_k - seqlen_q;
     return p.causal_offset;
   }
 

@@ -54,11 +54,11 @@ struct Variant {
     if constexpr (kAlibi) slope = alibi_slope / unit;
     if constexpr (kHasScoreMod) unit_ = unit;
   }
-  // The variant of a prefill kernel's (batch entry, query head), for a sequence of seqlen_k keys whose query
-  // row i is aligned to key i + causal_offset.
-  __device__ Variant(const AttentionParams& p, int batch, int head, int causal_offset, int seqlen_k)
+  // The variant of a prefill kernel's (batch entry, query head), for a sequence of seqlen_q queries and
+  // seqlen_k keys whose query row i is aligned to key i + causal_offset.
+  __device__ Variant(const AttentionParams& p, int batch, int head, int causal_offset, int seqlen_q, int seqlen_k)
       : Variant(unit(p), p.softcap_in, kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f,
-                VariantSite{batch, head, causal_offset, ModContext{seqlen_k - causal_offset, seqlen_k, &p.aux}}) {}
+                VariantSite{batch, head, causal_offset, ModContext{seqlen_q, seqlen_k, &p.aux}}) {}
 
   // The softmax's unit in natural logits and in log2 units, from a kernel's params (AttentionParams,
   // DecodeParams: softmax_scale, scale_log2, softcap).

@@ -78,7 +78,7 @@ struct Kernel {
     const auto* v = static_cast<const unsigned short*>(p.v) + seq.v_offset(p, batch) + kv_head * p.v_head;
 
     const Mask<kMask> mask(p, seq.causal_offset(p), seqlen_k);
-    const V variant(p, batch, head, seq.causal_offset(p), seqlen_k);
+    const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_q, seqlen_k);
     int key_lo, key_hi;
     mask.key_range(m0, m0 + rows_valid, key_lo, key_hi);
     const int tile_begin = key_lo / kBN;

@@ -150,10 +150,10 @@ struct Consumer {
   }
 
   // One work tile: `local` counts the CTA's work tiles (Q buffer phase), `ring` is the running index of its
-  // first K/V tile in the stage ring. causal_offset and seqlen_k are the sequence's (SeqInfo); batch and head
-  // pick the variant's constants.
+  // first K/V tile in the stage ring. causal_offset and seqlen_k are the sequence's (SeqInfo); batch, head
+  // and seqlen_q pick the variant's constants.
   __device__ void mainloop(const Storage& smem, const AttentionParams& p, int causal_offset, int seqlen_k,
-                           int tile_begin, int num_tiles, int local, int ring, int batch, int head) {
+                           int tile_begin, int num_tiles, int local, int ring, int batch, int head, int seqlen_q) {
 #pragma unroll
     for (int j = 0; j < kOT; ++j)
 #pragma unroll
@@ -164,7 +164,7 @@ struct Consumer {
     ptx::mbarrier_wait(smem.q_full(qbuf), (local / Storage::kQBuffers) & 1);
     if (num_tiles == 0) return;
     const Mask<kMask> mask(p, causal_offset, seqlen_k);
-    const V variant(p, batch, head, causal_offset, seqlen_k);
+    const V variant(p, batch, head, causal_offset, seqlen_q, seqlen_k);
     const float unit_log2 = V::unit_log2(p);
     const bool leader = threadIdx.x % 128 == 0;
     float rescale[2];

@@ -121,7 +121,8 @@ struct Kernel {
         key_tiles(p, seq, t.m_block, tile_begin, num_tiles);
         const int m0 = t.m_block * kBM;
         c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
-        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring, t.batch, t.head);
+        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring, t.batch, t.head,
+                   seq.seqlen_q);
         Epilogue<T, Storage, kBM, V>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
                                                  m0, t.head, t.batch, seq);
         ring += num_tiles;

@@ -55,7 +55,7 @@ struct Kernel {
     const Mask<kMask> mask(p, seq.causal_offset(p), seq.seqlen_k);
     int lo, hi;
     mask.key_range(row, row + 1, lo, hi);
-    const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_k);
+    const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_q, seq.seqlen_k);
     const auto visible = [&](int key) { return mask.visible(row, key) && variant.visible(row, key); };
     const float unit = V::unit(p);  // the scores' unit in natural logits (variant.cuh)
     auto score = [&](int key) {

@@ -361,6 +361,17 @@ TEST_CASE("attention_flops: causal counts the visible pairs", "[dispatch]") {
     auto p = flops_problem(5, 2, MaskKind::causal, 64);
     CHECK(attention_flops(p) == 4.0 * (1 + 2) * 64);
   }
+  SECTION("top-left: Sq = 2, Sk = 5 rows see 1 and 2 keys; Sq = 5, Sk = 2 rows see 1, 2, 2, 2, 2") {
+    auto p = flops_problem(2, 5, MaskKind::causal, 64);
+    p.alignment = flashjit::Alignment::top_left;
+    CHECK(attention_flops(p) == 4.0 * (1 + 2) * 64);
+    p = flops_problem(5, 2, MaskKind::causal, 64);
+    p.alignment = flashjit::Alignment::top_left;
+    CHECK(attention_flops(p) == 4.0 * (1 + 2 + 2 + 2 + 2) * 64);
+    CHECK(check(p).ok());
+    p.alignment = static_cast<flashjit::Alignment>(7);
+    require_invalid(p, "alignment must be bottom_right (0) or top_left (1), got 7");
+  }
   SECTION("batch and heads multiply") {
     auto p = flops_problem(4, 4, MaskKind::causal, 128);
     p.batch = 3, p.heads_q = 4, p.heads_kv = 2;

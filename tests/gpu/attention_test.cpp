@@ -136,6 +136,23 @@ TEST_CASE("fa2 and reference kernels match float64 at odd multiples of 8 and hea
   check_heuristic_configs(algorithm, DType::bf16, dims.d, dims.dv);
 }
 
+TEST_CASE("top-left alignment (torch SDPA's is_causal) matches float64 on every mask and kernel",
+          "[fa3][fa2][reference][gpu]") {
+  // Sq < Sk and Sq > Sk, where the two alignments differ: top-left, query i sees keys <= i under causal, so
+  // with Sq > Sk no row is empty (bottom-right empties the first Sq - Sk), and with Sq < Sk the last keys are
+  // seen by no query.
+  const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
+  int index = 0;
+  for (const auto& m : kMasks) {
+    if (m.kind == MaskKind::none) continue;
+    for (const Lengths& l : {Lengths{128, 1000, 8, 1}, Lengths{1000, 128, 1, 1}, Lengths{300, 17, 4, 2}}) {
+      Shape s = make_shape(l, m, ++index % 2 ? DType::bf16 : DType::fp16, algorithm == Algorithm::fa2 ? 96 : 128);
+      s.top_left = true;
+      check_against_fp64(s, heuristic(algorithm, s.dtype, s.head_dim, s.mask));
+    }
+  }
+}
+
 TEST_CASE("reference kernels match float64 on every mask, head dim and dtype", "[reference][gpu]") {
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int head_dim = GENERATE(64, 96, 128, 256);

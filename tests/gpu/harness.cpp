@@ -31,8 +31,7 @@ bool mask_visible(MaskKind mask, int window_left, int window_right, int chunk_si
 namespace {
 
 bool visible(const Shape& s, int i, int j) {
-  return mask_visible(s.mask, s.window_left, s.window_right, s.chunk_size,
-                      static_cast<long>(i) + s.seqlen_k - s.seqlen_q, j);
+  return mask_visible(s.mask, s.window_left, s.window_right, s.chunk_size, s.aligned(i), j);
 }
 
 std::size_t elems(int b, int s, int h, int d) { return std::size_t(b) * s * h * d; }
@@ -44,6 +43,7 @@ std::string Shape::to_string() const {
   if (softcap > 0) variants += fmt::format(" softcap {}", softcap);
   if (alibi) variants += alibi == 2 ? " alibi [B, Hq]" : " alibi [Hq]";
   if (sinks) variants += " sinks";
+  if (top_left) variants += " top-left";
   return fmt::format("B{} Sq{} Sk{} Hq{} Hkv{} D{}{} {} {} (w {} {}, chunk {}){}", batch, seqlen_q, seqlen_k, heads_q,
                      heads_kv, head_dim, dv() != head_dim ? fmt::format(" Dv{}", dv()) : "", flashjit::to_string(dtype),
                      flashjit::to_string(mask), window_left, window_right, chunk_size, variants);
@@ -60,7 +60,7 @@ double sink_logit(const Shape& s, int head) {
 
 double variant_score(const Shape& s, double x, int batch, int head, int i, int j) {
   if (s.softcap > 0) x = s.softcap * std::tanh(x / s.softcap);
-  if (s.alibi) x -= alibi_slope(s, batch, head) * std::abs(double(i) + s.seqlen_k - s.seqlen_q - j);
+  if (s.alibi) x -= alibi_slope(s, batch, head) * std::abs(double(s.aligned(i)) - j);
   return x;
 }
 
@@ -124,6 +124,7 @@ AttentionProblem Case::problem() const {
   p.mask = shape_.mask;
   p.window_left = shape_.window_left, p.window_right = shape_.window_right, p.chunk_size = shape_.chunk_size;
   p.softcap = shape_.softcap;
+  p.alignment = shape_.top_left ? Alignment::top_left : Alignment::bottom_right;
   if (shape_.alibi) {
     p.alibi_slopes = static_cast<const float*>(dslopes_.get());
     p.alibi_slopes_batch_stride = shape_.alibi == 2 ? shape_.heads_q : 0;

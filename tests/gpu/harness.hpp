@@ -40,6 +40,9 @@ struct Shape {
   float softcap = 0.f;
   int alibi = 0;
   bool sinks = false;
+  bool top_left = false;  // AttentionProblem::alignment top_left: query i aligned to key i
+  // The key query i is aligned to.
+  long aligned(int i) const { return static_cast<long>(i) + (top_left ? 0 : seqlen_k - seqlen_q); }
   std::string to_string() const;
 };
 

@@ -33,6 +33,7 @@ struct VarlenShape {
   MaskKind mask = MaskKind::none;
   int window_left = -1, window_right = -1, chunk_size = 0;
   int row_pad = 0;  // extra elements per packed row (seq stride = heads * head_dim + row_pad)
+  bool top_left = false;  // AttentionProblem::alignment top_left: query i of each sequence at key i
 
   int batch() const { return static_cast<int>(len_q.size()); }
   int total_q() const { return std::accumulate(len_q.begin(), len_q.end(), 0); }
@@ -40,9 +41,10 @@ struct VarlenShape {
   int max_q() const { return *std::max_element(len_q.begin(), len_q.end()); }
   int max_k() const { return *std::max_element(len_k.begin(), len_k.end()); }
   std::string to_string() const {
-    return fmt::format("len_q {} len_k {} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {}) pad {}", fmt::join(len_q, ","),
+    return fmt::format("len_q {} len_k {} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {}) pad {}{}", fmt::join(len_q, ","),
                        fmt::join(len_k, ","), heads_q, heads_kv, head_dim, flashjit::to_string(dtype),
-                       flashjit::to_string(mask), window_left, window_right, chunk_size, row_pad);
+                       flashjit::to_string(mask), window_left, window_right, chunk_size, row_pad,
+                       top_left ? " top-left" : "");
   }
 };
 
@@ -52,9 +54,10 @@ std::vector<int> offsets(const std::vector<int>& lens) {
   return cu;
 }
 
-// Per sequence: query i of a sequence with lengths (lq, lk) is aligned to key i + lk - lq.
+// Per sequence: query i of a sequence with lengths (lq, lk) is aligned to key i + lk - lq (top-left: i).
 bool visible(const VarlenShape& s, int lq, int lk, int i, int j) {
-  return mask_visible(s.mask, s.window_left, s.window_right, s.chunk_size, static_cast<long>(i) + lk - lq, j);
+  return mask_visible(s.mask, s.window_left, s.window_right, s.chunk_size,
+                      static_cast<long>(i) + (s.top_left ? 0 : lk - lq), j);
 }
 
 // Packed tensors (host copies as rounded floats, device buffers) of one ragged batch.
@@ -117,6 +120,7 @@ class VarlenCase {
     p.k_strides = p.v_strides = {0, std::int64_t(s.heads_kv) * s.head_dim + s.row_pad, s.head_dim};
     p.mask = s.mask;
     p.window_left = s.window_left, p.window_right = s.window_right, p.chunk_size = s.chunk_size;
+    p.alignment = s.top_left ? Alignment::top_left : Alignment::bottom_right;
     return p;
   }
 
@@ -340,6 +344,21 @@ TEST_CASE("varlen fa3 kernels match float64 on short ragged batches, every mask"
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int head_dim = GENERATE(64, 128, 80, 200);
   check_short_batches(Algorithm::fa3, dtype, head_dim);
+}
+
+TEST_CASE("varlen: top-left alignment per sequence matches float64, every mask and kernel",
+          "[varlen][fa3][fa2][reference][gpu]") {
+  const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
+  if (!algorithm_enabled(algorithm)) return;
+  int index = 0;
+  for (const auto& m : kMasks) {
+    if (m.kind == MaskKind::none) continue;
+    VarlenShape s = make_shape(kShort[index % std::size(kShort)], m, index % 2 ? DType::bf16 : DType::fp16, 128,
+                               index % 3 == 0 ? 1 : 4);
+    ++index;
+    s.top_left = true;
+    check_against_fp64(s, varlen_config(algorithm, s.dtype, s.head_dim, m.kind));
+  }
 }
 
 TEST_CASE("varlen fa2 kernels match float64 on short ragged batches, every mask", "[varlen][fa2][gpu]") {
