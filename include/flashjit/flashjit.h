@@ -165,6 +165,19 @@ typedef struct flashjit_attention_args {
   /* nonzero: check cu_seqlens on the host before launching (copies them, synchronizing the stream): each
    * non-decreasing from >= 0, the last at most total_q / total_k, no length above seqlen_q / seqlen_k */
   int check_seqlens;
+  /* Variants, each compiled into the kernel only when used (the values are run-time arguments); default 0 / NULL:
+   * off. With x = softmax_scale * q.k the natural logit of query i and key j:
+   * softcap > 0: x becomes softcap * tanh(x / softcap) (Gemma 2, flash-attn's softcap), before ALiBi and the mask.
+   * alibi_slopes: device float32 [heads_q] (alibi_slopes_batch_stride 0: one set for every sequence) or
+   *   [batch, heads_q] (stride heads_q, or any stride in elements); slope[b][h] * |i + seqlen_k - seqlen_q - j|
+   *   is subtracted from x (flash-attn's alibi_slopes; varlen: each sequence's own lengths). 4-byte aligned.
+   * sinks: device float32 [heads_q], one learnable logit per query head (gpt-oss): each row's softmax denominator
+   *   gains exp(sinks[h]) and no value, O = sum_j e^x_j v_j / (e^sink + sum_j e^x_j); lse includes it, and a row
+   *   that sees no key gets O = 0 and lse = sinks[h]. 4-byte aligned. */
+  float softcap;
+  const float* alibi_slopes;
+  int64_t alibi_slopes_batch_stride;
+  const float* sinks;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))
@@ -249,6 +262,13 @@ typedef struct flashjit_decode_args {
   int split_merge; /* flashjit_split_merge; default AUTO */
   int chunk_size;  /* default 0: no chunks; > 0: each token sees the keys of its chunk up to itself (not with a
                     * window) */
+  /* Variants, as in flashjit_attention_args (the query of new token t sits at key position
+   * seqlens_k[b] - q_len + t, which is what ALiBi's distance is measured from); default 0 / NULL: off. A library
+   * whose decode kernels lack them refuses a decode that sets one with FLASHJIT_ERROR_UNSUPPORTED. */
+  float softcap;
+  const float* alibi_slopes;           /* device float32 [heads_q] or [batch, heads_q] */
+  int64_t alibi_slopes_batch_stride;   /* elements; 0: [heads_q] for every sequence */
+  const float* sinks;                  /* device float32 [heads_q] */
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))
@@ -369,20 +389,24 @@ FLASHJIT_API int64_t flashjit_decode_workspace_bytes(flashjit_runtime* runtime, 
  * may be captured into a CUDA graph only after one call of the same kind outside capture. */
 FLASHJIT_API int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_args* args);
 
-/* The canonical JSON of the config the dispatcher picks for args on their device. */
+/* The canonical JSON of the config the dispatcher picks for args on their device. The variants args ask for are
+ * in it ("softcap":true, "alibi":true, "sinks":true; the kernel's name, as flashjit_compile's info gives it, has
+ * _softcap, _alibi, _sinks before the arch). */
 FLASHJIT_API int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args,
                                      char* config_json_out, size_t cap);
 
 /* flashjit_select for a GPU of `target`, which need not be present: no device is touched, and the tensor
- * pointers of args are not read and may be NULL (cu_seqlens_q / cu_seqlens_k, which make the problem varlen, may
- * be any 4-byte aligned value). target NULL: the pointers' device, as flashjit_select. */
+ * pointers of args are not read and may be NULL (cu_seqlens_q / cu_seqlens_k, which make the problem varlen, and
+ * alibi_slopes / sinks, which turn those variants on, may be any 4-byte aligned value). target NULL: the pointers'
+ * device, as flashjit_select. */
 FLASHJIT_API int64_t flashjit_select_target(flashjit_runtime* runtime, const flashjit_attention_args* args,
                                             const flashjit_target* target, char* config_json_out, size_t cap);
 
 /* What flashjit_decode would launch for args, as JSON: {"split": the split kernel's config, "num_splits",
  * "keys_per_split", "combine": the combine kernel's config or null (keys not split, or merged in a
  * thread-block cluster), "workspace_bytes"}. target NULL: on the pointers' device; else on a GPU of `target`
- * without touching a device (the pointers are not read and may be NULL). */
+ * without touching a device (the pointers are not read and may be NULL; alibi_slopes and sinks any 4-byte aligned
+ * value to ask for those variants). */
 FLASHJIT_API int64_t flashjit_select_decode(flashjit_runtime* runtime, const flashjit_decode_args* args,
                                             const flashjit_target* target, char* json_out, size_t cap);
 

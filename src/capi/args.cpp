@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/variant_fields.hpp"
 #include "runtime/settings.hpp"
 
 namespace flashjit::capi {
@@ -82,6 +83,13 @@ Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
 // Whether a field lies entirely within the caller's struct (else it takes its default).
 #define FLASHJIT_PRESENT(s, field) \
   (offsetof(std::remove_cvref_t<decltype(s)>, field) + sizeof((s).field) <= (s).struct_size)
+
+// Fields appended to a struct must start at or past the end of the struct before them, so that a caller built
+// against the older header, whose struct_size is that struct's sizeof (its tail padding included), covers none of
+// them: the variants follow check_seqlens and chunk_size, which ended the structs at 248 and 264 bytes (LP64).
+static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, softcap) == 248 &&
+                                     offsetof(flashjit_decode_args, softcap) == 264),
+              "a variant field starts inside the older struct's size");
 
 Strides strides_of(const flashjit_strides& s) { return Strides{s.batch, s.seq, s.head}; }
 
@@ -243,6 +251,10 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, total_k)) p.total_k = a.total_k;
   if (FLASHJIT_PRESENT(a, head_dim_v)) p.head_dim_v = a.head_dim_v;
   if (FLASHJIT_PRESENT(a, check_seqlens)) p.check_seqlens = a.check_seqlens != 0;
+  if (FLASHJIT_PRESENT(a, softcap)) p.softcap = a.softcap;
+  if (FLASHJIT_PRESENT(a, alibi_slopes)) p.alibi_slopes = a.alibi_slopes;
+  if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) p.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
+  if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
   return out;
 }
 
@@ -284,6 +296,12 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
   if (FLASHJIT_PRESENT(a, split_merge)) p.split_merge = static_cast<SplitMerge>(a.split_merge);  // check()ed
   if (FLASHJIT_PRESENT(a, chunk_size)) p.chunk_size = a.chunk_size;
+  DecodeVariants variants;
+  if (FLASHJIT_PRESENT(a, softcap)) variants.softcap = a.softcap;
+  if (FLASHJIT_PRESENT(a, alibi_slopes)) variants.alibi_slopes = a.alibi_slopes;
+  if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) variants.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
+  if (FLASHJIT_PRESENT(a, sinks)) variants.sinks = a.sinks;
+  FLASHJIT_TRY(set_variants(p, variants));  // the problem's own checks are the runtime's
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",
@@ -374,6 +392,9 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   from_problem("head_dim_v", problem.head_dim_v == problem.head_dim ? 0 : problem.head_dim_v, config->head_dim_v);
   from_problem("mask", problem.mask, config->mask);
   from_problem("varlen", problem.varlen(), config->varlen);
+  from_problem("softcap", problem.softcap > 0.f, config->softcap);
+  from_problem("alibi", problem.alibi_slopes != nullptr, config->alibi);
+  from_problem("sinks", problem.sinks != nullptr, config->sinks);
   if (!partial->has("arch")) {
     auto picked = runtime.select(problem);  // checks the problem and finds its device
     if (!picked.ok()) return std::move(picked).error();

@@ -101,7 +101,9 @@ struct Runtime::Impl {
                                                         {p.o, "o"},
                                                         {p.lse, "lse"},
                                                         {p.cu_seqlens_q, "cu_seqlens_q"},
-                                                        {p.cu_seqlens_k, "cu_seqlens_k"}});
+                                                        {p.cu_seqlens_k, "cu_seqlens_k"},
+                                                        {p.alibi_slopes, "alibi_slopes"},
+                                                        {p.sinks, "sinks"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     return devices.get(*ordinal);
   }

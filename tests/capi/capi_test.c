@@ -785,6 +785,141 @@ static void test_select_target(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* Variants (softcap, ALiBi, sinks): the fields appended to flashjit_attention_args and flashjit_decode_args reach
+ * the problem (its checks name them), a caller built before them (struct_size ending at check_seqlens /
+ * chunk_size) gets them off whatever the bytes past its struct hold, and select names the variant. */
+static void test_variants(const char* root) {
+  char dir[512], text[4096];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_attention_args a;
+  flashjit_decode_args d;
+  flashjit_target t = flashjit_target_default();
+  int status;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the variant tests");
+    return;
+  }
+  a = flashjit_attention_args_default();
+  expect(a.softcap == 0.f && a.alibi_slopes == NULL && a.alibi_slopes_batch_stride == 0 && a.sinks == NULL,
+         "flashjit_attention_args_default: every variant off");
+  expect(offsetof(flashjit_attention_args, softcap) >= offsetof(flashjit_attention_args, check_seqlens) + sizeof(int),
+         "attention args: the variants come after check_seqlens");
+  d = flashjit_decode_args_default();
+  expect(d.softcap == 0.f && d.alibi_slopes == NULL && d.alibi_slopes_batch_stride == 0 && d.sinks == NULL,
+         "flashjit_decode_args_default: every variant off");
+
+  /* The fields reach the problem: a valid variant problem gets to the device lookup, bad values are named. */
+  a = fake_problem();
+  a.softcap = 30.f;
+  a.alibi_slopes = (const float*)0x50000;
+  a.alibi_slopes_batch_stride = 8;
+  a.sinks = (const float*)0x60000;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "forward with every variant on fake pointers");
+  a.config_json = "{\"algorithm\":\"fa2\"}";
+  expect(failed_at_device(flashjit_forward(rt, &a)),
+         "forward with variants and a partial config: the variants come from the problem");
+  a.config_json = NULL;
+  a.softcap = -1.f;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "softcap"),
+         "forward with a negative softcap names softcap");
+  a.softcap = 30.f;
+  a.alibi_slopes = (const float*)0x50002;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "alibi_slopes must be 4-byte aligned"),
+         "forward with misaligned alibi_slopes");
+  a.alibi_slopes = NULL;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "alibi_slopes_batch_stride"),
+         "forward with a slope stride but no slopes");
+  a.alibi_slopes_batch_stride = 0;
+  a.sinks = (const float*)0x60001;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "sinks must be 4-byte aligned"),
+         "forward with misaligned sinks");
+
+  /* An older caller: struct_size ends at check_seqlens; the garbage past it is never read. */
+  a = fake_problem();
+  a.softcap = -5.f;
+  a.alibi_slopes = (const float*)0x3;
+  a.alibi_slopes_batch_stride = -1;
+  a.sinks = (const float*)0x1;
+  a.struct_size = offsetof(flashjit_attention_args, softcap);
+  expect(failed_at_device(flashjit_forward(rt, &a)), "args without the variant fields: no variant");
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && !contains(text, "softcap") && !contains(text, "alibi") && !contains(text, "sinks"),
+           "select_target of older args: a kernel without variants");
+  }
+  a.struct_size = sizeof a;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "softcap"),
+         "full args: the variant fields are read");
+
+  /* select names the variants the problem asks for, on sm_90a (fa3) and sm_80 (fa2), fixed-length and varlen. */
+  a = flashjit_attention_args_default();
+  a.batch = 1, a.seqlen_q = 4096, a.seqlen_k = 4096, a.heads_q = 32, a.heads_kv = 8, a.head_dim = 128;
+  a.mask = FLASHJIT_MASK_CAUSAL;
+  a.softcap = 50.f;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) > 0 && contains(text, "\"algorithm\":\"fa3\"") &&
+             contains(text, "\"softcap\":true") && !contains(text, "\"alibi\"") && !contains(text, "\"sinks\""),
+         "select_target: softcap on sm_90a");
+  a.softcap = 0.f;
+  a.alibi_slopes = (const float*)0x100;
+  a.sinks = (const float*)0x200;
+  t.arch = "sm_80";
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) > 0 && contains(text, "\"algorithm\":\"fa2\"") &&
+             !contains(text, "softcap") && contains(text, "\"alibi\":true") && contains(text, "\"sinks\":true"),
+         "select_target: ALiBi and sinks on sm_80");
+  a.cu_seqlens_q = (const int*)0x300, a.cu_seqlens_k = (const int*)0x400, a.total_q = 4096, a.total_k = 4096;
+  a.softcap = 30.f;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) > 0 && contains(text, "\"varlen\":true") &&
+             contains(text, "\"softcap\":true") && contains(text, "\"alibi\":true") && contains(text, "\"sinks\":true"),
+         "select_target: every variant on a varlen problem");
+  t = flashjit_target_default();
+
+  /* Variant configs: emitted with the Variant policy, compiled under a name with the suffix. */
+  expect(flashjit_emit("{\"algorithm\":\"fa2\",\"arch\":\"sm_80\",\"head_dim\":64,\"softcap\":true,\"sinks\":true}",
+                       text, sizeof text) > 0 &&
+             contains(text, "flashjit::Variant</*softcap=*/true, /*alibi=*/false, /*sinks=*/true>"),
+         "emit of a variant config");
+  {
+    char info[2048];
+    expect(flashjit_compile(rt, "{\"algorithm\":\"fa2\",\"arch\":\"sm_80\",\"head_dim\":64,\"alibi\":true}", info,
+                            sizeof info) > 0 &&
+               contains(info, "_none_alibi_sm80\"") && contains(info, "\"alibi\":true"),
+           "compile of a variant config: the name has _alibi");
+  }
+
+  /* Decode: the fields are read (a build whose decode kernels lack variants refuses them as unsupported, naming
+   * them); an older caller's struct_size ends at chunk_size. */
+  d = fake_decode();
+  d.sinks = (const float*)0x70000;
+  status = flashjit_decode(rt, &d);
+  expect(failed_at_device(status) ||
+             (status == FLASHJIT_ERROR_UNSUPPORTED && contains(flashjit_last_error(), "decode with sinks")),
+         "decode with sinks: run, or refused as unsupported");
+  d = fake_decode();
+  d.softcap = -1.f;
+  d.alibi_slopes = (const float*)0x1;
+  d.sinks = (const float*)0x1;
+  d.struct_size = offsetof(flashjit_decode_args, softcap);
+  expect(failed_at_device(flashjit_decode(rt, &d)), "decode args without the variant fields: no variant");
+  d = flashjit_decode_args_default();
+  d.batch = 1, d.q_len = 1, d.heads_q = 64, d.heads_kv = 8, d.head_dim = 64, d.max_seqlen_k = 8192;
+  d.sinks = (const float*)0x100;
+  {
+    const int64_t n = flashjit_select_decode(rt, &d, &t, text, sizeof text);
+    expect((n > 0 && contains(text, "sinks")) ||
+               (n == -FLASHJIT_ERROR_UNSUPPORTED && contains(flashjit_last_error(), "decode with sinks")),
+           "select_decode with sinks: the split kernel has them, or decode refuses them");
+  }
+  flashjit_runtime_destroy(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/flashjit-capi-XXXXXX";
   if (mkdtemp(root) == NULL) {
@@ -801,6 +936,7 @@ int main(void) {
   test_decode(root);
   test_merge(root);
   test_select_target(root);
+  test_variants(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
