@@ -41,8 +41,8 @@ LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_voi
 
 
 class RuntimeOptions(ctypes.Structure):
-    """flashjit_runtime_options; zero fields take the defaults (the environment). pdl and check_pages: 1 on, -1 off.
-    A log_callback must stay referenced for as long as the runtime lives."""
+    """flashjit_runtime_options; zero fields take the defaults (the environment). pdl, check_pages, check_seqlens and
+    compile_in_process: 1 on, -1 off. A log_callback must stay referenced for as long as the runtime lives."""
 
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -55,6 +55,10 @@ class RuntimeOptions(ctypes.Structure):
         ("check_pages", ctypes.c_int),
         ("log_callback", LogCallback),
         ("log_user", ctypes.c_void_p),
+        ("check_seqlens", ctypes.c_int),
+        ("compile_in_process", ctypes.c_int),
+        ("compile_timeout_s", ctypes.c_double),
+        ("compile_worker", ctypes.c_char_p),
     ]
 
     def __init__(self, **fields):
@@ -96,6 +100,11 @@ class AttentionArgs(ctypes.Structure):
         ("total_q", ctypes.c_int),
         ("total_k", ctypes.c_int),
         ("head_dim_v", ctypes.c_int),
+        ("check_seqlens", ctypes.c_int),
+        ("softcap", ctypes.c_float),
+        ("alibi_slopes", ctypes.c_void_p),
+        ("alibi_slopes_batch_stride", ctypes.c_int64),
+        ("sinks", ctypes.c_void_p),
     ]
 
     def __init__(self, **fields):
@@ -138,6 +147,10 @@ class DecodeArgs(ctypes.Structure):
         ("stream", ctypes.c_void_p),
         ("split_merge", ctypes.c_int),
         ("chunk_size", ctypes.c_int),
+        ("softcap", ctypes.c_float),
+        ("alibi_slopes", ctypes.c_void_p),
+        ("alibi_slopes_batch_stride", ctypes.c_int64),
+        ("sinks", ctypes.c_void_p),
     ]
 
     def __init__(self, **fields):

@@ -1,0 +1,104 @@
+"""_abi.py against include/flashjit/flashjit.h: every ctypes struct has the C struct's fields, in its order, at its
+offsets, with its size, as a C compiler lays them out (skipped without one). A field the header appends and the
+mirror lacks, or one at another offset, fails here rather than as a wrong value in the library."""
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flashjit import _abi
+
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+
+STRUCTS = {
+    "flashjit_runtime_options": _abi.RuntimeOptions,
+    "flashjit_strides": _abi.Strides,
+    "flashjit_attention_args": _abi.AttentionArgs,
+    "flashjit_decode_args": _abi.DecodeArgs,
+    "flashjit_merge_args": _abi.MergeArgs,
+    "flashjit_target": _abi.Target,
+}
+
+
+def c_compiler():
+    for variable in ("FLASHJIT_CC", "CC"):
+        if os.environ.get(variable):
+            return os.environ[variable].split()
+    found = next((shutil.which(c) for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    return None if found is None else [found]
+
+
+def header_fields():
+    """{struct: [(field, offset, size), ...] in the header's order, plus ("sizeof", size, 0)} from the C compiler:
+    the fields' names are the header's, read by the compiler from a list of every name the header declares."""
+    cc = c_compiler()
+    if cc is None:
+        pytest.skip("no C compiler: set FLASHJIT_CC")
+    header = (SOURCE_DIR / "include" / "flashjit" / "flashjit.h").read_text()
+    lines = ["#include <stdio.h>", "#include <stddef.h>", "#include \"flashjit/flashjit.h\"", "int main(void) {"]
+    for struct in STRUCTS:
+        body = header.split(f"typedef struct {struct} {{", 1)[1].split(f"}} {struct};", 1)[0]
+        for name in declared_names(body):
+            lines.append(f'  printf("{struct} {name} %zu %zu\\n", offsetof({struct}, {name}), '
+                         f"sizeof((({struct}*)0)->{name}));")
+        lines.append(f'  printf("{struct} sizeof %zu 0\\n", sizeof({struct}));')
+    lines += ["  return 0;", "}"]
+    return run_c("\n".join(lines), cc)
+
+
+def declared_names(body):
+    """The member names of a struct body: the last identifier before each ';' outside comments."""
+    import re
+    text = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    names = []
+    for declaration in text.split(";"):
+        declaration = declaration.strip()
+        if not declaration:
+            continue
+        match = re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", declaration)  # a function pointer: (*name)(...)
+        names.append(match.group(1) if match else re.findall(r"\w+", declaration)[-1])
+    return names
+
+
+def run_c(source, cc):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "layout"
+        built = subprocess.run([*cc, "-x", "c", "-std=c99", f"-I{SOURCE_DIR / 'include'}", "-o", str(exe), "-"],
+                               input=source, capture_output=True, text=True, timeout=120)
+        assert built.returncode == 0, built.stderr
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=True).stdout
+    fields = {}
+    for line in out.splitlines():
+        struct, name, offset, size = line.split()
+        fields.setdefault(struct, []).append((name, int(offset), int(size)))
+    return fields
+
+
+@pytest.fixture(scope="module")
+def layout():
+    return header_fields()
+
+
+@pytest.mark.parametrize("struct", list(STRUCTS))
+def test_ctypes_struct_is_the_c_struct(struct, layout):
+    mirror = STRUCTS[struct]
+    expected = layout[struct]
+    c_fields = [(name, offset, size) for name, offset, size in expected if name != "sizeof"]
+    ours = [(name, getattr(mirror, name).offset, getattr(mirror, name).size) for name, _ in mirror._fields_]
+    assert ours == c_fields, f"_abi.{mirror.__name__} differs from {struct} in flashjit.h"
+    assert ctypes.sizeof(mirror) == dict((n, o) for n, o, _ in expected)["sizeof"]
+
+
+def test_struct_size_defaults_are_the_full_size():
+    for mirror in (_abi.RuntimeOptions, _abi.AttentionArgs, _abi.DecodeArgs, _abi.MergeArgs, _abi.Target):
+        assert mirror().struct_size == ctypes.sizeof(mirror)
+
+
+def test_variant_fields_default_off():
+    for mirror in (_abi.AttentionArgs, _abi.DecodeArgs):
+        args = mirror()
+        assert (args.softcap, args.alibi_slopes, args.alibi_slopes_batch_stride, args.sinks) == (0.0, None, 0, None)
