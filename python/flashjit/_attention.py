@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
-from ._checks import (NO_WINDOW, bshd_strides, check_inputs, check_out, check_varlen_inputs, dtype_code, mask_of,
-                      packed_strides, renamed_window, scale_of, shape4, window_pair)
+from ._checks import (NO_WINDOW, bshd_strides, check_inputs, check_out, check_variants, check_varlen_inputs,
+                      dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants, softcap_of,
+                      window_pair)
 from ._config import config_json
 
 Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 # Stands in for the tensors of a problem that is prepared but not run: big enough for any alignment.
 _SCRATCH_BYTES = 256
+PLACEHOLDER = 256  # an aligned address for tensors given by their shapes (replaced, or never read)
 
 _ATTENTION_NAMES = ("q", "k", "v", "out")
 _VARLEN_NAMES = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "out")
@@ -80,10 +82,11 @@ def _traced_tensors(function, names, *tensors, grads=3):
 
 def _forward_key(tensors, options, config):
     """The memo key of a forward call (None: run every check): the tensors' metadata (None for a missing one)
-    and the options, which must be plain (causal a bool, window a tuple of ints, the rest ints or numbers)."""
-    causal, window, softmax_scale, *ints = options
+    and the options, which must be plain (causal a bool, window a tuple of ints, softmax_scale and softcap numbers,
+    the rest ints)."""
+    causal, window, softmax_scale, softcap, *ints = options
     if (config is not None or type(causal) is not bool or type(window) is not tuple or not _memo.ints(*window, *ints)
-            or not _memo.number(softmax_scale)):
+            or not _memo.number(softmax_scale) or softcap is None or not _memo.number(softcap)):
         return None
     try:
         return tuple(None if t is None else _memo.tensor_key(t) for t in tensors) + tuple(options)
@@ -91,15 +94,18 @@ def _forward_key(tensors, options, config):
         return None
 
 
-def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream):
+def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
+             sinks=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config), the
     addresses' alignment on every call."""
-    checked, out, addresses = _calls.checked(key, check, out, lambda: _output(None, q, v),
-                                             lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k))
+    checked, out, addresses = _calls.checked(
+        key, check, out, lambda: _output(None, q, v),
+        lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
-    args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k = addresses
+    (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes,
+     args.sinks) = addresses
     args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
     return _call("flashjit_forward", args, out, q, lse_shape if return_lse else None, stream)
 
@@ -117,11 +123,13 @@ def _call(function, args, out, like, lse_shape, stream):
     return out, lse
 
 
-def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k):
-    """Data pointers (0 for a missing out or offsets)."""
+def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes=None, sinks=None):
+    """Data pointers (0 for a missing out, offsets, slopes or sinks): q, k, v and out (16-byte aligned), then the
+    4-byte aligned ones."""
     return (q.data_ptr(), k.data_ptr(), v.data_ptr(), 0 if out is None else out.data_ptr(),
             0 if cu_seqlens_q is None else cu_seqlens_q.data_ptr(),
-            0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr())
+            0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr(),
+            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr())
 
 
 def _checked_options(q, out, out_dims, causal, window, chunk_size, softmax_scale, v=None):
@@ -148,7 +156,7 @@ def _output(out, q, v=None):
 
 
 def _traced_call(op_name, function, tensors, options, causal, window_size, chunk_size, softmax_scale, return_lse,
-                 out, config, stream):
+                 out, config, stream, softcap, alibi_slopes, sinks):
     """A forward through the custom op (torch.compile, torch.export, fake tensors): the op returns a new O, which
     fills out= by a copy."""
     from . import _ops
@@ -156,7 +164,8 @@ def _traced_call(op_name, function, tensors, options, causal, window_size, chunk
     left, right = window_pair(window_size)
     scale = scale_of(softmax_scale)
     o, lse = getattr(_ops.ops(), op_name)(*tensors, *options, bool(causal), left, right, int(chunk_size),
-                                          scale if scale > 0 else None, bool(return_lse), _ops.config_text(config))
+                                          scale if scale > 0 else None, bool(return_lse), _ops.config_text(config),
+                                          softcap_of(softcap), alibi_slopes, sinks)
     if out is not None:
         out.copy_(o)
         o = out
@@ -164,7 +173,8 @@ def _traced_call(op_name, function, tensors, options, causal, window_size, chunk
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_size: Window = NO_WINDOW,
-              chunk_size: int = 0, softmax_scale: Optional[float] = None, return_lse: bool = False,
+              chunk_size: int = 0, softmax_scale: Optional[float] = None, softcap: float = 0.0,
+              alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None, return_lse: bool = False,
               out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
               window: Optional[Window] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
@@ -177,6 +187,14 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
     with causal, right = 0. chunk_size > 0: chunked attention, each query sees the keys of its own chunk of
     chunk_size keys (chunk index of position i + seqlen_k - seqlen_q), up to itself with causal; not with a window.
     softmax_scale: default 1/sqrt(head_dim). out: a tensor like q to write into (else torch.empty_like(q)).
+    Variants (each compiled into the kernel only when used; with x = softmax_scale * q·k the logit of query i and
+    key j):
+      softcap > 0: x becomes softcap * tanh(x / softcap) (Gemma 2), before ALiBi and the mask; 0.0: off.
+      alibi_slopes: torch.float32 [heads_q] or [batch, heads_q] on q's device: slope * |i + seqlen_k - seqlen_q - j|
+        is subtracted from x (flash-attn's alibi_slopes).
+      sinks: torch.float32 [heads_q] on q's device, one learnable logit per query head (gpt-oss): each row's softmax
+        denominator gains exp(sinks[h]), O = sum_j e^x_j v_j / (e^sink + sum_j e^x_j); the LSE includes it, and a
+        row that sees no key gets O = 0 and LSE = sinks[h].
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, seqlen_q].
     config: an explicit kernel config (dict or JSON; missing fields come from the problem and the device).
     stream: torch.cuda.Stream or CUstream handle; default torch.cuda.current_stream(q.device).
@@ -193,15 +211,18 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         window_size = renamed_window(window_size, window, "window", "flashjit.attention")
     if _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out):
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
-                            return_lse, out, config, stream)
-    o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream)
+                            return_lse, out, config, stream, softcap, alibi_slopes, sinks)
+    o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
+                             softcap, alibi_slopes, sinks)
     return (o, lse) if return_lse else o
 
 
-def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream):
+def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
+                    softcap=0.0, alibi_slopes=None, sinks=None):
     """attention() straight through the library: (O, LSE or None)."""
     def check(out):
         problem = check_inputs(q, k, v)
+        cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
                                                                 window_size, chunk_size, softmax_scale, v)
         args = AttentionArgs(
@@ -209,17 +230,20 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, head_dim_v=problem.head_dim_v, dtype=problem.dtype,
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
-            mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale)
+            mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale, softcap=cap,
+            alibi_slopes_batch_stride=alibi_stride)
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
-    key = _forward_key((q, k, v, out), (causal, window_size, softmax_scale, chunk_size), config)
-    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream)
+    key = _forward_key((q, k, v, out, alibi_slopes, sinks), (causal, window_size, softmax_scale, softcap, chunk_size),
+                       config)
+    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks)
 
 
 def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
                      max_seqlen_k: int, *, causal: bool = False, window_size: Window = NO_WINDOW, chunk_size: int = 0,
-                     softmax_scale: Optional[float] = None, return_lse: bool = False, out: Optional[Tensor] = None,
-                     config: Optional[Config] = None, stream: Stream = None,
+                     softmax_scale: Optional[float] = None, softcap: float = 0.0,
+                     alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None, return_lse: bool = False,
+                     out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
                      window: Optional[Window] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
@@ -232,8 +256,9 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     bottom-right aligned (query i of a sequence sees keys j <= i + len_k - len_q), and so is the window's
     diagonal; rows that see no key get O = 0 and LSE = -inf.
     Other arguments as for attention(): dtypes, strides (last dimension contiguous, the others multiples of 8
-    elements), causal, window_size, chunk_size, softmax_scale, out (like q), config (varlen is set from the
-    problem), stream, window (deprecated).
+    elements), causal, window_size, chunk_size, softmax_scale, the variants softcap, alibi_slopes ([heads_q] or
+    [batch, heads_q], batch the number of sequences; distances within each sequence) and sinks, out (like q), config
+    (varlen is set from the problem), stream, window (deprecated).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
     Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
@@ -245,17 +270,20 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     if _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out):
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
-                            out, config, stream)
+                            out, config, stream, softcap, alibi_slopes, sinks)
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                                    window_size, chunk_size, softmax_scale, return_lse, out, config, stream)
+                                    window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
+                                    alibi_slopes, sinks)
     return (o, lse) if return_lse else o
 
 
 def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
-                           chunk_size, softmax_scale, return_lse, out, config, stream):
+                           chunk_size, softmax_scale, return_lse, out, config, stream, softcap=0.0, alibi_slopes=None,
+                           sinks=None):
     """attention_varlen() straight through the library: (O, LSE or None)."""
     def check(out):
         problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+        cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
                                                                 chunk_size, softmax_scale, v)
         args = AttentionArgs(
@@ -264,12 +292,13 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
             v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale,
-            total_q=problem.total_q, total_k=problem.total_k)
+            total_q=problem.total_q, total_k=problem.total_k, softcap=cap, alibi_slopes_batch_stride=alibi_stride)
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
-    key = _forward_key((q, k, v, out, cu_seqlens_q, cu_seqlens_k),
-                       (causal, window_size, softmax_scale, max_seqlen_q, max_seqlen_k, chunk_size), config)
-    return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream)
+    key = _forward_key((q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks),
+                       (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
+    return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
+                    sinks)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:
@@ -289,20 +318,34 @@ def _scratch(device):
     return torch.empty(_SCRATCH_BYTES, dtype=torch.uint8, device=target)
 
 
-def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, address, **fields):
-    """AttentionArgs of a problem given by shapes, every tensor at `address`."""
+def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, address, softcap=0.0, alibi=False,
+                  sinks=False, **fields):
+    """AttentionArgs of a problem given by shapes, every tensor at `address` (nonzero), alibi_slopes and sinks too
+    when asked for (else NULL)."""
     b, sq, hq, d = shape4("q_shape", q_shape)
     _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
     code = dtype_code(dtype)
     mask, left, right, chunk = mask_of(causal, window_size, chunk_size)
+    cap, alibi, sinks = shape_variants(softcap, alibi, sinks)
     return AttentionArgs(q=address, k=address, v=address, o=address, batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
                          heads_kv=hkv, head_dim=d, dtype=code, mask=mask, window_left=left, window_right=right,
-                         chunk_size=chunk, **fields)
+                         chunk_size=chunk, softcap=cap, alibi_slopes=address if alibi else None,
+                         sinks=address if sinks else None, **fields)
+
+
+def set_addresses(args, address):
+    """Moves every tensor of _problem_args' args to `address`: q, k, v, o, and alibi_slopes / sinks when set."""
+    args.q = args.k = args.v = args.o = address
+    if args.alibi_slopes:
+        args.alibi_slopes = address
+    if args.sinks:
+        args.sinks = address
 
 
 def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, int, int, int]] = None,
                k_shape: Optional[Tuple[int, int, int, int]] = None, dtype: Any = None, causal: bool = False,
-               window_size: Window = NO_WINDOW, chunk_size: int = 0, device: Any = None,
+               window_size: Window = NO_WINDOW, chunk_size: int = 0, softcap: Union[float, bool] = 0.0,
+               alibi: bool = False, sinks: bool = False, device: Any = None,
                window: Optional[Window] = None) -> dict:
     """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
     cache_hit, ...).
@@ -311,8 +354,9 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
     precompile(q_shape=..., k_shape=..., dtype=..., causal=..., window_size=..., chunk_size=..., device=...): the
     kernel attention() would use for that problem (or `config`, completed from the problem) is compiled or read
     from the cache and loaded on the device (default: the current CUDA device), without running it, so
-    that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape.
-    window: the deprecated name of window_size.
+    that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape. The variants:
+    softcap (a number > 0 or True: on), alibi and sinks (True: the kernel attention() uses with alibi_slopes= and
+    sinks=). window: the deprecated name of window_size.
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.precompile")
@@ -321,10 +365,11 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
         if explicit is None:
             raise ValueError("precompile needs a config, or q_shape and dtype of the problem to prepare")
         return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
-    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, 0, config_json=explicit)
+    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, PLACEHOLDER, softcap, alibi, sinks,
+                         config_json=explicit)
     lib = _library.load()
     scratch = _scratch(device)
-    args.q = args.k = args.v = args.o = scratch.data_ptr()
+    set_addresses(args, scratch.data_ptr())
     info = _runtime.text(lib.flashjit_prepare, _runtime.handle(), ctypes.byref(args))
     del scratch  # only its address was used, to name the device
     return json.loads(info)

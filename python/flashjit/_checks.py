@@ -7,6 +7,7 @@ _ops.py) with traced=True: tensors on the meta device pass as CUDA ones, address
 have none), and sizes stay symbolic (no int() of a shape or a stride). The output shapes are also said here
 (attention_out_shapes, ...), so a change of what a shape may be is made in this file alone."""
 import math
+import numbers
 import operator
 from dataclasses import dataclass
 
@@ -220,6 +221,74 @@ def scale_of(softmax_scale):
     if scale > FLOAT32_MAX:  # the C ABI's float would be infinite
         raise ValueError(f"softmax_scale must be at most {FLOAT32_MAX:.6g} (a float32), got {softmax_scale!r}")
     return scale
+
+
+def softcap_of(softcap):
+    """The C ABI's softcap: 0.0 (off) or a positive finite float32 (scores become softcap * tanh(scores / softcap))."""
+    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
+        raise ValueError(f"softcap must be a number (0.0: off), got {softcap!r}")
+    try:
+        cap = float(softcap)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"softcap must be a number >= 0 (0.0: off), got {softcap!r}") from None
+    if not cap >= 0 or cap == math.inf:  # comparisons only: a traced (symbolic) float takes them as guards
+        raise ValueError(f"softcap must be >= 0 and finite (0.0: off), got {softcap!r}")
+    if cap > FLOAT32_MAX:
+        raise ValueError(f"softcap must be at most {FLOAT32_MAX:.6g} (a float32), got {softcap!r}")
+    return cap
+
+
+def shape_variants(softcap, alibi, sinks):
+    """The variants of a problem given by shapes (select, precompile): (softcap for the C ABI, alibi, sinks).
+    softcap: a number >= 0 (0: off) or a bool (True: on; the cap's value is a run-time argument, which no kernel
+    choice depends on); alibi, sinks: bools."""
+    for name, value in (("alibi", alibi), ("sinks", sinks)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False (whether the kernel has {name}), got {value!r}")
+    if isinstance(softcap, bool):
+        return (1.0 if softcap else 0.0), alibi, sinks
+    return softcap_of(softcap), alibi, sinks
+
+
+def _require_float32_vector(name, t, q, traced):
+    """A float32 CUDA tensor on q's device whose last dimension is contiguous, 4-byte aligned."""
+    _require_cuda(name, t, traced)
+    _require_same_device(name, t, q)
+    if str(t.dtype) != FLOAT32:
+        raise ValueError(f"{name}: dtype {t.dtype} must be torch.float32")
+    shape, stride = _shape(t), _strides(t)
+    if shape and shape[-1] > 1 and stride[-1] != 1:
+        raise ValueError(f"{name}: the last dimension must be contiguous (stride(-1) == 1), got strides {list(stride)}; "
+                         f"pass {name}.contiguous()")
+    if not traced and t.data_ptr() % 4 != 0:
+        raise ValueError(f"{name}: data_ptr() {t.data_ptr():#x} is not 4-byte aligned")
+
+
+def check_variants(q, batch, heads_q, softcap, alibi_slopes, sinks, traced=False):
+    """(softcap, alibi_slopes_batch_stride) for the C ABI after the variants' checks: softcap a number >= 0 (0: off);
+    alibi_slopes None or float32 [heads_q] (one slope per head, every sequence) or [batch, heads_q] (its batch stride
+    in elements; 0 when batch is 1 or the dimension is broadcast); sinks None or float32 [heads_q]; both on q's
+    device, last dimension contiguous. ValueError naming the argument."""
+    cap = softcap_of(softcap)
+    stride = 0
+    if alibi_slopes is not None:
+        _require_float32_vector("alibi_slopes", alibi_slopes, q, traced)
+        shape = _shape(alibi_slopes)
+        if shape == (heads_q,):
+            pass
+        elif shape == (batch, heads_q):
+            stride = _strides(alibi_slopes)[0] if batch > 1 else 0
+            if stride < 0:
+                raise ValueError(f"alibi_slopes: the batch stride must be >= 0, got strides "
+                                 f"{list(_strides(alibi_slopes))}")
+        else:
+            raise ValueError(f"alibi_slopes must have shape [{heads_q}] (heads_q) or [{batch}, {heads_q}] (batch, "
+                             f"heads_q), got {list(shape)}")
+    if sinks is not None:
+        _require_float32_vector("sinks", sinks, q, traced)
+        if _shape(sinks) != (heads_q,):
+            raise ValueError(f"sinks must have shape [{heads_q}] (one logit per query head), got {list(_shape(sinks))}")
+    return cap, stride
 
 
 def dtype_code(dtype):

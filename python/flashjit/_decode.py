@@ -15,7 +15,8 @@ from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
 from ._attention import _call, _output, _stream_handle, _traced_tensors
 from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bshd_strides, check_decode_inputs, check_decode_options,
-                      check_merge_inputs, check_merge_out, check_out, decode_window_left, renamed_window, scale_of)
+                      check_merge_inputs, check_merge_out, check_out, check_variants, decode_window_left,
+                      renamed_window, scale_of, softcap_of)
 
 if TYPE_CHECKING:
     from ._attention import Stream, Tensor, Window
@@ -36,52 +37,55 @@ def _torch_stream(stream, device):
 
 
 def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-              max_seqlen_k, chunk_size):
+              max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks):
     if not (_memo.ints(window_left, num_splits, max_seqlen_k, chunk_size) and _memo.number(softmax_scale)
-            and type(split_merge) is str):
+            and softcap is not None and _memo.number(softcap) and type(split_merge) is str):
         return None
     key = _memo.tensor_key
     try:
         return (key(q), key(k_cache), key(v_cache), key(seqlens_k), None if page_table is None else key(page_table),
                 None if out is None else key(out), window_left, softmax_scale, num_splits, split_merge, max_seqlen_k,
-                chunk_size)
+                chunk_size, softcap, None if alibi_slopes is None else key(alibi_slopes),
+                None if sinks is None else key(sinks))
     except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
         return None
 
 
-def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table):
-    """The data pointers in _set_addresses' order (0 for a missing out or page table)."""
+def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=None, sinks=None):
+    """The data pointers in _set_addresses' order (0 for a missing out, page table, slopes or sinks)."""
     return (q.data_ptr(), 0 if out is None else out.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
-            seqlens_k.data_ptr(), 0 if page_table is None else page_table.data_ptr())
+            seqlens_k.data_ptr(), 0 if page_table is None else page_table.data_ptr(),
+            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr())
 
 
 def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
-                  split_merge, max_seqlen_k, chunk_size):
+                  split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
     (allocated like q when None)."""
     args, problem = decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits,
-                                split_merge, max_seqlen_k, chunk_size)
+                                split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks)
     if out is not None:
         check_out(out, q)
     out = _output(out, q)
     args.o_strides = Strides(*bshd_strides(out))
     # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
-    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table))
+    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks))
     needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
     if needed < 0:
         _runtime.raise_for(-needed)
-    _set_addresses(args, 0, 0, 0, 0, 0, 0)
+    _set_addresses(args, 0, 0, 0, 0, 0, 0, 0, 0)
     return (bytes(args), needed, (problem.batch, problem.heads_q, problem.q_len)), out
 
 
 def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits, split_merge,
-                max_seqlen_k, chunk_size):
+                max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
     """(DecodeArgs without addresses or stream, O's strides those of q, DecodeProblem) after every check of the
     inputs and options."""
     problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
     window_left, num_splits, split_merge, chunk_size = check_decode_options(window_left, num_splits, split_merge,
                                                                             chunk_size)
     scale = scale_of(softmax_scale)
+    cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
     args = DecodeArgs(
         batch=problem.batch, q_len=problem.q_len, heads_q=problem.heads_q, heads_kv=problem.heads_kv,
         head_dim=problem.head_dim, dtype=problem.dtype, max_seqlen_k=problem.max_seqlen_k, layout=problem.layout,
@@ -89,25 +93,27 @@ def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax
         max_pages_per_seq=problem.max_pages_per_seq, q_strides=Strides(*bshd_strides(q)),
         o_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k_cache)),
         v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
-        num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size)
+        num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size, softcap=cap,
+        alibi_slopes_batch_stride=alibi_stride)
     return args, problem
 
 
-def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table):
-    args.q, args.o, args.k_cache, args.v_cache, args.seqlens_k, args.page_table = (q, o, k_cache, v_cache, seqlens_k,
-                                                                                   page_table)
+def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=0, sinks=0):
+    (args.q, args.o, args.k_cache, args.v_cache, args.seqlens_k, args.page_table, args.alibi_slopes,
+     args.sinks) = (q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks)
 
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream, chunk_size):
+                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
     every check on the first call of a key (_memo), the addresses' alignment on every call."""
     key = _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits,
-                    split_merge, max_seqlen_k, chunk_size)
+                    split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
-                                     num_splits, split_merge, max_seqlen_k, chunk_size),
-        out, lambda: _output(None, q), lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table))
+                                     num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks),
+        out, lambda: _output(None, q),
+        lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
     _set_addresses(args, *addresses)
@@ -139,6 +145,7 @@ def _window_left(window_size, window_left, function):
 
 def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, page_table: Optional[Tensor] = None,
            window_size: Window = NO_WINDOW, chunk_size: int = 0, softmax_scale: Optional[float] = None,
+           softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
            return_lse: bool = False, out: Optional[Tensor] = None, num_splits: int = 0, split_merge: str = "auto",
            max_seqlen_k: Optional[int] = None, stream: Stream = None,
            window_left: Optional[int] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
@@ -158,6 +165,9 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     max_seqlen_k: a host-side bound on every seqlens_k entry (the keys are split for parallelism by this bound;
     larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size).
     seqlens_k is never read on the host, so decode never synchronizes. softmax_scale: default 1/sqrt(head_dim).
+    Variants as for attention(): softcap, alibi_slopes (float32 [heads_q] or [batch, heads_q]; the distance of key j
+    from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss); a library whose decode
+    kernels lack them raises FlashjitError (unsupported).
     num_splits: 0 plans the key splits, 1..32 forces a count. split_merge: how split partial states merge, "auto"
     (the planner), "combine" (a second kernel) or "cluster" (a thread-block cluster per sequence and KV head,
     sm_90+, at most 16 splits); for tests and tuning. out: a tensor like q to write into.
@@ -177,22 +187,22 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
         scale = scale_of(softmax_scale)
         o, lse = _ops.ops().decode(q, k_cache, v_cache, seqlens_k, page_table, left, int(chunk_size),
                                    scale if scale > 0 else None, bool(return_lse), int(num_splits), split_merge,
-                                   max_seqlen_k)
+                                   max_seqlen_k, softcap_of(softcap), alibi_slopes, sinks)
         if out is not None:
             out.copy_(o)
             o = out
         return (o, lse) if return_lse else o
     o, lse = decode_eager(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, return_lse, out, num_splits,
-                          split_merge, max_seqlen_k, stream, chunk_size)
+                          split_merge, max_seqlen_k, stream, chunk_size, softcap, alibi_slopes, sinks)
     return (o, lse) if return_lse else o
 
 
 def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream, chunk_size):
+                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
     """decode() straight through the library, window_left an int: (O, LSE or None)."""
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                              return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
-                                             chunk_size)
+                                             chunk_size, softcap, alibi_slopes, sinks)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return out, lse
@@ -200,17 +210,19 @@ def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
 
 def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *,
                    page_table: Optional[Tensor] = None, window_size: Window = NO_WINDOW, chunk_size: int = 0,
-                   softmax_scale: Optional[float] = None, return_lse: bool = False, out: Optional[Tensor] = None,
+                   softmax_scale: Optional[float] = None, softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
+                   sinks: Optional[Tensor] = None, return_lse: bool = False, out: Optional[Tensor] = None,
                    num_splits: int = 0, split_merge: str = "auto", max_seqlen_k: Optional[int] = None,
                    stream: Stream = None, window_left: Optional[int] = None) -> None:
     """Gets decode(...)'s kernels, for the same arguments, compiled (or read from the disk cache) and loaded on
     the device without running them (the tensors are not read), so that decode on tensors of this kind (dtype,
-    head dim, heads, q_len, layout and page size, mask (window or chunks), split count and merge) may then be captured
-    into a CUDA graph, on any stream. Returns None."""
+    head dim, heads, q_len, layout and page size, mask (window or chunks), variants, split count and merge) may then
+    be captured into a CUDA graph, on any stream. Returns None."""
     del return_lse  # the kernels are the same with or without LSE
     left = _window_left(window_size, window_left, "flashjit.prepare_decode")
     args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, False,
-                                         out, num_splits, split_merge, max_seqlen_k, stream, chunk_size)
+                                         out, num_splits, split_merge, max_seqlen_k, stream, chunk_size, softcap,
+                                         alibi_slopes, sinks)
     import torch
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("flashjit.prepare_decode must run before CUDA-graph capture, not during it")

@@ -1,9 +1,12 @@
 """flash-attn's function names, argument order, names and defaults over flashjit's kernels, so that switching is
 one import: `from flashjit import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache`.
 
-What flashjit does not have is refused with NotImplementedError naming the argument (dropout, softcap, ALiBi,
-attention probabilities, rotary embedding, cache_batch_idx, cache_leftpad, paged varlen), never ignored; the
-forward-only and traced behaviour is that of attention() and decode() (torch.compile and torch.export work)."""
+softcap and alibi_slopes are flash-attn's (softcap > 0: scores become softcap * tanh(scores / softcap); ALiBi slopes
+float32 [heads_q] or [batch, heads_q]); learnable_sink (a keyword after flash-attn 2's arguments) is FA4's name of the
+gpt-oss sinks, float32 [heads_q]: flashjit's sinks=. What flashjit does not have is refused with NotImplementedError
+naming the argument (dropout, attention probabilities, rotary embedding, cache_batch_idx, cache_leftpad, paged
+varlen), never ignored; the forward-only and traced behaviour is that of attention() and decode() (torch.compile and
+torch.export work)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Tuple, Union
@@ -16,17 +19,11 @@ if TYPE_CHECKING:
     from ._attention import Tensor, Window
 
 
-def _refuse(function, dropout_p=0.0, softcap=0.0, alibi_slopes=None, return_attn_probs=False, **others):
+def _refuse(function, dropout_p=0.0, return_attn_probs=False, **others):
     """NotImplementedError for the first argument flashjit lacks; `others`: name -> value that must be None."""
     if dropout_p != 0.0:
         raise NotImplementedError(f"flashjit.{function}: dropout_p={dropout_p!r} is not supported (flashjit is a "
                                   "forward-only inference kernel): pass dropout_p=0.0")
-    if softcap != 0.0:
-        raise NotImplementedError(f"flashjit.{function}: softcap={softcap!r} (tanh soft-capping of the scores) is not "
-                                  "implemented yet: pass softcap=0.0")
-    if alibi_slopes is not None:
-        raise NotImplementedError(f"flashjit.{function}: alibi_slopes (ALiBi position biases) are not supported: "
-                                  "pass alibi_slopes=None")
     if return_attn_probs:
         raise NotImplementedError(f"flashjit.{function}: return_attn_probs=True is not supported (flashjit never "
                                   "materializes the attention probabilities); for the log-sum-exp of each row use "
@@ -39,12 +36,22 @@ def _refuse(function, dropout_p=0.0, softcap=0.0, alibi_slopes=None, return_attn
 def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
                     causal: bool = False, window_size: Window = NO_WINDOW, softcap: float = 0.0,
                     alibi_slopes: Optional[Tensor] = None, deterministic: bool = False,
-                    return_attn_probs: bool = False) -> Tensor:
+                    return_attn_probs: bool = False, *, learnable_sink: Optional[Tensor] = None) -> Tensor:
     """flash_attn.flash_attn_func: q [batch, seqlen_q, heads_q, head_dim], k, v [batch, seqlen_k, heads_kv,
     head_dim] -> O like q; see flashjit.attention for the tensors' requirements. causal is bottom-right aligned;
-    window_size = (left, right), -1 unbounded. deterministic is accepted (the forward pass always is)."""
-    _refuse("flash_attn_func", dropout_p, softcap, alibi_slopes, return_attn_probs)
-    return attention(q, k, v, causal=causal, window_size=window_size, softmax_scale=softmax_scale)
+    window_size = (left, right), -1 unbounded. softcap, alibi_slopes ([heads_q] or [batch, heads_q] float32) and
+    learnable_sink (FA4's keyword: float32 [heads_q]) are flashjit.attention's softcap, alibi_slopes and sinks.
+    deterministic is accepted (the forward pass always is)."""
+    _refuse("flash_attn_func", dropout_p, return_attn_probs)
+    variants = _variants(softcap, alibi_slopes, learnable_sink)
+    return attention(q, k, v, causal=causal, window_size=window_size, softmax_scale=softmax_scale, **variants)
+
+
+def _variants(softcap, alibi_slopes, learnable_sink):
+    """attention()'s variant keywords from flash-attn's: only those given (so that a call without them passes none)."""
+    given = {"softcap": softcap, "alibi_slopes": alibi_slopes, "sinks": learnable_sink}
+    return {name: value for name, value in given.items()
+            if not (value is None or (name == "softcap" and type(value) in (int, float) and value == 0))}
 
 
 def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
@@ -52,13 +59,16 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
                            softmax_scale: Optional[float] = None, causal: bool = False,
                            window_size: Window = NO_WINDOW, softcap: float = 0.0,
                            alibi_slopes: Optional[Tensor] = None, deterministic: bool = False,
-                           return_attn_probs: bool = False, block_table: Optional[Tensor] = None) -> Tensor:
+                           return_attn_probs: bool = False, block_table: Optional[Tensor] = None, *,
+                           learnable_sink: Optional[Tensor] = None) -> Tensor:
     """flash_attn.flash_attn_varlen_func: packed q [total_q, heads_q, head_dim], k, v [total_k, heads_kv,
     head_dim] with int32 cu_seqlens_q / cu_seqlens_k [batch + 1] -> O like q; see flashjit.attention_varlen.
+    softcap, alibi_slopes and learnable_sink (FA4's keyword) as for flash_attn_func, per sequence.
     block_table (a paged K/V cache for varlen) is not supported."""
-    _refuse("flash_attn_varlen_func", dropout_p, softcap, alibi_slopes, return_attn_probs, block_table=block_table)
+    _refuse("flash_attn_varlen_func", dropout_p, return_attn_probs, block_table=block_table)
+    variants = _variants(softcap, alibi_slopes, learnable_sink)
     return attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
-                            window_size=window_size, softmax_scale=softmax_scale)
+                            window_size=window_size, softmax_scale=softmax_scale, **variants)
 
 
 def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Optional[Tensor] = None,
@@ -69,8 +79,8 @@ def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Opti
                             block_table: Optional[Tensor] = None, softmax_scale: Optional[float] = None,
                             causal: bool = False, window_size: Window = NO_WINDOW, softcap: float = 0.0,
                             rotary_interleaved: bool = True, alibi_slopes: Optional[Tensor] = None,
-                            num_splits: int = 0,
-                            return_softmax_lse: bool = False) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                            num_splits: int = 0, return_softmax_lse: bool = False, *,
+                            learnable_sink: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """flash_attn.flash_attn_with_kvcache over flashjit.decode: q [batch, seqlen_q (1..16), heads_q, head_dim]
     against k_cache / v_cache [batch, seqlen_cache, heads_kv, head_dim], or paged [num_blocks, page_block_size,
     heads_kv, head_dim] with block_table int32 [batch, max_blocks] (page_block_size a power of two up to 256).
@@ -82,12 +92,13 @@ def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Opti
     i sees the keys up to its own position, and window_size = (left, right) limits them (right 0 with causal).
     flashjit's decode kernel is causal among the new queries, so seqlen_q > 1 needs causal=True (or right 0);
     with seqlen_q 1 causal changes nothing. Returns O like q, and with return_softmax_lse the log-sum-exp, float32
-    [batch, heads_q, seqlen_q]. num_splits: 0 plans the key splits, else forces the count.
-    Not supported (NotImplementedError): rotary_cos / rotary_sin, cache_batch_idx, cache_leftpad, softcap,
-    alibi_slopes; rotary_interleaved is then moot.
+    [batch, heads_q, seqlen_q]. num_splits: 0 plans the key splits, else forces the count. softcap, alibi_slopes
+    and learnable_sink (sinks) as for flash_attn_func: flashjit.decode's variants.
+    Not supported (NotImplementedError): rotary_cos / rotary_sin, cache_batch_idx, cache_leftpad; rotary_interleaved
+    is then moot.
     """
-    _refuse("flash_attn_with_kvcache", 0.0, softcap, alibi_slopes, False, rotary_cos=rotary_cos,
-            rotary_sin=rotary_sin, cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad)
+    _refuse("flash_attn_with_kvcache", 0.0, False, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+            cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad)
     if (k is None) != (v is None):
         raise ValueError("flashjit.flash_attn_with_kvcache: pass k and v together (the new keys and values), or "
                          "neither")
@@ -118,7 +129,8 @@ def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Opti
         _append(k_cache, v_cache, k, v, seqlens, block_table)
         seqlens = (seqlens + k.shape[1]).to(torch.int32)
     return decode(q, k_cache, v_cache, seqlens, page_table=block_table, window_size=(left, 0),
-                  softmax_scale=softmax_scale, num_splits=num_splits, return_lse=return_softmax_lse)
+                  softmax_scale=softmax_scale, num_splits=num_splits, return_lse=return_softmax_lse,
+                  **_variants(softcap, alibi_slopes, learnable_sink))
 
 
 def _append(k_cache, v_cache, k, v, cache_seqlens, block_table):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import ctypes
 import json
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from . import _library, _runtime
 from ._abi import Target
-from ._attention import _problem_args, _scratch
-from ._checks import DTYPES, NO_WINDOW, dtype_code, shape4
+from ._attention import _problem_args, _scratch, set_addresses
+from ._checks import DTYPES, NO_WINDOW, dtype_code, shape4, shape_variants
 from ._decode import _window_left, decode_args
 
 _PLACEHOLDER = 256  # an aligned address for the shapes' stand-ins (never read)
@@ -62,14 +62,16 @@ def _dtype_name(dtype):
 def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, dtype: Any = "bf16",
            causal: bool = False, window_size: tuple = NO_WINDOW, chunk_size: int = 0, varlen: bool = False,
            arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
-           head_dim_v: int = 0) -> dict:
+           head_dim_v: int = 0, softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False) -> dict:
     """The kernel config attention() gets for a problem (the dispatcher's choice: tuned tables, then heuristics),
     as a dict (the config's canonical JSON: algorithm, arch, tiles, ...).
 
     q_shape [batch, seqlen_q, heads_q, head_dim], k_shape [batch, seqlen_k, heads_kv, head_dim] (default q_shape);
     head_dim_v: v's last dimension when it differs from q's (0: the same);
     dtype, causal, window_size, chunk_size as for attention(); varlen: the ragged-batch kernel (lengths are then
-    the longest ones). arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one being present
+    the longest ones). Variants: softcap (a number > 0, or True), alibi, sinks (True: the kernel of a call with
+    alibi_slopes= / sinks=); the config then has "softcap": true, "alibi": true, "sinks": true, and its kernel's
+    name (flashjit.precompile(config)["name"]) has _softcap, _alibi, _sinks before the arch. arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one being present
     (no GPU, no torch needed), with sms multiprocessors (default 132; the prefill choice does not depend on it
     today, decode's does) and, with gpu (its name as `flashjit info` shows it), the tuned tables stamped for
     that GPU; without arch: on the current CUDA device (needs torch and a GPU).
@@ -77,8 +79,8 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     target = _target(arch, sms, gpu)
     if isinstance(head_dim_v, bool) or not isinstance(head_dim_v, int) or head_dim_v < 0:
         raise ValueError(f"head_dim_v must be 0 (the same as head_dim) or a multiple of 8, got {head_dim_v!r}")
-    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER,
-                         head_dim_v=head_dim_v)
+    args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER, softcap, alibi,
+                         sinks, head_dim_v=head_dim_v)
     if varlen:
         args.cu_seqlens_q = args.cu_seqlens_k = _PLACEHOLDER
         args.total_q, args.total_k = args.batch * args.seqlen_q, args.batch * args.seqlen_k
@@ -87,7 +89,7 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
         return json.loads(_runtime.text(lib.flashjit_select_target, _runtime.handle(), ctypes.byref(args),
                                         ctypes.byref(target)))
     scratch = _scratch(None)
-    args.q = args.k = args.v = args.o = scratch.data_ptr()
+    set_addresses(args, scratch.data_ptr())
     if varlen:
         args.cu_seqlens_q = args.cu_seqlens_k = scratch.data_ptr()
     return json.loads(_runtime.text(lib.flashjit_select_target, _runtime.handle(), ctypes.byref(args), None))
@@ -96,7 +98,8 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
 def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: Any = "bf16",
                   page_table_shape: Optional[Sequence[int]] = None, max_seqlen_k: Optional[int] = None,
                   window_size: tuple = NO_WINDOW, chunk_size: int = 0, num_splits: int = 0, split_merge: str = "auto",
-                  arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None) -> dict:
+                  arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
+                  softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False) -> dict:
     """What decode() launches for a problem, as a dict: {"split": the split kernel's config, "num_splits",
     "keys_per_split", "combine": the combine kernel's config or None, "workspace_bytes"}.
 
@@ -104,7 +107,8 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
     heads_kv, head_dim] (contiguous) or, with page_table_shape [batch, max_pages], [num_pages, page_size,
     heads_kv, head_dim] (paged). dtype, max_seqlen_k (default: the cache's capacity), window_size, chunk_size,
     num_splits and split_merge as for decode(). arch, sms (default 132: the split plan depends on it), gpu: as for
-    select(); without arch, the current CUDA device.
+    select(); without arch, the current CUDA device. softcap, alibi, sinks: the variants, as for select() (a library
+    whose decode kernels lack them raises FlashjitError, unsupported).
     """
     target = _target(arch, sms, gpu)
     name = _dtype_name(dtype)
@@ -115,6 +119,7 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
     left = _window_left(window_size, None, "flashjit.select_decode")
     args, _ = decode_args(q, cache, cache, seqlens, table, left, None, num_splits, split_merge, max_seqlen_k,
                           chunk_size)
+    args.softcap, alibi, sinks = shape_variants(softcap, alibi, sinks)
     lib = _library.load()
     scratch = None
     if target is None:
@@ -125,6 +130,9 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
     args.q = args.o = args.k_cache = args.v_cache = args.seqlens_k = address
     if table is not None:
         args.page_table = address
+    # Any aligned address asks for the variant (never read); a NULL one is none.
+    args.alibi_slopes = (address or _PLACEHOLDER) if alibi else None
+    args.sinks = (address or _PLACEHOLDER) if sinks else None
     text = _runtime.text(lib.flashjit_select_decode, _runtime.handle(), ctypes.byref(args),
                          None if target is None else ctypes.byref(target))
     del scratch

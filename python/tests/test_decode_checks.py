@@ -198,7 +198,7 @@ def test_memo_keys_differ_by_chunk_size():
 
     def key(chunk_size, window_left=-1):
         return _decode._call_key(t["q"], t["k_cache"], t["v_cache"], t["seqlens_k"], None, t["out"], window_left,
-                                 None, 0, "auto", None, chunk_size)
+                                 None, 0, "auto", None, chunk_size, 0.0, None, None)
     keys = [key(0), key(1), key(64), key(100), key(0, 64)]
     assert None not in keys
     assert len(set(keys)) == len(keys)

@@ -1,5 +1,6 @@
 """flash-attn's names and flashjit.select without a GPU or torch: the signatures are flash-attn's (order, names,
-defaults), what flashjit lacks is refused naming the argument before anything runs, the arguments reach
+defaults; then FA4's learnable_sink as a keyword), what flashjit lacks is refused naming the argument before anything
+runs, the arguments reach
 attention / attention_varlen as flash-attn means them, and select / select_decode answer for an arch and SM count
 through the library."""
 import inspect
@@ -35,9 +36,12 @@ FLASH_ATTN_SIGNATURES = {
 
 @pytest.mark.parametrize("name", list(FLASH_ATTN_SIGNATURES))
 def test_signatures_are_flash_attns(name):
-    parameters = inspect.signature(getattr(flashjit, name)).parameters.values()
-    assert [(p.name, p.default) for p in parameters] == FLASH_ATTN_SIGNATURES[name]
-    assert all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in parameters)
+    parameters = list(inspect.signature(getattr(flashjit, name)).parameters.values())
+    positional = [p for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    assert [(p.name, p.default) for p in positional] == FLASH_ATTN_SIGNATURES[name]
+    # Past flash-attn 2's arguments, keywords only: FA4's name of the learnable sinks.
+    assert [(p.name, p.default, p.kind) for p in parameters[len(positional):]] == [
+        ("learnable_sink", None, inspect.Parameter.KEYWORD_ONLY)]
     assert name in flashjit.__all__
 
 
@@ -63,16 +67,12 @@ def test_flash_attn_func_arguments_reach_attention(captured):
 
 @pytest.mark.parametrize("function,kwargs,message", [
     ("flash_attn_func", {"dropout_p": 0.1}, "dropout_p=0.1 is not supported"),
-    ("flash_attn_func", {"softcap": 30.0}, "softcap=30.0 (tanh soft-capping of the scores) is not implemented yet"),
-    ("flash_attn_func", {"alibi_slopes": object()}, "alibi_slopes (ALiBi position biases) are not supported"),
     ("flash_attn_func", {"return_attn_probs": True}, "return_attn_probs=True is not supported"),
     ("flash_attn_varlen_func", {"block_table": object()}, "block_table is not supported: pass block_table=None"),
-    ("flash_attn_varlen_func", {"softcap": 1.0}, "softcap=1.0"),
+    ("flash_attn_varlen_func", {"dropout_p": 0.5, "softcap": 1.0}, "dropout_p=0.5"),
     ("flash_attn_with_kvcache", {"rotary_cos": object()}, "rotary_cos is not supported"),
     ("flash_attn_with_kvcache", {"cache_batch_idx": object()}, "cache_batch_idx is not supported"),
     ("flash_attn_with_kvcache", {"cache_leftpad": object()}, "cache_leftpad is not supported"),
-    ("flash_attn_with_kvcache", {"softcap": 50.0}, "softcap=50.0"),
-    ("flash_attn_with_kvcache", {"alibi_slopes": object()}, "alibi_slopes"),
 ])
 def test_what_flashjit_lacks_is_refused(function, kwargs, message, monkeypatch):
     monkeypatch.setattr(_attention._library, "load", lambda: pytest.fail("the library was reached"))
@@ -147,7 +147,7 @@ def test_select_without_arch_and_the_c_structs():
 def test_flash_attn_with_kvcache_checks_before_torch():
     """Refusals and argument errors come before torch is imported (a process without torch gets them too)."""
     code = ("import sys, flashjit\nfrom fakes import qkv\nq, k, v = qkv()\n"
-            "try:\n    flashjit.flash_attn_with_kvcache(q, k, v, softcap=1.0)\n"
+            "try:\n    flashjit.flash_attn_with_kvcache(q, k, v, rotary_cos=q)\n"
             "except NotImplementedError as e:\n    print('refused', 'torch' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": f"{PYTHON_DIR}:{PYTHON_DIR}/tests", "PATH": "/usr/bin:/bin"})

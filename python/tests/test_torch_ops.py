@@ -204,3 +204,69 @@ def test_kvcache_needs_causal_for_several_queries():
     with pytest.raises(RuntimeError, match="flashjit.f is forward only .*: lses\\[1\\] require grad"):
         traced("f", lambda: ("outs[0]", "lses[1]"), torch.empty(1), torch.empty(1, requires_grad=True), grads=2)
     assert not traced("f", ("q", "k", "v", "out"), *(torch.empty(1),) * 3, torch.empty(1, requires_grad=True))
+
+
+def test_op_schemas_take_the_variants_with_defaults():
+    from flashjit import _ops
+    ops = _ops.ops()
+    for name in ("attention", "attention_varlen", "decode"):
+        schema = str(getattr(ops, name).default._schema)
+        assert "float softcap=0." in schema and "Tensor? alibi_slopes=None" in schema and "Tensor? sinks=None" in schema, \
+            schema
+    q, k, v = tensors()[:3]
+    # An op call without the variant arguments (a graph exported before them) takes the defaults.
+    o, lse = ops.attention(q, k, v, False, -1, -1, 0, None, True, None)
+    assert o.shape == q.shape and lse.shape == (2, 8, 64)
+
+
+def variant_tensors(device=META, b=2, hq=8):
+    return (torch.empty(hq, dtype=torch.float32, device=device), torch.empty(b, hq, dtype=torch.float32, device=device))
+
+
+def variant_block(q, k, v, k_cache, v_cache, lens, heads, per_batch):
+    o = flashjit.attention(q, k, v, causal=True, softcap=30.0, alibi_slopes=per_batch, sinks=heads)
+    f = flashjit.flash_attn_func(q, k, v, 0.0, None, True, (-1, -1), 50.0, heads, learnable_sink=heads)
+    packed = q.reshape(-1, *q.shape[2:])
+    cu = torch.zeros(q.shape[0] + 1, dtype=torch.int32, device=q.device)
+    pv = flashjit.attention_varlen(packed, k.reshape(-1, *k.shape[2:]), v.reshape(-1, *v.shape[2:]), cu, cu,
+                                   q.shape[1], k.shape[1], alibi_slopes=per_batch, sinks=heads)
+    d, lse = flashjit.decode(q[:, -1:], k_cache, v_cache, lens, softcap=20.0, sinks=heads, return_lse=True)
+    return o.sum() + f.sum() + pv.sum() + d.sum() + lse.sum()
+
+
+def test_variants_trace_into_one_graph():
+    torch._dynamo.reset()
+    args = (*tensors(), *variant_tensors())
+    explained = torch._dynamo.explain(variant_block)(*args)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    out = torch.compile(variant_block, fullgraph=True, backend="eager")(*args)
+    assert out.device.type == META
+
+    class Block(torch.nn.Module):
+        def forward(self, *a):
+            return variant_block(*a)
+
+    exported = torch.export.export(Block(), args)
+    nodes = [n for n in exported.graph.nodes if str(n.target) == "flashjit.attention.default"]
+    assert nodes and any(isinstance(a, float) and a == 30.0 for a in nodes[0].args), nodes[0].args
+
+
+def test_fake_implementations_check_the_variants():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q, k, v, k_cache, v_cache, lens = tensors("cuda")
+        heads, per_batch = variant_tensors("cuda")
+        o, lse = flashjit.attention(q, k, v, softcap=30.0, alibi_slopes=per_batch, sinks=heads, return_lse=True)
+        assert o.shape == q.shape and lse.shape == (2, 8, 64)  # sinks change no shape
+        with pytest.raises(ValueError, match="sinks: dtype torch.bfloat16 must be torch.float32"):
+            flashjit.attention(q, k, v, sinks=heads.bfloat16())
+        with pytest.raises(ValueError, match="alibi_slopes must have shape \\[8\\] \\(heads_q\\) or \\[2, 8\\]"):
+            flashjit.attention(q, k, v, alibi_slopes=per_batch[:, :4])
+        with pytest.raises(ValueError, match="softcap must be >= 0"):
+            flashjit.decode(q[:, :1], k_cache, v_cache, lens, softcap=-1.0)
+        with pytest.raises(ValueError, match="sinks must have shape \\[8\\]"):
+            cu = torch.zeros(3, dtype=torch.int32, device="cuda")
+            flashjit.attention_varlen(q[0], k[0], v[0], cu, cu, 64, 64, sinks=per_batch)
+    q, k, v = tensors()[:3]
+    with pytest.raises(ValueError, match="alibi_slopes must be a CUDA tensor"):
+        flashjit.attention(q, k, v, alibi_slopes=torch.zeros(8))  # meta q, CPU slopes
