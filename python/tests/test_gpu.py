@@ -1,7 +1,8 @@
 """GPU tests (skipped without torch or a CUDA GPU): flashjit.attention, attention_varlen and decode against float32
 SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay; torch.compile
 (fullgraph=True, no graph break) and torch.export over the custom ops, flash-attn's names against float64, select
-for the device's arch. The checks live in gpu_checks.py and gpu_torch_checks.py, which also run without pytest."""
+for the device's arch; the variants (softcap, ALiBi, sinks) against float64. The checks live in gpu_checks.py,
+gpu_torch_checks.py and gpu_variant_checks.py, which also run without pytest."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,6 +11,7 @@ if not torch.cuda.is_available():
 
 import gpu_checks  # noqa: E402  (needs torch)
 import gpu_torch_checks  # noqa: E402
+import gpu_variant_checks  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +42,31 @@ def test_check(check):
 @pytest.mark.parametrize("check", gpu_torch_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 def test_torch_integration(check):
     check()
+
+
+def run_or_skip(check, *args):
+    try:
+        check(*args)
+    except gpu_variant_checks.Skipped as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("case", gpu_variant_checks.VARIANT_CASES, ids=str)
+def test_variant_matches_float64(case):
+    gpu_variant_checks.check_variant_case(case)
+
+
+@pytest.mark.parametrize("case", gpu_variant_checks.VARLEN_VARIANT_CASES, ids=str)
+def test_varlen_variant_matches_float64(case):
+    gpu_variant_checks.check_varlen_variant_case(case)
+
+
+@pytest.mark.parametrize("case", gpu_variant_checks.DECODE_VARIANT_CASES, ids=str)
+def test_decode_variant_matches_float64(case):
+    run_or_skip(gpu_variant_checks.check_decode_variant_case, case)
+
+
+@pytest.mark.parametrize("check", gpu_variant_checks.CHECKS + gpu_variant_checks.DECODE_CHECKS,
+                         ids=lambda c: c.__name__.removeprefix("check_"))
+def test_variant_check(check):
+    run_or_skip(check)
