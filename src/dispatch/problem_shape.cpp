@@ -10,10 +10,20 @@ namespace flashjit::dispatch {
 namespace {
 
 bool uses_window(MaskKind m) { return m == MaskKind::sliding_window; }
+// What a shape's problem points its variants' arrays at (never read).
+const float kStandIn[1] = {0.f};
 bool uses_chunk(MaskKind m) { return m == MaskKind::chunked || m == MaskKind::chunked_causal; }
 
 Error field_error(const std::string& field, const std::string& why) {
   return Error(ErrorCode::invalid_argument, fmt::format("{}: {}", field, why));
+}
+
+Status read_bool(const nlohmann::json& j, const char* field, bool& out) {
+  auto it = j.find(field);
+  if (it == j.end()) return {};
+  if (!it->is_boolean()) return field_error(field, fmt::format("expected true or false, got {}", it->dump()));
+  out = it->get<bool>();
+  return {};
 }
 
 Status read_int(const nlohmann::json& j, const char* field, int& out) {
@@ -48,6 +58,9 @@ AttentionProblem to_problem(const ProblemShape& s) {
   p.heads_q = s.heads_q, p.heads_kv = s.heads_kv, p.head_dim = s.head_dim;
   p.mask = s.mask;
   p.window_left = s.window_left, p.window_right = s.window_right, p.chunk_size = s.chunk_size;
+  if (s.softcap) p.softcap = kShapeSoftcap;
+  if (s.alibi) p.alibi_slopes = kStandIn;
+  if (s.sinks) p.sinks = kStandIn;
   return p;
 }
 
@@ -89,13 +102,16 @@ nlohmann::ordered_json to_json(const ProblemShape& s) {
                               {"head_dim", s.head_dim},      {"mask", to_string(s.mask)}};
   if (uses_window(s.mask)) j.update({{"window_left", s.window_left}, {"window_right", s.window_right}});
   if (uses_chunk(s.mask)) j["chunk_size"] = s.chunk_size;
+  for (auto [field, on] : {std::pair{"softcap", s.softcap}, {"alibi", s.alibi}, {"sinks", s.sinks}})
+    if (on) j[field] = true;
   return j;
 }
 
 Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Error(ErrorCode::invalid_argument, fmt::format("a problem must be an object, got {}", j.dump()));
-  static const char* const known[] = {"dtype",    "batch", "seqlen_q",    "seqlen_k",     "heads_q",   "heads_kv",
-                                      "head_dim", "mask",  "window_left", "window_right", "chunk_size"};
+  static const char* const known[] = {"dtype",      "batch",        "seqlen_q",   "seqlen_k", "heads_q",
+                                      "heads_kv",   "head_dim",     "mask",       "window_left",
+                                      "window_right", "chunk_size", "softcap",    "alibi",    "sinks"};
   for (const auto& [key, value] : j.items())
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       return field_error(key, "unknown field");
@@ -107,6 +123,8 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
                             {"window_left", &s.window_left}, {"window_right", &s.window_right},
                             {"chunk_size", &s.chunk_size}})
     FLASHJIT_TRY(read_int(j, field, *dst));
+  for (auto [field, dst] : {std::pair{"softcap", &s.softcap}, {"alibi", &s.alibi}, {"sinks", &s.sinks}})
+    FLASHJIT_TRY(read_bool(j, field, *dst));
   s = normalized(s);
   if (auto issues = check_shape(s); !issues.empty()) return field_error(issues.front().field, issues.front().message);
   return s;
@@ -116,8 +134,10 @@ std::string describe(const ProblemShape& s) {
   std::string mask = to_string(s.mask);
   if (uses_window(s.mask)) mask += fmt::format("({},{})", s.window_left, s.window_right);
   if (uses_chunk(s.mask)) mask += fmt::format("({})", s.chunk_size);
-  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k, s.heads_q,
-                     s.heads_kv, s.head_dim, mask);
+  const std::string variants =
+      std::string(s.softcap ? " softcap" : "") + (s.alibi ? " alibi" : "") + (s.sinks ? " sinks" : "");
+  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
+                     s.heads_q, s.heads_kv, s.head_dim, mask, variants);
 }
 
 }  // namespace flashjit::dispatch

@@ -1,5 +1,6 @@
 // A problem's shape as tuned tables (and sweeps) name it: everything of an AttentionProblem but the tensors,
-// strides, scale and stream; the bucket of a tuned table's entry.
+// strides, scale and stream, with the variants as flags (whether the problem has them, not their values); the
+// bucket of a tuned table's entry.
 #pragma once
 
 #include <string>
@@ -25,11 +26,21 @@ struct ProblemShape {
   int window_left = -1;  // sliding_window only
   int window_right = -1; // sliding_window only
   int chunk_size = 0;    // chunked masks only
+  // Variants (AttentionProblem::softcap, alibi_slopes, sinks): in the JSON only when on.
+  bool softcap = false;
+  bool alibi = false;
+  bool sinks = false;
 
   bool operator==(const ProblemShape&) const = default;
 };
 
-// The problem with this shape and no tensors (null pointers): enough for the dispatcher and FLOP counts.
+// The cap a shape's problem gets with softcap on (Gemma 2's attention softcap): only whether it is on matters
+// to the dispatcher; the autotuner times kernels with it.
+inline constexpr float kShapeSoftcap = 50.f;
+
+// The problem with this shape and no tensors (null pointers): enough for the dispatcher and FLOP counts. With a
+// variant on, its device array (alibi_slopes [Hq], sinks) is a stand-in host address that tells the dispatcher the
+// variant is there: a caller that runs the problem sets its own arrays (the runtime refuses a host pointer).
 AttentionProblem to_problem(const ProblemShape& shape);
 
 // Resets the mask constants the shape's mask does not use (so equal problems compare equal).
@@ -42,7 +53,7 @@ nlohmann::ordered_json to_json(const ProblemShape& shape);
 // Parses to_json()'s form (missing optional fields keep their defaults); errors name the field.
 Result<ProblemShape> shape_from_json(const nlohmann::json& j);
 
-// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal"
+// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal", then " softcap alibi sinks" for the variants on
 std::string describe(const ProblemShape& shape);
 
 }  // namespace flashjit::dispatch

@@ -95,6 +95,7 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
             for (Scheduler sched : schedulers) {
               KernelConfig c;
               c.algorithm = a, c.arch = arch, c.dtype = shape.dtype, c.head_dim = shape.head_dim, c.mask = shape.mask;
+              c.softcap = shape.softcap, c.alibi = shape.alibi, c.sinks = shape.sinks;
               c.block_m = bm, c.block_n = bn, c.stages = st, c.scheduler = sched;
               (a == Algorithm::fa3 ? c.consumer_warpgroups : c.warps) = w;
               add(c);
@@ -102,6 +103,12 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
     }
   }
   return out;
+}
+
+KernelConfig reference_config(const ProblemShape& shape, const Arch& arch) {
+  KernelConfig c = dispatch::naive_config(shape.dtype, shape.head_dim, shape.mask, arch);
+  c.softcap = shape.softcap, c.alibi = shape.alibi, c.sinks = shape.sinks;
+  return c;
 }
 
 bool spills(const PtxasStats& p) { return p.spill_stores > 0 || p.spill_loads > 0 || p.stack_frame > 0; }

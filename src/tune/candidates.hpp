@@ -26,9 +26,13 @@ struct Candidates {
 };
 
 // The candidates for a problem on `arch`. Algorithms: the space's, else the one the dispatcher picks for
-// the problem. Every candidate takes dtype, head dim and mask from the problem.
+// the problem. Every candidate takes dtype, head dim, mask and the variants from the problem.
 Candidates enumerate(const dispatch::ProblemShape& shape, const CandidateSpace& space, const Arch& arch,
                      Density density = Density::full);
+
+// The reference kernel of a problem (what the autotuner checks the candidates against): its dtype, head dim,
+// mask and variants.
+KernelConfig reference_config(const dispatch::ProblemShape& shape, const Arch& arch);
 
 // Whether ptxas's report disqualifies a kernel: spills (stores or loads) or a stack frame.
 bool spills(const PtxasStats& ptxas);

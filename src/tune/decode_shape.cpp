@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "config/variant_fields.hpp"
+#include "dispatch/problem_shape.hpp"
+
 namespace flashjit::tune {
 
 DecodeProblem to_problem(const DecodeShape& s) {
@@ -21,6 +24,13 @@ DecodeProblem to_problem(const DecodeShape& s) {
     p.cache_seqlen = s.seqlen_k;
   }
   p.window_left = s.window_left;
+  // A build whose decode lacks the variants has none to set (sweeps refuse them there: sweep.cpp).
+  static const float stand_in[1] = {0.f};
+  DecodeVariants v;
+  if (s.softcap) v.softcap = dispatch::kShapeSoftcap;
+  if (s.alibi) v.alibi_slopes = stand_in;
+  if (s.sinks) v.sinks = stand_in;
+  (void)set_variants(p, v);
   return p;
 }
 
@@ -65,6 +75,7 @@ std::vector<ConfigIssue> check_shape(const DecodeShape& s) {
 std::string describe(const DecodeShape& s) {
   std::string layout = s.layout == KvLayout::paged ? fmt::format("paged{}", s.page_size) : "contiguous";
   std::string window = s.window_left >= 0 ? fmt::format(" window{}", s.window_left) : "";
+  window += std::string(s.softcap ? " softcap" : "") + (s.alibi ? " alibi" : "") + (s.sinks ? " sinks" : "");
   return fmt::format("decode {} B{} q{} Sk{} H{}/{} D{} {}{}", to_string(s.dtype), s.batch, s.q_len, s.seqlen_k,
                      s.heads_q, s.heads_kv, s.head_dim, layout, window);
 }

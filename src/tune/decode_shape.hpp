@@ -21,18 +21,23 @@ struct DecodeShape {
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;     // paged only: a power of two in [1, 256]
   int window_left = -1;  // -1: no sliding window
+  // Variants, as dispatch::ProblemShape's (only where the build's DecodeProblem has them: config/variant_fields.hpp).
+  bool softcap = false;
+  bool alibi = false;
+  bool sinks = false;
 
   bool operator==(const DecodeShape&) const = default;
 };
 
 // The problem with this shape and no tensors (null pointers): enough for dispatch::plan_decode. A paged
-// shape gets the page table of its longest sequence (max_pages_per_seq = ceil(seqlen_k / page_size)).
+// shape gets the page table of its longest sequence (max_pages_per_seq = ceil(seqlen_k / page_size)). The
+// variants as dispatch::to_problem sets them (a stand-in host address for the arrays, never read).
 DecodeProblem to_problem(const DecodeShape& shape);
 // Resets page_size for a contiguous layout (so equal problems compare equal).
 DecodeShape normalized(DecodeShape shape);
 // Every problem with the shape, each naming its field as sweeps spell it (q_len, page_size, ...).
 std::vector<ConfigIssue> check_shape(const DecodeShape& shape);
-// "decode bf16 B16 q1 Sk8192 H32/8 D128 paged16 window256"
+// "decode bf16 B16 q1 Sk8192 H32/8 D128 paged16 window256", then " softcap alibi sinks" for the variants on
 std::string describe(const DecodeShape& shape);
 
 }  // namespace flashjit::tune

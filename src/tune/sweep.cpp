@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/json_depth.hpp"
+#include "config/variant_fields.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit::tune {
@@ -129,6 +130,34 @@ Result<std::vector<int>> names(const json& v, const std::string& where, std::opt
 
 constexpr const char* kMaskChoices = "none, causal, sliding_window, chunked, chunked_causal";
 
+// A variant's values: true, false, for softcap also a cap > 0 (on: the cap itself is a run-time argument), or a
+// list of them ([false, true]: both kernels), or {"values": [...]}; 1 for on, 0 for off.
+Result<std::vector<int>> flags(const json& v, const std::string& where, bool cap) {
+  json list = json::array({v});
+  std::string list_where = where;
+  if (v.is_array()) {
+    list = v;
+  } else if (v.is_object() && v.contains("values")) {
+    FLASHJIT_TRY(only_keys(v, {"values"}, where));
+    list = v["values"], list_where = where + ".values";
+    if (!list.is_array()) return at(list_where, fmt::format("expected a list, got {}", list.dump()));
+  }
+  if (list.empty()) return at(list_where, "the list is empty");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string w = v.is_array() || v.is_object() ? fmt::format("{}[{}]", list_where, i) : where;
+    const json& x = list[i];
+    if (x.is_boolean()) {
+      out.push_back(x.get<bool>() ? 1 : 0);
+    } else if (cap && x.is_number() && x.get<double>() > 0 && x.get<double>() <= 3.4e38) {
+      out.push_back(1);
+    } else {
+      return at(w, fmt::format("expected {}, got {}", cap ? "a cap > 0, true or false" : "true or false", x.dump()));
+    }
+  }
+  return out;
+}
+
 // One axis of the cross product: its values and how a value is set on a shape.
 template <class Shape>
 struct AxisOf {
@@ -149,6 +178,17 @@ struct Axes {
     auto v = ints(entry[field], where + "." + field);
     if (!v.ok()) return std::move(v).error();
     list.push_back({std::move(*v), std::move(set)});
+    return {};
+  }
+  // softcap, alibi, sinks: each value turns the shape's flag on or off.
+  Status variants() {
+    for (auto [field, flag] :
+         {std::pair{"softcap", &Shape::softcap}, {"alibi", &Shape::alibi}, {"sinks", &Shape::sinks}}) {
+      if (!entry.contains(field)) continue;
+      auto v = flags(entry[field], where + "." + field, std::string_view(field) == "softcap");
+      if (!v.ok()) return std::move(v).error();
+      list.push_back({std::move(*v), [flag = flag](Shape& s, int x) { s.*flag = x != 0; }});
+    }
     return {};
   }
   Status dtype() {
@@ -196,13 +236,18 @@ Result<bool> is_decode_entry(const json& entry, const std::string& where) {
   return kind == "decode";
 }
 
-// A decode entry ("kind": "decode"): dtype, layout, batch, q_len, heads_q, heads_kv, head_dim, page_size,
-// window_left, then seqlen_k turning fastest.
+// A decode entry ("kind": "decode"): dtype, layout, the variants, batch, q_len, heads_q, heads_kv, head_dim,
+// page_size, window_left, then seqlen_k turning fastest.
 Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const std::string& where) {
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "q_len", "heads_q", "heads_kv", "head_dim", "seqlen_k", "layout",
-                          "page_size", "window_left"},
+                          "page_size", "window_left", "softcap", "alibi", "sinks"},
                          where));
+  if (!kDecodeHasVariants)
+    for (const char* field : {"softcap", "alibi", "sinks"})
+      if (entry.contains(field))
+        return at(where + "." + field,
+                  "this build's decode kernels have no variants yet (softcap, alibi and sinks are prefill's)");
   for (const char* required : {"heads_q", "head_dim", "seqlen_k"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
   Axes<DecodeShape> axes{entry, where};
@@ -219,6 +264,7 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
   if (!paged && entry.contains("page_size"))
     return at(where + ".page_size", "only applies to the paged layout, which this problem does not list");
   axes.list.push_back({layouts, [](DecodeShape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
+  FLASHJIT_TRY(axes.variants());
   FLASHJIT_TRY(axes.int_field("batch", [](DecodeShape& s, int x) { s.batch = x; }));
   FLASHJIT_TRY(axes.int_field("q_len", [](DecodeShape& s, int x) { s.q_len = x; }));
   FLASHJIT_TRY(axes.int_field("heads_q", [](DecodeShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
@@ -233,7 +279,7 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
 Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::string& where) {
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim",
-                          "mask", "window_left", "window_right", "chunk_size"},
+                          "mask", "window_left", "window_right", "chunk_size", "softcap", "alibi", "sinks"},
                          where));
   for (const char* required : {"heads_q", "head_dim"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -253,6 +299,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
     masks = std::move(*v);
   }
   axes.list.push_back({masks, [](ProblemShape& s, int x) { s.mask = static_cast<MaskKind>(x); }});
+  FLASHJIT_TRY(axes.variants());
   FLASHJIT_TRY(axes.int_field("batch", [](ProblemShape& s, int x) { s.batch = x; }));
   FLASHJIT_TRY(axes.int_field("heads_q", [](ProblemShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
   FLASHJIT_TRY(axes.int_field("heads_kv", [](ProblemShape& s, int x) { s.heads_kv = x; }));

@@ -104,7 +104,7 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
     auto heuristic = dispatch::choose(dispatch::to_problem(shape), device->arch);
     if (!heuristic.ok()) return report(heuristic.error());
     Planned p{shape, tune::enumerate(shape, sweep->candidates, device->arch, density), *heuristic};
-    add(dispatch::naive_config(shape.dtype, shape.head_dim, shape.mask, device->arch));
+    add(tune::reference_config(shape, device->arch));
     add(p.heuristic);
     for (const auto& c : p.candidates.valid) add(c);
     plan.push_back(std::move(p));

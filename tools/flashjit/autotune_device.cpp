@@ -14,6 +14,7 @@
 #include "cuda/driver.hpp"
 #include "dispatch/heuristics.hpp"
 #include "host_tensors.hpp"
+#include "tune/candidates.hpp"
 
 namespace flashjit::cli {
 namespace {
@@ -66,7 +67,7 @@ class DeviceBench final : public tune::ProblemBench {
       }
       sets_.push_back(std::move(s));
     }
-    return {};
+    return allocate_variants(rng);
   }
 
   Result<double> median_ms(const KernelConfig& config) override {
@@ -109,9 +110,37 @@ class DeviceBench final : public tune::ProblemBench {
     cuda::DeviceBuffer q, k, v, o;
   };
 
+  // The variants' arrays (shared by the input sets): ALiBi's geometric slopes 2^(-8 (h + 1) / H), sink logits
+  // uniform in [-1, 1].
+  Status allocate_variants(std::mt19937& rng) {
+    const int heads = shape_.heads_q;
+    auto upload_floats = [&](const std::vector<float>& host, cuda::DeviceBuffer& buffer, const char* what) -> Status {
+      auto b = cuda::DeviceBuffer::allocate(host.size() * 4);
+      if (!b.ok()) return std::move(b).error().with(fmt::format("while allocating {}", what));
+      FLASHJIT_TRY(b->upload(host.data(), host.size() * 4));
+      buffer = std::move(*b);
+      return {};
+    };
+    if (shape_.alibi) {
+      std::vector<float> slopes(heads);
+      for (int h = 0; h < heads; ++h) slopes[h] = std::exp2(-8.f * float(h + 1) / float(heads));
+      FLASHJIT_TRY(upload_floats(slopes, alibi_, "the ALiBi slopes"));
+    }
+    if (shape_.sinks) {
+      std::uniform_real_distribution<float> logit(-1.f, 1.f);
+      std::vector<float> sinks(heads);
+      for (float& x : sinks) x = logit(rng);
+      FLASHJIT_TRY(upload_floats(sinks, sinks_, "the sinks"));
+    }
+    return {};
+  }
+
   AttentionProblem problem(const Set& s, const cuda::DeviceBuffer& o) const {
     AttentionProblem p = dispatch::to_problem(shape_);
     p.q = s.q.get(), p.k = s.k.get(), p.v = s.v.get(), p.o = o.get();
+    // to_problem's stand-ins replaced by the device arrays.
+    p.alibi_slopes = shape_.alibi ? static_cast<const float*>(alibi_.get()) : nullptr;
+    p.sinks = shape_.sinks ? static_cast<const float*>(sinks_.get()) : nullptr;
     return p;
   }
 
@@ -132,7 +161,7 @@ class DeviceBench final : public tune::ProblemBench {
   Status run_reference() {
     auto o = cuda::DeviceBuffer::allocate(q_count_ * 2);
     if (!o.ok()) return std::move(o).error().with("while allocating the reference output");
-    auto ref = run_once(dispatch::naive_config(shape_.dtype, shape_.head_dim, shape_.mask, arch_), *o);
+    auto ref = run_once(tune::reference_config(shape_, arch_), *o);
     if (!ref.ok()) return std::move(ref).error().with("while running the reference kernel");
     reference_ = std::move(*ref);
     return {};
@@ -144,6 +173,7 @@ class DeviceBench final : public tune::ProblemBench {
   BenchSettings settings_;
   std::size_t q_count_ = 0;
   std::vector<Set> sets_;
+  cuda::DeviceBuffer alibi_, sinks_;
   std::size_t next_ = 0;
   std::vector<std::uint16_t> reference_;
 };

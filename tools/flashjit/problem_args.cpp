@@ -13,6 +13,7 @@ dispatch::ProblemShape shape_of(const AttentionProblem& p) {
   s.dtype = p.dtype, s.batch = p.batch, s.seqlen_q = p.seqlen_q, s.seqlen_k = p.seqlen_k;
   s.heads_q = p.heads_q, s.heads_kv = p.heads_kv, s.head_dim = p.head_dim, s.mask = p.mask;
   s.window_left = p.window_left, s.window_right = p.window_right, s.chunk_size = p.chunk_size;
+  s.softcap = p.softcap > 0.f, s.alibi = p.alibi_slopes != nullptr, s.sinks = p.sinks != nullptr;
   return s;
 }
 

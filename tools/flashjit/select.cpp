@@ -1,10 +1,11 @@
-// `flashjit select [problem options] [--arch A] [--sms N] [--gpu NAME] [--decode ...] [--json]`: which kernel
-// a problem gets on a device of that arch and SM count, without a GPU. Prefill: the dispatcher's config (the
+// `flashjit select [problem options] [--softcap C] [--alibi] [--sinks] [--arch A] [--sms N] [--gpu NAME]
+// [--decode ...] [--json]`: which kernel a problem gets on a device of that arch and SM count, without a GPU. Prefill: the dispatcher's config (the
 // tuned tables of --gpu when given, as a Runtime on that GPU would use them). Decode (--decode): the split
 // planner's split kernel, split count and combine kernel.
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "config/variant_fields.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "dispatch/tuned_table.hpp"
@@ -21,15 +22,24 @@ struct SelectArgs {
   bool decode = false;
   int q_len = 1;
   int page_size = 0;
+  float softcap = 0.f;  // the variants
+  bool alibi = false;
+  bool sinks = false;
   bool json = false;
 };
+
+// What the problem's variant arrays point at: the dispatcher only asks whether they are there.
+const float kStandIn[1] = {0.f};
 
 nlohmann::ordered_json config_json(const AnyKernelConfig& c) {
   return {{"name", readable_name(c)}, {"config", nlohmann::ordered_json::parse(to_json(c))}};
 }
 
 int select_prefill(const Globals& globals, const SelectArgs& args, const Arch& arch, Output& out) {
-  const AttentionProblem p = problem_of(args.problem);
+  AttentionProblem p = problem_of(args.problem);
+  p.softcap = args.softcap;
+  if (args.alibi) p.alibi_slopes = kStandIn;
+  if (args.sinks) p.sinks = kStandIn;
   if (int rc = check_problem(p); rc != kOk) return rc;
   dispatch::TunedTables tables;
   if (!args.gpu.empty()) {
@@ -63,6 +73,9 @@ int select_decode(const SelectArgs& args, const Arch& arch, Output& out) {
     p.layout = KvLayout::paged, p.page_size = args.page_size;
     p.max_pages_per_seq = (a.seqlen_k + args.page_size - 1) / args.page_size;
   }
+  if (Status st = set_variants(p, {args.softcap, args.alibi ? kStandIn : nullptr, 0, args.sinks ? kStandIn : nullptr});
+      !st.ok())
+    return report_input(st.error());
   // The shape checks check(DecodeProblem) makes on the fields given here (it also wants the tensors).
   std::vector<std::string> issues;
   if (args.q_len < 1 || args.q_len > kMaxDecodeQueryLen)
@@ -94,6 +107,10 @@ int select_decode(const SelectArgs& args, const Arch& arch, Output& out) {
                            {"seqlen_k", p.max_seqlen_k}, {"heads_q", p.heads_q}, {"heads_kv", p.heads_kv},
                            {"head_dim", p.head_dim}, {"page_size", p.page_size}, {"window_left", p.window_left},
                            {"chunk_size", p.chunk_size}};
+  const DecodeVariants variants = variants_of(p);
+  for (auto [field, on] : {std::pair{"softcap", variants.softcap > 0.f}, {"alibi", variants.alibi_slopes != nullptr},
+                           {"sinks", variants.sinks != nullptr}})
+    if (on) out.data()["problem"][field] = true;
   out.data()["arch"] = arch.to_string();
   out.data()["sms"] = args.sms;
   out.data()["split_kernel"] = config_json(AnyKernelConfig(plan.split));
@@ -137,6 +154,11 @@ Command add_select(CLI::App& parent, const Globals& globals) {
   app->add_option("--q-len", args->q_len, "--decode: new tokens per sequence")->capture_default_str();
   app->add_option("--page-size", args->page_size, "--decode: tokens per page of a paged cache (0: contiguous)")
       ->capture_default_str();
+  app->add_option("--softcap", args->softcap, "Variant: scores become C * tanh(scores / C) (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 3.4e38f));
+  app->add_flag("--alibi", args->alibi, "Variant: ALiBi slopes (the kernel for alibi_slopes)");
+  app->add_flag("--sinks", args->sinks, "Variant: learnable sinks, one logit per query head (gpt-oss)");
   add_json_flag(*app, args->json);
   return {app, [&globals, args] { return run_select(globals, *args); }};
 }

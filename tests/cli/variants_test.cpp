@@ -1,0 +1,85 @@
+// The variants through the CLI: `select --softcap/--alibi/--sinks` names the variant kernel (prefill; decode where
+// the build's decode kernels have them), `precompile` compiles a sweep's variant kernels, `emit` and `compile` take
+// the config fields (softcap=true ...). No GPU needed.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_runner.hpp"
+#include "config/variant_fields.hpp"
+
+using flashjit::test::Cli;
+using flashjit::test::CliResult;
+using flashjit::test::quote;
+using nlohmann::json;
+
+namespace {
+
+json parsed(const CliResult& r) {
+  INFO(r);
+  json j = json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  REQUIRE_FALSE(j.is_discarded());
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("cli variants: select names the variant kernel", "[cli][select][variants]") {
+  Cli cli;
+  auto plain = cli("select --head-dim 128 --mask causal --arch sm_90a");
+  INFO(plain);
+  CHECK(plain.code == 0);
+  CHECK_FALSE(plain.has("softcap"));
+  auto capped = cli("select --head-dim 128 --mask causal --softcap 50 --arch sm_90a");
+  INFO(capped);
+  CHECK(capped.code == 0);
+  CHECK(capped.has("_causal_persistent_softcap_sm90a"));
+  CHECK(capped.has("\"softcap\":true"));
+  auto every = cli("select --json --head-dim 64 --softcap 30 --alibi --sinks --arch sm_80", "", true);
+  CHECK(every.code == 0);
+  const json e = parsed(every);
+  CHECK(e["kernel"]["config"]["algorithm"] == "fa2");
+  CHECK(e["kernel"]["config"]["softcap"] == true);
+  CHECK(e["kernel"]["config"]["alibi"] == true);
+  CHECK(e["kernel"]["config"]["sinks"] == true);
+  CHECK(e["kernel"]["name"].get<std::string>().find("_softcap_alibi_sinks_sm80") != std::string::npos);
+  CHECK(e["problem"]["softcap"] == true);
+  CHECK(e["problem"]["alibi"] == true);
+
+  auto negative = cli("select --softcap -1");
+  INFO(negative);
+  CHECK(negative.code == 2);
+  CHECK(negative.has("--softcap"));
+
+  auto decode = cli("select --json --decode --heads-q 64 --heads-kv 8 --head-dim 64 --seqlen-k 8192 --sinks", "", true);
+  if (flashjit::kDecodeHasVariants) {
+    CHECK(decode.code == 0);
+    CHECK(parsed(decode)["problem"]["sinks"] == true);
+  } else {
+    auto refused = cli("select --decode --heads-q 64 --heads-kv 8 --head-dim 64 --seqlen-k 8192 --sinks");
+    INFO(refused);
+    CHECK(refused.code == 2);
+    CHECK(refused.has("decode with sinks: this build's decode kernels have no variants yet"));
+  }
+}
+
+TEST_CASE("cli variants: precompile compiles a sweep's variant kernels", "[cli][precompile][variants]") {
+  Cli cli;
+  const auto sweep = cli.root() / "gemma.json";
+  std::ofstream(sweep) << R"({"name": "gemma", "problems": [
+    {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256, "softcap": [false, 50]}]})";
+  auto pre = cli("precompile --json --sweep " + quote(sweep.string()) + " --arch sm_80 -j 2", "", true);
+  CHECK(pre.code == 0);
+  const json p = parsed(pre);
+  CHECK(p["compiled"] == 2);  // with and without softcap
+  CHECK(p["failed"] == 0);
+  auto ls = cli("cache ls");
+  INFO(ls);
+  CHECK(ls.has("_none_softcap_sm80"));
+
+  auto emitted = cli("emit algorithm=fa2 arch=sm_80 head_dim=64 sinks=true");
+  INFO(emitted);
+  CHECK(emitted.code == 0);
+  CHECK(emitted.has("/*sinks=*/true>"));
+}

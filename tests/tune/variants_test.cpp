@@ -1,0 +1,167 @@
+// The variants (softcap, ALiBi, sinks) in the layers that name problems by their shapes: sweep entries (values,
+// lists, errors), ProblemShape's JSON, description and problem, the autotuner's candidates and reference kernel, the
+// precompile plan, and decode entries (refused while the build's decode kernels have no variants).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/variant_fields.hpp"
+#include "dispatch/heuristics.hpp"
+#include "dispatch/problem_shape.hpp"
+#include "support/catch.hpp"
+#include "tune/candidates.hpp"
+#include "tune/precompile_plan.hpp"
+#include "tune/sweep.hpp"
+
+using flashjit::Arch;
+using flashjit::KernelConfig;
+using flashjit::dispatch::ProblemShape;
+using flashjit::tune::parse_sweep;
+
+namespace {
+
+const Arch kSm90a{90, true};
+const Arch kSm80{80, false};
+
+std::vector<ProblemShape> expand(const std::string& fields) {
+  auto s = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 256, )" + fields + "}]}", "v.json");
+  INFO(fields);
+  if (!s.ok()) INFO(s.error().to_string());
+  REQUIRE(s.ok());
+  return s->problems;
+}
+
+std::string error_of(const std::string& text) {
+  auto s = parse_sweep(text, "bad.json");
+  INFO(text);
+  REQUIRE_FALSE(s.ok());
+  return s.error().message;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// (softcap, alibi, sinks) of each shape.
+std::vector<std::vector<bool>> flags(const std::vector<ProblemShape>& shapes) {
+  std::vector<std::vector<bool>> out;
+  for (const auto& s : shapes) out.push_back({s.softcap, s.alibi, s.sinks});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("variants: sweep entries take softcap, alibi and sinks", "[tune][sweep][variants]") {
+  CHECK(flags(expand(R"("mask": "causal")")) == std::vector<std::vector<bool>>{{false, false, false}});
+  CHECK(flags(expand(R"("softcap": 50)")) == std::vector<std::vector<bool>>{{true, false, false}});
+  CHECK(flags(expand(R"("softcap": 30.5, "alibi": true, "sinks": true)")) ==
+        std::vector<std::vector<bool>>{{true, true, true}});
+  CHECK(flags(expand(R"("softcap": true, "sinks": false)")) == std::vector<std::vector<bool>>{{true, false, false}});
+  // Lists are axes of the cross product (after mask, before the shapes); a cap and true are the same kernel.
+  CHECK(flags(expand(R"("sinks": [false, true], "alibi": {"values": [true]})")) ==
+        std::vector<std::vector<bool>>{{false, true, false}, {false, true, true}});
+  CHECK(expand(R"("softcap": [30, 50, true])").size() == 1);
+  const auto grid = expand(R"("mask": ["none", "causal"], "softcap": [false, 50], "seqlen": [128, 256])");
+  REQUIRE(grid.size() == 8);
+  CHECK((grid[0].mask == flashjit::MaskKind::none && !grid[0].softcap && grid[0].seqlen_q == 128));
+  CHECK((grid[3].mask == flashjit::MaskKind::none && grid[3].softcap && grid[3].seqlen_q == 256));
+  CHECK((grid[4].mask == flashjit::MaskKind::causal && !grid[4].softcap));
+}
+
+TEST_CASE("variants: sweep errors name the field", "[tune][sweep][variants]") {
+  const std::string head = R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 256, )";
+  CHECK(contains(error_of(head + R"("softcap": 0}]})"),
+                 "sweep bad.json: problems[0].softcap: expected a cap > 0, true or false, got 0"));
+  CHECK(contains(error_of(head + R"("softcap": -3}]})"), "problems[0].softcap: expected a cap > 0"));
+  CHECK(contains(error_of(head + R"("softcap": "50"}]})"), "problems[0].softcap: expected a cap > 0"));
+  CHECK(contains(error_of(head + R"("alibi": 1}]})"), "problems[0].alibi: expected true or false, got 1"));
+  CHECK(contains(error_of(head + R"("sinks": [true, "no"]}]})"), "problems[0].sinks[1]: expected true or false"));
+  CHECK(contains(error_of(head + R"("sinks": []}]})"), "problems[0].sinks: the list is empty"));
+  CHECK(contains(error_of(head + R"("alibi": {"values": [true], "x": 1}}]})"), "problems[0].alibi.x: unknown field"));
+}
+
+TEST_CASE("variants: a shape's JSON, description and problem", "[dispatch][variants]") {
+  ProblemShape s;
+  s.heads_q = 32, s.heads_kv = 8, s.seqlen_q = s.seqlen_k = 4096, s.mask = flashjit::MaskKind::causal;
+  CHECK_FALSE(to_json(s).contains("softcap"));  // off: absent, so existing tables' problems read as before
+  s.softcap = s.sinks = true;
+  const auto j = to_json(s);
+  CHECK(j["softcap"] == true);
+  CHECK(j["sinks"] == true);
+  CHECK_FALSE(j.contains("alibi"));
+  auto back = flashjit::dispatch::shape_from_json(nlohmann::json::parse(j.dump()));
+  REQUIRE(back.ok());
+  CHECK(*back == s);
+  CHECK(describe(s) == "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal softcap sinks");
+  auto bad = flashjit::dispatch::shape_from_json(nlohmann::json::parse(R"({"alibi": "yes"})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(contains(bad.error().message, "alibi: expected true or false"));
+
+  const flashjit::AttentionProblem p = to_problem(s);
+  CHECK(p.softcap == flashjit::dispatch::kShapeSoftcap);
+  CHECK(p.alibi_slopes == nullptr);
+  CHECK(p.sinks != nullptr);
+  auto c = flashjit::dispatch::choose(p, kSm90a);
+  REQUIRE(c.ok());
+  CHECK((c->softcap && !c->alibi && c->sinks));
+  CHECK(contains(readable_name(*c), "_softcap_sinks_sm90a"));
+}
+
+TEST_CASE("variants: candidates and the reference kernel carry them", "[tune][variants]") {
+  ProblemShape s;
+  s.heads_q = 8, s.head_dim = 64, s.seqlen_q = s.seqlen_k = 1024, s.alibi = true;
+  const auto candidates = flashjit::tune::enumerate(s, {}, kSm80, flashjit::tune::Density::reduced);
+  REQUIRE_FALSE(candidates.valid.empty());
+  for (const KernelConfig& c : candidates.valid) CHECK((c.alibi && !c.softcap && !c.sinks));
+  const KernelConfig ref = flashjit::tune::reference_config(s, kSm80);
+  CHECK(ref.algorithm == flashjit::Algorithm::naive);
+  CHECK((ref.alibi && !ref.softcap && !ref.sinks));
+  CHECK(flashjit::dispatch::supports(ref, to_problem(s), kSm80).ok());
+}
+
+TEST_CASE("variants: precompile plans the variant kernels of a sweep", "[tune][plan][variants]") {
+  auto sweep = parse_sweep(R"({"problems": [{"heads_q": 8, "heads_kv": 2, "head_dim": 128, "seqlen": 4096,
+                                             "mask": "causal", "softcap": [false, 50], "sinks": [false, true]}]})",
+                           "v.json");
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->problems.size() == 4);
+  const auto plan = flashjit::tune::precompile_plan(*sweep, {kSm90a, kSm80}, {}, false);
+  REQUIRE(plan.configs.size() == 8);  // four variant combinations on two archs, each its own kernel
+  int with_softcap = 0, with_sinks = 0;
+  for (const KernelConfig& c : plan.configs) with_softcap += c.softcap, with_sinks += c.sinks;
+  CHECK(with_softcap == 4);
+  CHECK(with_sinks == 4);
+  for (const auto& shape : sweep->problems)
+    CHECK(std::find(plan.configs.begin(), plan.configs.end(), *flashjit::dispatch::choose(to_problem(shape), kSm90a)) !=
+          plan.configs.end());
+}
+
+TEST_CASE("variants: decode sweep entries", "[tune][sweep][variants][decode]") {
+  const std::string entry =
+      R"({"problems": [{"kind": "decode", "heads_q": 64, "heads_kv": 8, "head_dim": 64, "seqlen_k": 8192, "sinks": true}]})";
+  auto sweep = parse_sweep(entry, "d.json");
+  if (!flashjit::kDecodeHasVariants) {
+    REQUIRE_FALSE(sweep.ok());
+    CHECK(contains(sweep.error().message, "problems[0].sinks: this build's decode kernels have no variants yet"));
+    return;
+  }
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->decode.size() == 1);
+  CHECK(sweep->decode[0].sinks);
+  CHECK(flashjit::variants_of(to_problem(sweep->decode[0])).sinks != nullptr);
+  CHECK(describe(sweep->decode[0]) == "decode bf16 B1 q1 Sk8192 H64/8 D64 contiguous sinks");
+}
+
+TEST_CASE("variants: set_variants on a decode problem", "[config][variants][decode]") {
+  flashjit::DecodeProblem p;
+  CHECK(set_variants(p, {}).ok());
+  const float slopes[1] = {0.5f};
+  const auto st = set_variants(p, {30.f, slopes, 0, nullptr});
+  if (flashjit::kDecodeHasVariants) {
+    CHECK(st.ok());
+    CHECK(flashjit::variants_of(p).alibi_slopes == slopes);
+  } else {
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == flashjit::ErrorCode::unsupported);
+    CHECK(contains(st.error().message, "decode with softcap, alibi_slopes: this build's decode kernels have no variants"));
+  }
+}
