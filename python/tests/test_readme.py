@@ -680,6 +680,7 @@ extern int B, max_len_q, max_len_k, total_q, total_k, capacity;
 C_DECLARATIONS = """\
 extern flashjit_runtime* rt;
 extern const int *d_cu_q, *d_cu_k; /* device int32 */
+extern const float *d_slopes, *d_sinks; /* device float32 */
 extern int B, max_len_q, max_len_k, total_q, total_k;
 """
 
