@@ -263,8 +263,9 @@ typedef struct flashjit_decode_args {
   int chunk_size;  /* default 0: no chunks; > 0: each token sees the keys of its chunk up to itself (not with a
                     * window) */
   /* Variants, as in flashjit_attention_args (the query of new token t sits at key position
-   * seqlens_k[b] - q_len + t, which is what ALiBi's distance is measured from); default 0 / NULL: off. A library
-   * whose decode kernels lack them refuses a decode that sets one with FLASHJIT_ERROR_UNSUPPORTED. */
+   * seqlens_k[b] - q_len + t, which is what ALiBi's distance is measured from; a token before the first key sees
+   * none: O = 0, lse = the sink); default 0 / NULL: off. The split kernel compiles them in, and the combine kernel
+   * the sinks, which join each row where its splits merge. */
   float softcap;
   const float* alibi_slopes;           /* device float32 [heads_q] or [batch, heads_q] */
   int64_t alibi_slopes_batch_stride;   /* elements; 0: [heads_q] for every sequence */

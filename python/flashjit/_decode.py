@@ -166,8 +166,8 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size).
     seqlens_k is never read on the host, so decode never synchronizes. softmax_scale: default 1/sqrt(head_dim).
     Variants as for attention(): softcap, alibi_slopes (float32 [heads_q] or [batch, heads_q]; the distance of key j
-    from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss); a library whose decode
-    kernels lack them raises FlashjitError (unsupported).
+    from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss: they join each row where its
+    key splits merge).
     num_splits: 0 plans the key splits, 1..32 forces a count. split_merge: how split partial states merge, "auto"
     (the planner), "combine" (a second kernel) or "cluster" (a thread-block cluster per sequence and KV head,
     sm_90+, at most 16 splits); for tests and tuning. out: a tensor like q to write into.

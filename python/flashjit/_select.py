@@ -107,8 +107,8 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
     heads_kv, head_dim] (contiguous) or, with page_table_shape [batch, max_pages], [num_pages, page_size,
     heads_kv, head_dim] (paged). dtype, max_seqlen_k (default: the cache's capacity), window_size, chunk_size,
     num_splits and split_merge as for decode(). arch, sms (default 132: the split plan depends on it), gpu: as for
-    select(); without arch, the current CUDA device. softcap, alibi, sinks: the variants, as for select() (a library
-    whose decode kernels lack them raises FlashjitError, unsupported).
+    select(); without arch, the current CUDA device. softcap, alibi, sinks: the variants, as for select() (the split
+    kernel has each one asked for, the combine kernel the sinks).
     """
     target = _target(arch, sms, gpu)
     name = _dtype_name(dtype)

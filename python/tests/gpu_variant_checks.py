@@ -6,8 +6,7 @@ the output (it was not dropped on the way).
 
 Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine:
     PYTHONPATH=python python3 python/tests/gpu_variant_checks.py
-Decode checks are skipped (pytest) or reported as skipped (main) where the library's decode kernels lack the variants
-(FlashjitError, unsupported)."""
+A forced cluster merge below sm_90 is skipped (pytest) or reported as skipped (main)."""
 import math
 import sys
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from gpu_checks import BF16, FP16, TOLERANCE, DecodeCase, cu_seqlens, decode_inp
 
 
 class Skipped(Exception):
-    """A check that cannot run here (the decode kernels of this library have no variants)."""
+    """A check that cannot run on this GPU."""
 
 
 def alibi_slopes(heads, batch=None, device="cuda"):
@@ -323,20 +322,7 @@ DECODE_VARIANT_CASES = [
 ]
 
 
-def decode_variants_supported():
-    """Whether this library's decode kernels take the variants (else FlashjitError, unsupported)."""
-    try:
-        flashjit.select_decode((1, 1, 8, 64), (1, 256, 8, 64), sinks=True)
-        return True
-    except flashjit.FlashjitError as e:
-        if "decode kernels have no variants" in str(e):
-            return False
-        raise
-
-
 def check_decode_variant_case(case):
-    if not decode_variants_supported():
-        raise Skipped("this library's decode kernels have no variants yet")
     c = case.base
     if c.split_merge == "cluster" and torch.cuda.get_device_capability()[0] < 9:
         raise Skipped("a cluster merge needs sm_90")
@@ -374,8 +360,6 @@ def expect_decode(q, o, lse, per_seq, window_left, softcap, kwargs, dtype, what)
 def check_decode_sinks_rows_without_keys():
     """A sequence shorter than q_len: its first new tokens sit before the first key and see none (O = 0, LSE = the
     sink's logit); the others as usual; with a forced split too."""
-    if not decode_variants_supported():
-        raise Skipped("this library's decode kernels have no variants yet")
     for num_splits in (0, 3):
         c = DecodeCase((2, 700), 4, 16, 2, 128, BF16, num_splits=num_splits)
         q, k, v, lens, table, per_seq = decode_inputs(c)
@@ -388,8 +372,6 @@ def check_decode_sinks_rows_without_keys():
 
 def check_flash_attn_with_kvcache_sinks():
     """flash_attn_with_kvcache's learnable_sink and softcap reach decode."""
-    if not decode_variants_supported():
-        raise Skipped("this library's decode kernels have no variants yet")
     c = DecodeCase((500, 1000), 1, 64, 8, 64, BF16)
     q, k, v, lens, table, per_seq = decode_inputs(c)
     sinks = sink_logits(64)

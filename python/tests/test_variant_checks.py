@@ -221,12 +221,13 @@ def test_precompile_names_the_variant_kernel():
 
 
 def test_select_decode_takes_the_variants():
-    try:
-        chosen = flashjit.select_decode((1, 1, 64, 64), (1, 8192, 8, 64), sinks=True, arch="sm_90a")
-    except flashjit.FlashjitError as e:  # a library whose decode kernels lack the variants
-        assert "decode with sinks" in str(e) and e.status == _abi.ERROR_UNSUPPORTED
-    else:
-        assert chosen["split"].get("sinks") is True
+    # gpt-oss-shaped: one sequence over 8k keys splits on 132 SMs; the sinks join where the splits merge.
+    chosen = flashjit.select_decode((1, 1, 64, 64), (1, 8192, 8, 64), sinks=True, arch="sm_90a")
+    assert chosen["split"]["sinks"] is True and not {"softcap", "alibi"} & set(chosen["split"])
+    assert chosen["num_splits"] > 1 and chosen["combine"]["sinks"] is True
+    capped = flashjit.select_decode((4, 1, 32, 128), (4, 4096, 8, 128), softcap=True, alibi=True, arch="sm_80", sms=108)
+    assert capped["split"]["softcap"] is True and capped["split"]["alibi"] is True and "sinks" not in capped["split"]
+    assert capped["combine"] is None or "sinks" not in capped["combine"]
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -17,7 +17,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/variant_fields.hpp"
 #include "runtime/settings.hpp"
 
 namespace flashjit::capi {
@@ -296,12 +295,10 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
   if (FLASHJIT_PRESENT(a, split_merge)) p.split_merge = static_cast<SplitMerge>(a.split_merge);  // check()ed
   if (FLASHJIT_PRESENT(a, chunk_size)) p.chunk_size = a.chunk_size;
-  DecodeVariants variants;
-  if (FLASHJIT_PRESENT(a, softcap)) variants.softcap = a.softcap;
-  if (FLASHJIT_PRESENT(a, alibi_slopes)) variants.alibi_slopes = a.alibi_slopes;
-  if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) variants.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
-  if (FLASHJIT_PRESENT(a, sinks)) variants.sinks = a.sinks;
-  FLASHJIT_TRY(set_variants(p, variants));  // the problem's own checks are the runtime's
+  if (FLASHJIT_PRESENT(a, softcap)) p.softcap = a.softcap;
+  if (FLASHJIT_PRESENT(a, alibi_slopes)) p.alibi_slopes = a.alibi_slopes;
+  if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) p.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
+  if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",

@@ -116,7 +116,8 @@ struct Runtime::Impl {
     FLASHJIT_TRY(check(p));
     auto ordinal = Devices::common_device({p.q, "q"}, {{p.o, "o"}, {p.k_cache, "k_cache"}, {p.v_cache, "v_cache"},
                                                        {p.seqlens_k, "seqlens_k"}, {p.page_table, "page_table"},
-                                                       {p.lse, "lse"}, {p.workspace, "workspace"}});
+                                                       {p.lse, "lse"}, {p.workspace, "workspace"},
+                                                       {p.alibi_slopes, "alibi_slopes"}, {p.sinks, "sinks"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     auto found = devices.get(*ordinal);
     if (!found.ok()) return std::move(found).error();

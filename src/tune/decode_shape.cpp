@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "config/variant_fields.hpp"
 #include "dispatch/problem_shape.hpp"
 
 namespace flashjit::tune {
@@ -24,13 +23,10 @@ DecodeProblem to_problem(const DecodeShape& s) {
     p.cache_seqlen = s.seqlen_k;
   }
   p.window_left = s.window_left;
-  // A build whose decode lacks the variants has none to set (sweeps refuse them there: sweep.cpp).
-  static const float stand_in[1] = {0.f};
-  DecodeVariants v;
-  if (s.softcap) v.softcap = dispatch::kShapeSoftcap;
-  if (s.alibi) v.alibi_slopes = stand_in;
-  if (s.sinks) v.sinks = stand_in;
-  (void)set_variants(p, v);
+  static const float stand_in[1] = {0.f};  // the variants' arrays: never read
+  if (s.softcap) p.softcap = dispatch::kShapeSoftcap;
+  if (s.alibi) p.alibi_slopes = stand_in;
+  if (s.sinks) p.sinks = stand_in;
   return p;
 }
 

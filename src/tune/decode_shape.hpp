@@ -21,7 +21,7 @@ struct DecodeShape {
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;     // paged only: a power of two in [1, 256]
   int window_left = -1;  // -1: no sliding window
-  // Variants, as dispatch::ProblemShape's (only where the build's DecodeProblem has them: config/variant_fields.hpp).
+  // Variants, as dispatch::ProblemShape's.
   bool softcap = false;
   bool alibi = false;
   bool sinks = false;

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "common/json_depth.hpp"
-#include "config/variant_fields.hpp"
 #include "flashjit/config.hpp"
 
 namespace flashjit::tune {
@@ -243,11 +242,6 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
                          {"kind", "dtype", "batch", "q_len", "heads_q", "heads_kv", "head_dim", "seqlen_k", "layout",
                           "page_size", "window_left", "softcap", "alibi", "sinks"},
                          where));
-  if (!kDecodeHasVariants)
-    for (const char* field : {"softcap", "alibi", "sinks"})
-      if (entry.contains(field))
-        return at(where + "." + field,
-                  "this build's decode kernels have no variants yet (softcap, alibi and sinks are prefill's)");
   for (const char* required : {"heads_q", "head_dim", "seqlen_k"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
   Axes<DecodeShape> axes{entry, where};

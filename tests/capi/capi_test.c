@@ -795,7 +795,6 @@ static void test_variants(const char* root) {
   flashjit_attention_args a;
   flashjit_decode_args d;
   flashjit_target t = flashjit_target_default();
-  int status;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   snprintf(dir, sizeof dir, "%s/cache", root);
@@ -894,14 +893,21 @@ static void test_variants(const char* root) {
            "compile of a variant config: the name has _alibi");
   }
 
-  /* Decode: the fields are read (a build whose decode kernels lack variants refuses them as unsupported, naming
-   * them); an older caller's struct_size ends at chunk_size. */
+  /* Decode: the fields are read (bad values named) and reach the plan: the split kernel has the variants, the
+   * combine kernel the sinks; an older caller's struct_size ends at chunk_size. */
   d = fake_decode();
   d.sinks = (const float*)0x70000;
-  status = flashjit_decode(rt, &d);
-  expect(failed_at_device(status) ||
-             (status == FLASHJIT_ERROR_UNSUPPORTED && contains(flashjit_last_error(), "decode with sinks")),
-         "decode with sinks: run, or refused as unsupported");
+  d.alibi_slopes = (const float*)0x70100;
+  d.softcap = 30.f;
+  expect(failed_at_device(flashjit_decode(rt, &d)), "decode with every variant on fake pointers");
+  d.sinks = (const float*)0x70002;
+  expect(flashjit_decode(rt, &d) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "sinks must be 4-byte aligned"),
+         "decode with misaligned sinks");
+  d.sinks = NULL;
+  d.softcap = -2.f;
+  expect(flashjit_decode(rt, &d) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "softcap"),
+         "decode with a negative softcap names softcap");
   d = fake_decode();
   d.softcap = -1.f;
   d.alibi_slopes = (const float*)0x1;
@@ -911,12 +917,15 @@ static void test_variants(const char* root) {
   d = flashjit_decode_args_default();
   d.batch = 1, d.q_len = 1, d.heads_q = 64, d.heads_kv = 8, d.head_dim = 64, d.max_seqlen_k = 8192;
   d.sinks = (const float*)0x100;
-  {
-    const int64_t n = flashjit_select_decode(rt, &d, &t, text, sizeof text);
-    expect((n > 0 && contains(text, "sinks")) ||
-               (n == -FLASHJIT_ERROR_UNSUPPORTED && contains(flashjit_last_error(), "decode with sinks")),
-           "select_decode with sinks: the split kernel has them, or decode refuses them");
-  }
+  d.alibi_slopes = (const float*)0x200;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 && contains(text, "\"alibi\":true") &&
+             contains(text, "\"sinks\":true") && !contains(text, "softcap") && contains(text, "\"combine\":{") &&
+             !contains(text, "\"num_splits\":1,"),
+         "select_decode: B1 over 8k keys splits, the split kernel with ALiBi and sinks, the combine kernel with sinks");
+  d.sinks = NULL;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 && contains(text, "\"alibi\":true") &&
+             !contains(text, "sinks"),
+         "select_decode: ALiBi alone, no sinks in either kernel");
   flashjit_runtime_destroy(rt);
 }
 

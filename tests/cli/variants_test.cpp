@@ -1,13 +1,12 @@
-// The variants through the CLI: `select --softcap/--alibi/--sinks` names the variant kernel (prefill; decode where
-// the build's decode kernels have them), `precompile` compiles a sweep's variant kernels, `emit` and `compile` take
-// the config fields (softcap=true ...). No GPU needed.
+// The variants through the CLI: `select --softcap/--alibi/--sinks` names the variant kernels (prefill, and decode's
+// split and combine kernels), `precompile` compiles a sweep's variant kernels, `emit` takes the config fields
+// (sinks=true ...). No GPU needed.
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/cli_runner.hpp"
-#include "config/variant_fields.hpp"
 
 using flashjit::test::Cli;
 using flashjit::test::CliResult;
@@ -52,16 +51,20 @@ TEST_CASE("cli variants: select names the variant kernel", "[cli][select][varian
   CHECK(negative.code == 2);
   CHECK(negative.has("--softcap"));
 
-  auto decode = cli("select --json --decode --heads-q 64 --heads-kv 8 --head-dim 64 --seqlen-k 8192 --sinks", "", true);
-  if (flashjit::kDecodeHasVariants) {
-    CHECK(decode.code == 0);
-    CHECK(parsed(decode)["problem"]["sinks"] == true);
-  } else {
-    auto refused = cli("select --decode --heads-q 64 --heads-kv 8 --head-dim 64 --seqlen-k 8192 --sinks");
-    INFO(refused);
-    CHECK(refused.code == 2);
-    CHECK(refused.has("decode with sinks: this build's decode kernels have no variants yet"));
-  }
+  // Decode, gpt-oss-shaped: one sequence over 8k keys splits on 132 SMs; the sinks join where the splits merge.
+  auto decode = cli("select --json --decode --batch 1 --heads-q 64 --heads-kv 8 --head-dim 64 --seqlen-k 8192 --sinks "
+                    "--softcap 30",
+                    "", true);
+  CHECK(decode.code == 0);
+  const json d = parsed(decode);
+  CHECK(d["problem"]["sinks"] == true);
+  CHECK(d["problem"]["softcap"] == true);
+  CHECK_FALSE(d["problem"].contains("alibi"));
+  CHECK(d["split_kernel"]["config"]["sinks"] == true);
+  CHECK(d["split_kernel"]["config"]["softcap"] == true);
+  CHECK(d["split_kernel"]["name"].get<std::string>().find("_softcap_sinks_sm90a") != std::string::npos);
+  REQUIRE(d["num_splits"].get<int>() > 1);
+  CHECK(d["combine_kernel"]["config"]["sinks"] == true);
 }
 
 TEST_CASE("cli variants: precompile compiles a sweep's variant kernels", "[cli][precompile][variants]") {

@@ -1,12 +1,12 @@
 // The variants (softcap, ALiBi, sinks) in the layers that name problems by their shapes: sweep entries (values,
 // lists, errors), ProblemShape's JSON, description and problem, the autotuner's candidates and reference kernel, the
-// precompile plan, and decode entries (refused while the build's decode kernels have no variants).
+// precompile plan, and decode entries (their split and combine kernels).
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "config/variant_fields.hpp"
+#include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "dispatch/problem_shape.hpp"
 #include "support/catch.hpp"
@@ -139,29 +139,28 @@ TEST_CASE("variants: decode sweep entries", "[tune][sweep][variants][decode]") {
   const std::string entry =
       R"({"problems": [{"kind": "decode", "heads_q": 64, "heads_kv": 8, "head_dim": 64, "seqlen_k": 8192, "sinks": true}]})";
   auto sweep = parse_sweep(entry, "d.json");
-  if (!flashjit::kDecodeHasVariants) {
-    REQUIRE_FALSE(sweep.ok());
-    CHECK(contains(sweep.error().message, "problems[0].sinks: this build's decode kernels have no variants yet"));
-    return;
-  }
   REQUIRE(sweep.ok());
   REQUIRE(sweep->decode.size() == 1);
-  CHECK(sweep->decode[0].sinks);
-  CHECK(flashjit::variants_of(to_problem(sweep->decode[0])).sinks != nullptr);
-  CHECK(describe(sweep->decode[0]) == "decode bf16 B1 q1 Sk8192 H64/8 D64 contiguous sinks");
-}
+  const auto& shape = sweep->decode[0];
+  CHECK((shape.sinks && !shape.softcap && !shape.alibi));
+  const flashjit::DecodeProblem p = to_problem(shape);
+  CHECK((p.sinks != nullptr && p.alibi_slopes == nullptr && p.softcap == 0.f));
+  CHECK(describe(shape) == "decode bf16 B1 q1 Sk8192 H64/8 D64 contiguous sinks");
 
-TEST_CASE("variants: set_variants on a decode problem", "[config][variants][decode]") {
-  flashjit::DecodeProblem p;
-  CHECK(set_variants(p, {}).ok());
-  const float slopes[1] = {0.5f};
-  const auto st = set_variants(p, {30.f, slopes, 0, nullptr});
-  if (flashjit::kDecodeHasVariants) {
-    CHECK(st.ok());
-    CHECK(flashjit::variants_of(p).alibi_slopes == slopes);
-  } else {
-    REQUIRE_FALSE(st.ok());
-    CHECK(st.error().code == flashjit::ErrorCode::unsupported);
-    CHECK(contains(st.error().message, "decode with softcap, alibi_slopes: this build's decode kernels have no variants"));
-  }
+  // One sequence over 8k keys splits on 132 SMs: the split and the combine kernel both have the sinks.
+  const auto plan = flashjit::tune::precompile_plan(*sweep, {kSm90a}, {}, false);
+  REQUIRE_FALSE(plan.decode.empty());
+  for (const auto& c : plan.decode) CHECK((c.sinks && !c.softcap && !c.alibi));
+  REQUIRE(plan.combine.size() == 1);
+  CHECK(plan.combine[0].sinks);
+  CHECK(plan.decode[0] == flashjit::dispatch::plan_decode(p, kSm90a, 132).split);
+
+  auto capped = parse_sweep(R"({"problems": [{"kind": "decode", "heads_q": 8, "head_dim": 64, "seqlen_k": 1024,
+                                              "softcap": [false, 30], "alibi": true}]})", "d.json");
+  REQUIRE(capped.ok());
+  REQUIRE(capped->decode.size() == 2);
+  CHECK((!capped->decode[0].softcap && capped->decode[1].softcap && capped->decode[1].alibi));
+  CHECK(contains(error_of(R"({"problems": [{"kind": "decode", "heads_q": 8, "head_dim": 64, "seqlen_k": 1024,
+                                            "sinks": 1}]})"),
+                 "problems[0].sinks: expected true or false, got 1"));
 }

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "config/variant_fields.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "dispatch/tuned_table.hpp"
@@ -73,9 +72,9 @@ int select_decode(const SelectArgs& args, const Arch& arch, Output& out) {
     p.layout = KvLayout::paged, p.page_size = args.page_size;
     p.max_pages_per_seq = (a.seqlen_k + args.page_size - 1) / args.page_size;
   }
-  if (Status st = set_variants(p, {args.softcap, args.alibi ? kStandIn : nullptr, 0, args.sinks ? kStandIn : nullptr});
-      !st.ok())
-    return report_input(st.error());
+  p.softcap = args.softcap;
+  if (args.alibi) p.alibi_slopes = kStandIn;
+  if (args.sinks) p.sinks = kStandIn;
   // The shape checks check(DecodeProblem) makes on the fields given here (it also wants the tensors).
   std::vector<std::string> issues;
   if (args.q_len < 1 || args.q_len > kMaxDecodeQueryLen)
@@ -107,9 +106,8 @@ int select_decode(const SelectArgs& args, const Arch& arch, Output& out) {
                            {"seqlen_k", p.max_seqlen_k}, {"heads_q", p.heads_q}, {"heads_kv", p.heads_kv},
                            {"head_dim", p.head_dim}, {"page_size", p.page_size}, {"window_left", p.window_left},
                            {"chunk_size", p.chunk_size}};
-  const DecodeVariants variants = variants_of(p);
-  for (auto [field, on] : {std::pair{"softcap", variants.softcap > 0.f}, {"alibi", variants.alibi_slopes != nullptr},
-                           {"sinks", variants.sinks != nullptr}})
+  for (auto [field, on] : {std::pair{"softcap", p.softcap > 0.f}, {"alibi", p.alibi_slopes != nullptr},
+                           {"sinks", p.sinks != nullptr}})
     if (on) out.data()["problem"][field] = true;
   out.data()["arch"] = arch.to_string();
   out.data()["sms"] = args.sms;
