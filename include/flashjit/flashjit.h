@@ -120,7 +120,7 @@ typedef struct flashjit_strides {
 /* One attention forward: O = softmax(Q·Kᵀ·scale + mask)·V, per (batch, query head). Tensors are BSHD with
  * the last dimension contiguous: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o like q; lse (optional)
  * [B, Hq, Sq] float32 contiguous. Device pointers, 16-byte aligned; GQA when Hkv divides Hq. Ragged batches
- * of packed sequences: cu_seqlens_q / cu_seqlens_k (last fields). */
+ * of packed sequences: cu_seqlens_q / cu_seqlens_k; the variants (softcap, ALiBi, sinks): the last fields. */
 typedef struct flashjit_attention_args {
   size_t struct_size; /* sizeof(flashjit_attention_args) */
   const void* q;
