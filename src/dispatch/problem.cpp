@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "dispatch/variant_check.hpp"
@@ -43,11 +44,20 @@ std::int64_t visible_keys(const AttentionProblem& p, std::int64_t i) {
 
 const char* to_string(Alignment a) { return a == Alignment::top_left ? "top_left" : "bottom_right"; }
 
+// The strides are resolved before check() has looked at the dimensions: a product past int64 (only shapes that
+// check() refuses reach one: seqlen, heads and head_dim up to 2^31 each) saturates instead of overflowing, and
+// check() reports the stride along with the dimensions.
+static std::int64_t saturating_product(std::int64_t a, std::int64_t b, std::int64_t c) {
+  const __int128 v = static_cast<__int128>(a) * b * c;  // |v| < 2^96
+  constexpr std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  return v > hi ? hi : v < lo ? lo : static_cast<std::int64_t>(v);
+}
+
 Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim) {
   Strides r = s;
   if (r.head == 0) r.head = head_dim;
-  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;
-  if (r.batch == 0) r.batch = static_cast<std::int64_t>(seqlen) * heads * head_dim;
+  if (r.seq == 0) r.seq = static_cast<std::int64_t>(heads) * head_dim;  // |heads * head_dim| < 2^62
+  if (r.batch == 0) r.batch = saturating_product(seqlen, heads, head_dim);
   return r;
 }
 

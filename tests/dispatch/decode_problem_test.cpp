@@ -1,6 +1,7 @@
 // Tests of check(DecodeProblem) (no device: fake pointer values, never dereferenced): valid contiguous and
 // paged problems, then one error per field, each message naming it.
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "flashjit/decode.hpp"
@@ -97,6 +98,19 @@ TEST_CASE("decode problem: variants (softcap, alibi_slopes, sinks)", "[dispatch]
   p.sinks = nullptr;
   p.alibi_slopes = nullptr;
   require_invalid(p, "alibi_slopes_batch_stride (32) is set but alibi_slopes is null");
+}
+
+// The fuzz run (UBSan): q_len * heads_q * head_dim of out-of-range values overflowed int64 while the default
+// strides were resolved, before the dimensions were refused.
+TEST_CASE("decode problem: dimensions whose default strides pass int64 are refused, not overflowed", "[dispatch][decode]") {
+  DecodeProblem p = contiguous();
+  p.q_len = std::numeric_limits<int>::max(), p.heads_q = std::numeric_limits<int>::max() - 1;
+  p.head_dim = 3682427;
+  require_invalid(p, "q_len must be in [1, 16]");
+  require_invalid(p, "head_dim must be a multiple of 16");
+  p = contiguous(), p.max_seqlen_k = std::numeric_limits<int>::max(), p.heads_kv = std::numeric_limits<int>::max();
+  p.head_dim = std::numeric_limits<int>::max();
+  require_invalid(p, "max_seqlen_k must be in [1, 2^30]");
 }
 
 TEST_CASE("decode problem: each error names its field", "[dispatch][decode]") {

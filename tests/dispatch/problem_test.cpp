@@ -612,3 +612,16 @@ TEST_CASE("problem check: strides that put a tensor past the address space are r
   p.v_strides.batch = std::int64_t(1) << 36;
   CHECK(check(p).ok());
 }
+
+// The fuzz run (UBSan): contiguous strides are resolved before check() looks at the dimensions, and
+// seqlen * heads * head_dim of dimensions up to INT_MAX overflowed int64. It saturates; check() refuses the shape.
+TEST_CASE("resolved strides: a contiguous batch stride past int64 saturates", "[dispatch]") {
+  constexpr int big = std::numeric_limits<int>::max();
+  CHECK(flashjit::contiguous_bshd({}, big, big, big).batch == std::numeric_limits<std::int64_t>::max());
+  CHECK(flashjit::contiguous_bshd({}, big, big, big).seq == std::int64_t(big) * big);
+  CHECK(flashjit::contiguous_bshd({}, big, -big, big).batch == std::numeric_limits<std::int64_t>::min());
+  CHECK(flashjit::contiguous_bshd({}, 1 << 20, 1 << 20, 1 << 20).batch == std::int64_t(1) << 60);  // exact below
+  AttentionProblem p = valid_problem();
+  p.seqlen_q = big, p.heads_q = 65535, p.head_dim = big;
+  require_invalid(p, "head_dim must be a multiple of 8");
+}
