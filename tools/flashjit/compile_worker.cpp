@@ -29,7 +29,10 @@ void inject_worker_fault(const std::string& name) {
     if (colon == std::string_view::npos || colon + 1 == item.size()) continue;
     if (name.find(item.substr(colon + 1)) == std::string::npos) continue;
     const std::string_view kind = item.substr(0, colon);
-    if (kind == "crash") std::raise(SIGSEGV);
+    if (kind == "crash") {  // killed by SIGSEGV, whatever handler is installed (ASan's exits with status 1)
+      std::signal(SIGSEGV, SIG_DFL);
+      std::raise(SIGSEGV);
+    }
     if (kind == "hang")
       for (;;) ::pause();
   }
