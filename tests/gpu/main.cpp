@@ -1,14 +1,8 @@
 // GPU test executable: exits 77 (CTest "skipped") when no CUDA device is usable.
 #include <cstdio>
 
-#if __has_include(<catch2/catch_session.hpp>)
-#include <catch2/catch_session.hpp>
-#else
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-#endif
-
 #include "cuda/driver.hpp"
+#include "support/catch_session.hpp"
 
 int main(int argc, char** argv) {
   auto count = flashjit::cuda::device_count();
@@ -17,5 +11,5 @@ int main(int argc, char** argv) {
                 count.ok() ? "no CUDA device found" : count.error().to_string().c_str());
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return flashjit::test::run_catch_session(argc, argv);
 }

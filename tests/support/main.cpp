@@ -1,8 +1,4 @@
-#if __has_include(<catch2/catch_session.hpp>)
-#include <catch2/catch_session.hpp>
-#else
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-#endif
+// The CPU test executable's main(): Catch2's session (support/catch_session.cpp), v2 or v3.
+#include "support/catch_session.hpp"
 
-int main(int argc, char** argv) { return Catch::Session().run(argc, argv); }
+int main(int argc, char** argv) { return flashjit::test::run_catch_session(argc, argv); }
