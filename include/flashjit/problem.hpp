@@ -117,7 +117,8 @@ struct AttentionProblem {
   bool varlen() const { return cu_seqlens_q != nullptr || cu_seqlens_k != nullptr; }
 };
 
-// `s` with each zero replaced by the stride of a contiguous [batch, seqlen, heads, head_dim] tensor.
+// `s` with each zero replaced by the stride of a contiguous [batch, seqlen, heads, head_dim] tensor (a batch
+// stride past int64, of dimensions check() refuses, saturates to INT64_MAX or INT64_MIN).
 Strides contiguous_bshd(const Strides& s, int seqlen, int heads, int head_dim);
 
 // The strides with zeros replaced by contiguous-BSHD values (for a varlen problem: contiguous
