@@ -144,15 +144,15 @@ VARIANT_CASES += [VariantCase(**{**c.__dict__, "config": algorithm}) for algorit
                   for c in VARIANT_CASES[:1] + VARIANT_CASES[3:4] + VARIANT_CASES[5:7]]
 
 
-def variant_arguments(case, batch, device="cuda"):
-    """attention()'s variant keywords of a case."""
+def variant_arguments(case, batch, heads_q, device="cuda"):
+    """attention()'s and decode()'s variant keywords of a case."""
     kwargs = {}
     if case.softcap:
         kwargs["softcap"] = case.softcap
     if case.alibi:
-        kwargs["alibi_slopes"] = alibi_slopes(case.heads_q, batch if case.alibi == "batch" else None, device)
+        kwargs["alibi_slopes"] = alibi_slopes(heads_q, batch if case.alibi == "batch" else None, device)
     if case.sinks:
-        kwargs["sinks"] = sink_logits(case.heads_q, device)
+        kwargs["sinks"] = sink_logits(heads_q, device)
     return kwargs
 
 
@@ -162,7 +162,7 @@ def check_variant_case(case):
     q = q.to(case.dtype)
     k = torch.randn(case.batch, case.seqlen_k, case.heads_kv, case.head_dim, device="cuda", dtype=case.dtype)
     v = torch.randn_like(k)
-    kwargs = variant_arguments(case, case.batch)
+    kwargs = variant_arguments(case, case.batch, case.heads_q)
     config = {"algorithm": case.config} if case.config else None
     o, lse = flashjit.attention(q, k, v, causal=case.causal, window_size=case.window, return_lse=True, config=config,
                                 **kwargs)
@@ -266,7 +266,7 @@ def check_varlen_variant_case(case):
     k = torch.randn(tk, case.heads_kv, case.head_dim, device="cuda", dtype=case.dtype)
     v = torch.randn_like(k)
     batch = len(case.lens_q)
-    kwargs = variant_arguments(case, batch)
+    kwargs = variant_arguments(case, batch, case.heads_q)
     config = {"algorithm": case.config} if case.config else None
     o, lse = flashjit.attention_varlen(q, k, v, cu_seqlens(case.lens_q), cu_seqlens(case.lens_k), max(case.lens_q),
                                        max(case.lens_k), causal=case.causal, window_size=case.window, return_lse=True,
@@ -329,7 +329,7 @@ def check_decode_variant_case(case):
     q, k, v, lens, table, per_seq = decode_inputs(c)
     if case.softcap:
         q = (q.float() * 4).to(c.dtype)
-    kwargs = variant_arguments(case, q.shape[0])
+    kwargs = variant_arguments(case, q.shape[0], c.heads_q)
     o, lse = flashjit.decode(q, k, v, lens, page_table=table, window_size=(c.window_left, 0), return_lse=True,
                              num_splits=c.num_splits, split_merge=c.split_merge, **kwargs)
     assert o.shape == q.shape and lse.shape == (q.shape[0], c.heads_q, c.q_len)

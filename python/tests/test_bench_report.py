@@ -41,6 +41,22 @@ def test_sweeps():
     assert all(s["seqlen_q"] == 16384 and s["heads_q"] * s["head_dim"] == 2048 for s in grid)
 
 
+def test_variant_sweep():
+    shapes = report.variant_sweep()
+    variants = [s for s in shapes if report.has_variant(s)]
+    plain = [s for s in shapes if not report.has_variant(s)]
+    # every variant case runs next to the same shape without it, in the same process
+    strip = lambda s: {k: v for k, v in s.items() if k not in ("softcap", "alibi", "sinks")}  # noqa: E731
+    assert all(strip(s) in plain for s in variants)
+    assert {report.label(s) for s in variants} >= {"B1 S8192 H32/8 D128 causal softcap 50",
+                                                   "B1 S8192 H64/8 D64 window 128 sinks",
+                                                   "B1 S8192 H32/8 D128 causal alibi"}
+    # a variant costs no extra FLOPs in the count
+    assert all(report.attention_flops(s) == report.attention_flops(strip(s)) for s in variants)
+    assert "softcap" not in report.shape(1, 8, 8, 1, 1, 64, False) and report.shape(1, 8, 8, 1, 1, 64, False,
+                                                                                   sinks=True)["sinks"]
+
+
 def test_timing_method_and_rotation():
     small = report.shape(1, 128, 128, 32, 8, 128, causal=False)
     method, calls = report.timing_method(report.attention_flops(small))

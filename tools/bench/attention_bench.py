@@ -5,11 +5,12 @@ from --flex-min-seqlen on, to bound compile time). The decode sweep times flashj
 paged KV caches) against SDPA's cuDNN and flash backends on the same data, in GB/s of the K/V bytes read.
 CUDA events, warm-up, medians, input sets rotated past the L2; short kernels are timed as CUDA-graph replays
 of many calls so that launch latency is not what is measured (each row says how it was timed). flashjit's
-output is checked against cuDNN's before timing. The ceilings (bf16 matmul 8192³, 2 GiB device copy) are
+output is checked against cuDNN's before timing. The variants sweep (softcap, ALiBi, sinks) has FA4 (softcap,
+learnable sinks) and FlexAttention (softcap and ALiBi as a score_mod) for peers; SDPA has none. The ceilings (bf16 matmul 8192³, 2 GiB device copy) are
 measured in the same run.
 
 usage: PYTHONPATH=python python3 tools/bench/attention_bench.py --outdir OUT [--sweep llama3] [--sweep fa3]
-       [--sweep decode]
+       [--sweep variants] [--sweep decode]
 Writes OUT/SWEEP.json, OUT/SWEEP.md and OUT/SWEEP.png per sweep.
 """
 import argparse
@@ -161,6 +162,39 @@ def make_sets(s, count):
     return sets
 
 
+def variant_tensors(s):
+    """flashjit.attention's variant keywords of a case: softcap, ALiBi slopes (2^(-8(h+1)/Hq), the ALiBi
+    paper's), sink logits (random, fp32, one per query head)."""
+    kwargs = {}
+    if s.get("softcap"):
+        kwargs["softcap"] = s["softcap"]
+    if s.get("alibi"):
+        h = s["heads_q"]
+        kwargs["alibi_slopes"] = torch.tensor([2.0 ** (-8.0 * (i + 1) / h) for i in range(h)], device="cuda",
+                                              dtype=torch.float32)
+    if s.get("sinks"):
+        kwargs["sinks"] = torch.randn(s["heads_q"], device="cuda", dtype=torch.float32)
+    return kwargs
+
+
+def fa4_variant_kwargs(s, variant):
+    """FA4's keywords for the case's variants (softcap, learnable_sink), or None where it has none of them
+    (ALiBi) or the installed release lacks the keyword."""
+    params = inspect.signature(fa4_function()).parameters
+    out = {}
+    if "alibi_slopes" in variant:
+        return None
+    if "softcap" in variant:
+        if "softcap" not in params:
+            return None
+        out["softcap"] = variant["softcap"]
+    if "sinks" in variant:
+        if "learnable_sink" not in params:
+            return None
+        out["learnable_sink"] = variant["sinks"]
+    return out
+
+
 _flex = None
 
 
@@ -224,15 +258,16 @@ def runners(s, sets, with_flex):
                                        **fa4_varlen_kwargs(s, sets[i % n]))
         return out
     bhsd = [tuple(t[name].transpose(1, 2) for name in "qkv") for t in sets]
+    variant = variant_tensors(s)
     out = {"flashjit": lambda i: flashjit.attention(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"],
-                                                    causal=causal, window_size=window, out=sets[i % n]["o"])}
+                                                    causal=causal, window_size=window, out=sets[i % n]["o"],
+                                                    **variant)}
     fa4 = fa4_function()
-    if fa4 is not None:  # BSHD like flashjit; GQA by head counts
+    fa4_extra = fa4_variant_kwargs(s, variant) if fa4 is not None else None
+    if fa4_extra is not None:  # BSHD like flashjit; GQA by head counts
         if "window" in s:
-            out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal,
-                                       window_size=fa4_window(s))
-        else:
-            out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal)
+            fa4_extra["window_size"] = fa4_window(s)
+        out["fa4"] = lambda i: fa4(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal, **fa4_extra)
 
     def sdpa(backend):
         def run(i):
@@ -240,16 +275,33 @@ def runners(s, sets, with_flex):
                 return F.scaled_dot_product_attention(*bhsd[i % n], is_causal=causal, enable_gqa=gqa)
         return run
 
-    if "window" not in s:
+    if "window" not in s and not report.has_variant(s):
         out["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
         out["torch_flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
         out["torch_efficient"] = sdpa(SDPBackend.EFFICIENT_ATTENTION)
-    if with_flex:
-        out["flex"] = flex_runner(s, bhsd, gqa)
+    if with_flex and not s.get("sinks"):  # FlexAttention has no sinks
+        out["flex"] = flex_runner(s, bhsd, gqa, variant)
     return out
 
 
-def flex_runner(s, bhsd, gqa):
+def flex_score_mod(s, variant):
+    """FlexAttention's score_mod for softcap and ALiBi as flashjit computes them (scores already scaled; the
+    cap first, then -slope·|i + Sk - Sq - j|), or None."""
+    cap, slopes = variant.get("softcap"), variant.get("alibi_slopes")
+    if not cap and slopes is None:
+        return None
+    offset = s["seqlen_k"] - s["seqlen_q"]
+
+    def score_mod(score, b, h, qi, ki):
+        if cap:
+            score = cap * torch.tanh(score / cap)
+        if slopes is not None:
+            score = score - slopes[h] * (qi + offset - ki).abs()
+        return score
+    return score_mod
+
+
+def flex_runner(s, bhsd, gqa, variant=None):
     """FlexAttention, compiled and given its block mask on the first call (so that failures land where the
     timing records them)."""
     state = {}
@@ -270,7 +322,9 @@ def flex_runner(s, bhsd, gqa):
             elif s["causal"]:
                 state["mask"] = create_block_mask(lambda b, h, qi, ki: qi + offset >= ki, None, None, s["seqlen_q"],
                                                   s["seqlen_k"], device="cuda")
-        return state["flex"](*bhsd[i % len(bhsd)], block_mask=state["mask"], enable_gqa=gqa)
+            state["score_mod"] = flex_score_mod(s, variant or {})
+        return state["flex"](*bhsd[i % len(bhsd)], score_mod=state["score_mod"], block_mask=state["mask"],
+                             enable_gqa=gqa)
     return run
 
 
@@ -299,7 +353,8 @@ def flashjit_kernel_name(s, t):
         k_shape = (s["batch"], s["seqlen_k"], s["heads_kv"], s["head_dim"])
         c = flashjit.select(q_shape, k_shape, dtype=s["dtype"], causal=s["causal"],
                             window_size=tuple(s.get("window", (-1, -1))), varlen="lengths" in s,
-                            head_dim_v=s.get("head_dim_v", 0))
+                            head_dim_v=s.get("head_dim_v", 0), softcap=s.get("softcap", 0.0),
+                            alibi=bool(s.get("alibi")), sinks=bool(s.get("sinks")))
         warps = f"wg{c['consumer_warpgroups']}" if "consumer_warpgroups" in c else f"w{c.get('warps')}"
         return (f"{c['algorithm']} bm{c['block_m']} bn{c['block_n']} s{c['stages']} {warps}"
                 + (" persistent" if c.get("scheduler") == "persistent" else ""))
@@ -497,7 +552,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outdir", required=True)
     parser.add_argument("--sweep", action="append", choices=sorted(report.SWEEPS),
-                        help="llama3, fa3, headdims, windows, ragged, decode, decode-batches, decode-short and/or "
+                        help="llama3, fa3, headdims, windows, ragged, variants, decode, decode-batches, decode-short and/or "
                              "decode-small (repeatable; default: all)")
     parser.add_argument("--seqlens", type=lambda t: [int(x) for x in t.split(",")],
                         help="llama3 sequence lengths (comma-separated; default: the full sweep)")

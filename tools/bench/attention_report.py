@@ -15,9 +15,10 @@ LABELS = {"flashjit": "flashjit", "fa4": "FA4", "cudnn": "cuDNN", "torch_flash":
 
 
 def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype="bf16", head_dim_v=None,
-          window=None, lengths=None):
+          window=None, lengths=None, softcap=0.0, alibi=False, sinks=False):
     """One prefill case. Optional: head_dim_v (V's and O's head dim when it differs), window (left, right) of a
-    sliding window, lengths (a ragged batch: the query = key length of each sequence, packed back to back)."""
+    sliding window, lengths (a ragged batch: the query = key length of each sequence, packed back to back);
+    variants: softcap (the cap), alibi (one slope per query head), sinks (one logit per query head)."""
     s = {"batch": batch, "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "heads_q": heads_q, "heads_kv": heads_kv,
          "head_dim": head_dim, "causal": causal, "dtype": dtype}
     if head_dim_v is not None and head_dim_v != head_dim:
@@ -26,7 +27,17 @@ def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype=
         s["window"] = list(window)
     if lengths is not None:
         s.update(lengths=list(lengths), batch=len(lengths), seqlen_q=max(lengths), seqlen_k=max(lengths))
+    if softcap:
+        s["softcap"] = float(softcap)
+    if alibi:
+        s["alibi"] = True
+    if sinks:
+        s["sinks"] = True
     return s
+
+
+def has_variant(s):
+    return bool(s.get("softcap") or s.get("alibi") or s.get("sinks"))
 
 
 def head_dim_v(s):
@@ -64,6 +75,27 @@ def window_sweep():
     return [shape(1, 8192, 8192, 64, 8, 64, False, window=(128, 0)),
             shape(1, 8192, 8192, 32, 8, 128, False, window=(512, 0)),
             shape(1, 16384, 16384, 32, 8, 128, False, window=(4096, 0))]
+
+
+def variant_sweep():
+    """Variants, each next to the same shape without it: softcap 50 on llama3 (GQA 32/8 d128 S 8192, causal and
+    not) and on Gemma 2's d256 H16/8; gpt-oss's learnable sinks (d64 H64/8 S 8192, causal and window 128);
+    ALiBi on llama3 causal."""
+    llama3 = dict(batch=1, seqlen_q=8192, seqlen_k=8192, heads_q=32, heads_kv=8, head_dim=128)
+    gemma2 = dict(batch=1, seqlen_q=8192, seqlen_k=8192, heads_q=16, heads_kv=8, head_dim=256)
+    gpt_oss = dict(batch=1, seqlen_q=8192, seqlen_k=8192, heads_q=64, heads_kv=8, head_dim=64)
+    shapes = []
+    for base, variant in ((dict(llama3, causal=True), dict(softcap=50.0)),
+                          (dict(llama3, causal=False), dict(softcap=50.0)),
+                          (dict(gemma2, causal=True), dict(softcap=50.0)),
+                          (dict(gpt_oss, causal=True), dict(sinks=True)),
+                          (dict(gpt_oss, causal=False, window=(128, 0)), dict(sinks=True)),
+                          (dict(llama3, causal=True), dict(alibi=True))):
+        plain = shape(**base)
+        if plain not in shapes:
+            shapes.append(plain)
+        shapes.append(shape(**base, **variant))
+    return shapes
 
 
 RAGGED_MIXED = [17, 8000, 523, 3100, 64, 1999, 4700, 250]  # 8 sequences of 17-8000 tokens
@@ -130,7 +162,7 @@ def decode_small_sweep():
 
 
 SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "headdims": head_dim_sweep, "windows": window_sweep,
-          "ragged": ragged_sweep, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
+          "ragged": ragged_sweep, "variants": variant_sweep, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
           "decode-short": decode_short_sweep, "decode-small": decode_small_sweep}
 
 
@@ -212,6 +244,11 @@ def decode_label(s):
     return f"B{s['batch']} Sk{s['seqlen_k']}{q_len} H{s['heads_q']}/{s['heads_kv']} D{s['head_dim']}{layout}"
 
 
+def variant_label(s):
+    return ((f" softcap {s['softcap']:g}" if s.get("softcap") else "") + (" alibi" if s.get("alibi") else "")
+            + (" sinks" if s.get("sinks") else ""))
+
+
 def label(s):
     if s.get("kind") == "decode":
         return decode_label(s)
@@ -222,9 +259,9 @@ def label(s):
     if "lengths" in s:
         n = s["lengths"]
         seqs = f"{len(n)}x{n[0]}" if len(set(n)) == 1 else f"{len(n)} seqs {min(n)}-{max(n)}"
-        return f"ragged {seqs} H{s['heads_q']}/{s['heads_kv']} {dims} {mask}"
+        return f"ragged {seqs} H{s['heads_q']}/{s['heads_kv']} {dims} {mask}" + variant_label(s)
     return (f"B{s['batch']} S{s['seqlen_q']}" + (f"/{s['seqlen_k']}" if s["seqlen_k"] != s["seqlen_q"] else "") +
-            f" H{s['heads_q']}/{s['heads_kv']} {dims} {mask}")
+            f" H{s['heads_q']}/{s['heads_kv']} {dims} {mask}" + variant_label(s))
 
 
 def tflops_of(result):
@@ -464,7 +501,7 @@ def plot(sweep, rows, ceilings, path):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    if sweep in ("headdims", "windows", "ragged"):
+    if sweep in ("headdims", "windows", "ragged", "variants"):
         return plot_bars(sweep, rows, path)
     by_x = "seqlen_q" if len({row["shape"]["seqlen_q"] for row in rows}) > 1 else "head_dim"
     panels = [("full", False), ("causal", True)]
