@@ -101,14 +101,18 @@ KernelConfig fa3_config(const AttentionProblem& p, const Arch& arch) {
   constexpr long long kHalfSms = 66;
   const long long ctas = 1LL * ((p.seqlen_q + 127) / 128) * p.heads_q * p.batch;
   // Short sliding windows (a span of at most 256 keys): most key tiles of a query tile are cut by the window,
-  // and the work per tile is short; two warpgroups on 64-key tiles, persistent, waste the fewest masked pairs
-  // and overlap one tile's epilogue with the next one's loads. H200, 2026-12-01, S 8192: window 128 at d64
-  // H64/8 59 TFLOP/s against 42 for the 192-row tiles on the grid (and 53 with 128-key tiles).
+  // and the work per tile is short; 64-key tiles, persistent, waste the fewest masked pairs and overlap one
+  // tile's epilogue with the next one's loads. H200, 2026-12-01, S 8192: window 128 at d64 H64/8 59 TFLOP/s
+  // with two warpgroups against 42 for the 192-row tiles on the grid (and 53 with 128-key tiles). Up to d64,
+  // three warpgroups, each computing only the key tiles of its own rows (fa3/consumer.cuh): 65 against 58-59
+  // for two warpgroups (2026-12-02, one process; 67 in four stages, within the noise and not yet checked
+  // against float64 on the GPU, so two stages, the tested kernel).
   const int widest = std::max(p.head_dim, value_head_dim(p));
   if (p.mask == MaskKind::sliding_window && p.window_left >= 0 && p.window_right >= 0 &&
       p.window_left + p.window_right <= 256 && widest <= 128) {
     KernelConfig narrow = c;
     narrow.block_m = 128, narrow.consumer_warpgroups = 2, narrow.block_n = 64, narrow.scheduler = Scheduler::persistent;
+    if (widest <= 64) narrow.block_m = 192, narrow.consumer_warpgroups = 3;
     if (validate(narrow).empty()) return narrow;
   }
   if (p.head_dim > 64 && widest <= 128 && ctas < kHalfSms) {

@@ -236,6 +236,30 @@ TEST_CASE("nvrtc: the FA3 heuristic at every head dim and head_dim_v compiles wi
   }
 }
 
+// The short-window tiles fa3_config takes (fa3/consumer.cuh's per-warpgroup key tiles with three warpgroups up
+// to d64, two warpgroups up to d128) at every head dim they reach, persistent, with and without every variant.
+TEST_CASE("nvrtc: fa3_config's short-window kernels compile without spills", "[compile]") {
+  std::vector<KernelConfig> configs;
+  for (int d = 8; d <= 128; d += 8)
+    for (bool variants : {false, true}) {
+      AttentionProblem p;
+      p.dtype = DType::bf16, p.batch = 1, p.seqlen_q = p.seqlen_k = 8192, p.heads_q = 64, p.heads_kv = 8;
+      p.head_dim = d, p.mask = MaskKind::sliding_window, p.window_left = 128, p.window_right = 0;
+      KernelConfig c = flashjit::dispatch::fa3_config(p, kSm90a);
+      c.softcap = c.alibi = c.sinks = variants;
+      configs.push_back(c);
+    }
+  auto outcomes = CompileCache::get().compile_all(configs);
+  REQUIRE(outcomes.size() == configs.size());
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    check_no_spills(*o);
+    INFO(readable_name(o->config));
+    CHECK(o->config.block_n == 64);
+    if (o->result && o->result->ok()) CHECK_FALSE((*o->result)->ptxas.setmaxnreg_ignored);
+  }
+}
+
 // Softcap, ALiBi and sinks together (their union has the most live values) in the kernels choose() picks at
 // the head dims where the tiles sit at a register ceiling (three consumer warpgroups, d256) and d128, causal
 // (the per-element masking on top): no spills, setmaxnreg kept; FA2 on sm_80 and the reference kernel compile.

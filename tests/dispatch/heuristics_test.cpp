@@ -433,6 +433,28 @@ TEST_CASE("fa3_config: 64-row tiles when 128-row tiles fill less than half the S
   CHECK(fa3_config(p, kSm90a) == fa3_heuristic(DType::bf16, 64, MaskKind::causal, kSm90a));
 }
 
+TEST_CASE("fa3_config: short sliding windows take 64-key persistent tiles (three warpgroups up to d64)", "[dispatch]") {
+  using flashjit::dispatch::fa3_config;
+  AttentionProblem p = problem(DType::bf16, 64, MaskKind::sliding_window);
+  p.seqlen_q = p.seqlen_k = 8192;
+  p.window_left = 128, p.window_right = 0;
+  KernelConfig c = fa3_config(p, kSm90a);
+  CHECK(c.block_m == 192);
+  CHECK(c.consumer_warpgroups == 3);
+  CHECK(c.block_n == 64);
+  CHECK(c.scheduler == flashjit::Scheduler::persistent);
+  CHECK(validate(c).empty());
+  p.head_dim = 128;  // up to d128: two warpgroups
+  c = fa3_config(p, kSm90a);
+  CHECK(c.block_m == 128);
+  CHECK(c.consumer_warpgroups == 2);
+  CHECK(c.block_n == 64);
+  CHECK(c.scheduler == flashjit::Scheduler::persistent);
+  CHECK(validate(c).empty());
+  p.head_dim = 64, p.window_left = 512;  // wider windows keep the heuristic's tiles
+  CHECK(fa3_config(p, kSm90a) == fa3_heuristic(DType::bf16, 64, MaskKind::sliding_window, kSm90a));
+}
+
 TEST_CASE("choose: variants are compiled in exactly when the problem has them", "[dispatch][variant]") {
   AttentionProblem p = problem(DType::bf16, 128, MaskKind::causal);
   auto plain = choose(p, kSm90a);

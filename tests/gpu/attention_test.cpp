@@ -97,6 +97,29 @@ TEST_CASE("fa3 heuristic kernels match float64 on every mask, head dim and dtype
   check_heuristic_configs(Algorithm::fa3, dtype, head_dim);
 }
 
+// Sliding windows whose work tiles' warpgroups see different key tiles (fa3/consumer.cuh: each computes only
+// its own, and a warpgroup past the last row or before the first key computes none, yet keeps its turns): the
+// tiles the dispatcher takes for short windows, three warpgroups, grid and persistent, narrow to wide windows,
+// rows before the first key (Sq > Sk) and a last m-block with one warpgroup's rows.
+TEST_CASE("fa3 sliding windows: per-warpgroup key tiles match float64", "[fa3][gpu]") {
+  struct Tiles {
+    int head_dim, consumers, bm, bn, stages;
+  };
+  const Tiles t = GENERATE(Tiles{64, 2, 128, 64, 2}, Tiles{128, 2, 128, 128, 2}, Tiles{64, 3, 192, 64, 2},
+                           Tiles{64, 3, 192, 64, 4}, Tiles{64, 3, 192, 96, 2}, Tiles{40, 3, 192, 64, 3});
+  const Scheduler scheduler = GENERATE(Scheduler::grid, Scheduler::persistent);
+  KernelConfig config = dispatch::fa3_heuristic(DType::bf16, t.head_dim, MaskKind::sliding_window, kSm90a);
+  config.consumer_warpgroups = t.consumers, config.block_m = t.bm, config.block_n = t.bn, config.stages = t.stages;
+  config.scheduler = scheduler;
+  const MaskCase windows[] = {{MaskKind::sliding_window, 128, 0, 0},
+                              {MaskKind::sliding_window, 0, 0, 0},
+                              {MaskKind::sliding_window, 5, 37, 0},
+                              {MaskKind::sliding_window, 200, 64, 0}};
+  const Lengths lengths[] = {{1000, 1000, 8, 1}, {300, 1000, 4, 2}, {1000, 300, 1, 1}, {129, 129, 8, 1}};
+  for (const auto& m : windows)
+    for (const auto& l : lengths) check_against_fp64(make_shape(l, m, DType::bf16, t.head_dim), config);
+}
+
 TEST_CASE("fa2 heuristic kernels match float64 on every mask, head dim and dtype", "[fa2][gpu]") {
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int head_dim = GENERATE(64, 96, 128, 256);

@@ -45,6 +45,7 @@ def main():
         method, calls = report.timing_method(flops)
         sets = bench.make_sets(s, report.rotation_sets(s))
         base = bench.runners(s, sets, False)["flashjit"]
+        variant = bench.variant_tensors(s)
         cells = []
         for config in [None] + configs:
             if config is None:
@@ -61,7 +62,8 @@ def main():
                     def run(i, c=c):
                         x = t[i % len(t)]
                         return flashjit.attention(x["q"], x["k"], x["v"], causal=s["causal"],
-                                                  window_size=tuple(s.get("window", (-1, -1))), out=x["o"], config=c)
+                                                  window_size=tuple(s.get("window", (-1, -1))), out=x["o"], config=c,
+                                                  **variant)
             try:
                 ms, _ = bench.measure(run, method, calls, args)
                 cells.append(flops / (ms * 1e-3) / 1e12)
