@@ -59,6 +59,12 @@ typedef enum flashjit_dtype { FLASHJIT_DTYPE_BF16 = 0, FLASHJIT_DTYPE_FP16 = 1 }
  * j <= i + seqlen_k - seqlen_q. Sliding window: keys in [i' - window_left, i' + window_right] with
  * i' = i + seqlen_k - seqlen_q, -1 = unbounded on that side. Chunked: i' and j in the same chunk of
  * chunk_size keys; chunked causal: that and j <= i'. */
+/* flashjit_attention_args.alignment: where query i sits among the keys when seqlen_q != seqlen_k. */
+typedef enum flashjit_alignment {
+  FLASHJIT_ALIGN_BOTTOM_RIGHT = 0, /* at key i + seqlen_k - seqlen_q (flash-attn's causal) */
+  FLASHJIT_ALIGN_TOP_LEFT = 1      /* at key i (torch SDPA's is_causal) */
+} flashjit_alignment;
+
 typedef enum flashjit_mask {
   FLASHJIT_MASK_NONE = 0,
   FLASHJIT_MASK_CAUSAL = 1,
@@ -178,6 +184,24 @@ typedef struct flashjit_attention_args {
   const float* alibi_slopes;
   int64_t alibi_slopes_batch_stride;
   const float* sinks;
+  /* User snippets: NUL-terminated CUDA C++ source (at most 64 KiB each, read during the call only), compiled into
+   * the kernel; default NULL: none. score_mod defines
+   *   __device__ float score_mod(float score, int batch, int head, int q_idx, int kv_idx,
+   *                              const flashjit::ModContext& ctx)
+   * which rewrites each natural logit (after softcap and ALiBi; return -INFINITY to hide the pair), and mask_mod
+   *   __device__ bool mask_mod(int batch, int head, int q_idx, int kv_idx, const flashjit::ModContext& ctx)
+   * which hides the pairs for which it returns false (on top of the mask). The text is part of the kernel's cache
+   * key; a compile error names the snippet's own lines ("score_mod(3): error: ..."). ctx gives seqlen_q,
+   * seqlen_k and the aux values below: ctx.pointer<T>(i), ctx.scalar(i), ctx.integer(i) (templates/attention/
+   * mod.cuh). */
+  const char* score_mod;
+  const char* mask_mod;
+  const void* aux_pointers[8]; /* device pointers the snippets read */
+  float aux_scalars[8];
+  int64_t aux_integers[8];
+  /* flashjit_alignment: where the masks' diagonal sits when seqlen_q != seqlen_k (also ALiBi's distances and the
+   * FLOP count); default BOTTOM_RIGHT. */
+  int alignment;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))
@@ -270,6 +294,13 @@ typedef struct flashjit_decode_args {
   const float* alibi_slopes;           /* device float32 [heads_q] or [batch, heads_q] */
   int64_t alibi_slopes_batch_stride;   /* elements; 0: [heads_q] for every sequence */
   const float* sinks;                  /* device float32 [heads_q] */
+  /* User snippets and their aux values, as in flashjit_attention_args (q_idx is the new token, 0 .. q_len - 1, which
+   * sits at key seqlens_k[b] - q_len + q_idx; ctx.seqlen_q is q_len and ctx.seqlen_k the sequence's length). */
+  const char* score_mod;
+  const char* mask_mod;
+  const void* aux_pointers[8];
+  float aux_scalars[8];
+  int64_t aux_integers[8];
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))

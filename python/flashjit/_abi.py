@@ -40,6 +40,12 @@ LOG_DEBUG = 4
 LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
+# flashjit_attention_args.alignment
+ALIGN_BOTTOM_RIGHT, ALIGN_TOP_LEFT = 0, 1
+# The snippets' aux arrays (flashjit_attention_args.aux_pointers, aux_scalars, aux_integers).
+AUX_POINTERS = AUX_SCALARS = AUX_INTEGERS = 8
+
+
 class RuntimeOptions(ctypes.Structure):
     """flashjit_runtime_options; zero fields take the defaults (the environment). pdl, check_pages, check_seqlens and
     compile_in_process: 1 on, -1 off. A log_callback must stay referenced for as long as the runtime lives."""
@@ -105,6 +111,12 @@ class AttentionArgs(ctypes.Structure):
         ("alibi_slopes", ctypes.c_void_p),
         ("alibi_slopes_batch_stride", ctypes.c_int64),
         ("sinks", ctypes.c_void_p),
+        ("score_mod", ctypes.c_char_p),
+        ("mask_mod", ctypes.c_char_p),
+        ("aux_pointers", ctypes.c_void_p * AUX_POINTERS),
+        ("aux_scalars", ctypes.c_float * AUX_SCALARS),
+        ("aux_integers", ctypes.c_int64 * AUX_INTEGERS),
+        ("alignment", ctypes.c_int),
     ]
 
     def __init__(self, **fields):
@@ -151,6 +163,11 @@ class DecodeArgs(ctypes.Structure):
         ("alibi_slopes", ctypes.c_void_p),
         ("alibi_slopes_batch_stride", ctypes.c_int64),
         ("sinks", ctypes.c_void_p),
+        ("score_mod", ctypes.c_char_p),
+        ("mask_mod", ctypes.c_char_p),
+        ("aux_pointers", ctypes.c_void_p * AUX_POINTERS),
+        ("aux_scalars", ctypes.c_float * AUX_SCALARS),
+        ("aux_integers", ctypes.c_int64 * AUX_INTEGERS),
     ]
 
     def __init__(self, **fields):

@@ -9,13 +9,13 @@ import ctypes
 import json
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
 from ._checks import (NO_WINDOW, bshd_strides, check_inputs, check_out, check_variants, check_varlen_inputs,
-                      dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants, softcap_of,
-                      window_pair)
+                      dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants,
+                      snippet_fields, snippets, softcap_of, window_pair)
 from ._config import config_json
 
 Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
@@ -95,10 +95,10 @@ def _forward_key(tensors, options, config):
 
 
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
-             sinks=None):
+             sinks=None, snip=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
-    shape), out allocated when None) on the first call of a key (every call with an explicit config), the
-    addresses' alignment on every call."""
+    shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
+    snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
         lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks))
@@ -106,6 +106,8 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
     args = AttentionArgs.from_buffer_copy(template)
     (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes,
      args.sinks) = addresses
+    if snip is not None:
+        snip.set_aux_pointers(args)
     args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
     return _call("flashjit_forward", args, out, q, lse_shape if return_lse else None, stream)
 
@@ -155,6 +157,18 @@ def _output(out, q, v=None):
     return out
 
 
+def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment):
+    """The call's checked Snippets (None without any). Not yet through the custom ops: a traced call with one is
+    refused (ValueError) rather than compiled without it."""
+    if traced:
+        if (score_mod is not None or mask_mod is not None or aux_tensors or aux_scalars or aux_integers
+                or alignment != "bottom_right"):
+            raise ValueError(f"flashjit.{function}: score_mod, mask_mod, aux_* and alignment are not supported under "
+                             f"torch.compile / torch.export (or fake tensors) yet; call it outside the traced region")
+        return None
+    return snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
+
+
 def _traced_call(op_name, function, tensors, options, causal, window_size, chunk_size, softmax_scale, return_lse,
                  out, config, stream, softcap, alibi_slopes, sinks):
     """A forward through the custom op (torch.compile, torch.export, fake tensors): the op returns a new O, which
@@ -176,7 +190,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
               chunk_size: int = 0, softmax_scale: Optional[float] = None, softcap: float = 0.0,
               alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None, return_lse: bool = False,
               out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
-              window: Optional[Window] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+              window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
+              aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (), aux_integers: Sequence[int] = (),
+              alignment: str = "bottom_right") -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
@@ -195,13 +211,25 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
       sinks: torch.float32 [heads_q] on q's device, one learnable logit per query head (gpt-oss): each row's softmax
         denominator gains exp(sinks[h]), O = sum_j e^x_j v_j / (e^sink + sum_j e^x_j); the LSE includes it, and a
         row that sees no key gets O = 0 and LSE = sinks[h].
+    User snippets (CUDA C++ source text compiled into the kernel by NVRTC; the text is part of the kernel's cache
+    key, and a compile error names the snippet's own lines, "score_mod(3): error ..."):
+      score_mod: defines __device__ float score_mod(float score, int b, int h, int q_idx, int kv_idx,
+        const flashjit::ModContext& ctx), which rewrites each logit x (after softcap and ALiBi);
+      mask_mod: defines __device__ bool mask_mod(int b, int h, int q_idx, int kv_idx, const flashjit::ModContext&
+        ctx), false hiding the pair (on top of the mask);
+      ctx.seqlen_q, ctx.seqlen_k, and what the call passes: ctx.pointer<T>(i) the data pointer of aux_tensors[i]
+      (CUDA tensors on q's device, at most 8), ctx.scalar(i) aux_scalars[i] (float32, at most 8), ctx.integer(i)
+      aux_integers[i] (int64, at most 8). templates/attention/mod.cuh documents what a snippet sees.
+    alignment: "bottom_right" (default: query i sits at key i + seqlen_k - seqlen_q, flash-attn's) or "top_left"
+      (query i at key i, torch SDPA's is_causal): moves every mask's diagonal and ALiBi's distances.
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, seqlen_q].
     config: an explicit kernel config (dict or JSON; missing fields come from the problem and the device).
     stream: torch.cuda.Stream or CUstream handle; default torch.cuda.current_stream(q.device).
     window: the deprecated name of window_size (a DeprecationWarning).
 
     Forward only: inputs that require grad (with grad mode on) raise RuntimeError. Under torch.compile and
-    torch.export the call is the custom op flashjit::attention (stream= is then refused: use torch.cuda.stream).
+    torch.export the call is the custom op flashjit::attention (stream= is then refused: use torch.cuda.stream;
+    the snippets, aux_* and alignment are not yet supported there: ValueError).
     Asynchronous on the stream, no synchronization, no allocation besides out and lse. The first call for a
     kind of problem compiles (or reads from the disk cache) and loads its kernel: make it outside CUDA-graph
     capture (warmup, precompile). Bad arguments raise ValueError before anything runs; failures in the library
@@ -209,16 +237,18 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.attention")
-    if _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out):
+    traced = _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out)
+    snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
+    if traced:
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
                             return_lse, out, config, stream, softcap, alibi_slopes, sinks)
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                             softcap, alibi_slopes, sinks)
+                             softcap, alibi_slopes, sinks, snip)
     return (o, lse) if return_lse else o
 
 
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                    softcap=0.0, alibi_slopes=None, sinks=None):
+                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
     """attention() straight through the library: (O, LSE or None)."""
     def check(out):
         problem = check_inputs(q, k, v)
@@ -231,12 +261,13 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale, softcap=cap,
-            alibi_slopes_batch_stride=alibi_stride)
+            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip))
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
-    key = _forward_key((q, k, v, out, alibi_slopes, sinks), (causal, window_size, softmax_scale, softcap, chunk_size),
-                       config)
-    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks)
+    key = None if snip is not None else _forward_key(
+        (q, k, v, out, alibi_slopes, sinks), (causal, window_size, softmax_scale, softcap, chunk_size), config)
+    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip)
+
 
 
 def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
@@ -244,7 +275,10 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                      softmax_scale: Optional[float] = None, softcap: float = 0.0,
                      alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None, return_lse: bool = False,
                      out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
-                     window: Optional[Window] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                     window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
+                     aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (),
+                     aux_integers: Sequence[int] = (),
+                     alignment: str = "bottom_right") -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
     q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
@@ -257,8 +291,10 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     diagonal; rows that see no key get O = 0 and LSE = -inf.
     Other arguments as for attention(): dtypes, strides (last dimension contiguous, the others multiples of 8
     elements), causal, window_size, chunk_size, softmax_scale, the variants softcap, alibi_slopes ([heads_q] or
-    [batch, heads_q], batch the number of sequences; distances within each sequence) and sinks, out (like q), config
-    (varlen is set from the problem), stream, window (deprecated).
+    [batch, heads_q], batch the number of sequences; distances within each sequence) and sinks, the snippets
+    score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (b is the sequence, q_idx and kv_idx positions
+    within it), alignment (per sequence), out (like q), config (varlen is set from the problem), stream, window
+    (deprecated).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
     Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
@@ -267,19 +303,22 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.attention_varlen")
-    if _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out):
+    traced = _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out)
+    snip = _snippets_of("attention_varlen", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
+                        alignment)
+    if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
                             out, config, stream, softcap, alibi_slopes, sinks)
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
-                                    alibi_slopes, sinks)
+                                    alibi_slopes, sinks, snip)
     return (o, lse) if return_lse else o
 
 
 def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
                            chunk_size, softmax_scale, return_lse, out, config, stream, softcap=0.0, alibi_slopes=None,
-                           sinks=None):
+                           sinks=None, snip=None):
     """attention_varlen() straight through the library: (O, LSE or None)."""
     def check(out):
         problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
@@ -292,13 +331,15 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
             v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale,
-            total_q=problem.total_q, total_k=problem.total_k, softcap=cap, alibi_slopes_batch_stride=alibi_stride)
+            total_q=problem.total_q, total_k=problem.total_k, softcap=cap, alibi_slopes_batch_stride=alibi_stride,
+            **snippet_fields(snip))
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
-    key = _forward_key((q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks),
-                       (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
+    key = None if snip is not None else _forward_key(
+        (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks),
+        (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
-                    sinks)
+                    sinks, snip)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:
@@ -346,7 +387,8 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
                k_shape: Optional[Tuple[int, int, int, int]] = None, dtype: Any = None, causal: bool = False,
                window_size: Window = NO_WINDOW, chunk_size: int = 0, softcap: Union[float, bool] = 0.0,
                alibi: bool = False, sinks: bool = False, device: Any = None,
-               window: Optional[Window] = None) -> dict:
+               window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
+               alignment: str = "bottom_right") -> dict:
     """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
     cache_hit, ...).
 
@@ -356,7 +398,8 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
     from the cache and loaded on the device (default: the current CUDA device), without running it, so
     that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape. The variants:
     softcap (a number > 0 or True: on), alibi and sinks (True: the kernel attention() uses with alibi_slopes= and
-    sinks=). window: the deprecated name of window_size.
+    sinks=), score_mod and mask_mod (the snippets' text) and alignment, as for attention(). window: the deprecated
+    name of window_size.
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.precompile")
@@ -365,8 +408,9 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
         if explicit is None:
             raise ValueError("precompile needs a config, or q_shape and dtype of the problem to prepare")
         return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
+    snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, PLACEHOLDER, softcap, alibi, sinks,
-                         config_json=explicit)
+                         config_json=explicit, **snippet_fields(snip))
     lib = _library.load()
     scratch = _scratch(device)
     set_addresses(args, scratch.data_ptr())

@@ -6,10 +6,12 @@ The same checks run on the fake tensors of torch.compile and torch.export (the c
 _ops.py) with traced=True: tensors on the meta device pass as CUDA ones, addresses are not checked (fake tensors
 have none), and sizes stay symbolic (no int() of a shape or a stride). The output shapes are also said here
 (attention_out_shapes, ...), so a change of what a shape may be is made in this file alone."""
+import ctypes
 import math
 import numbers
 import operator
 from dataclasses import dataclass
+from typing import Optional
 
 from . import _abi
 
@@ -289,6 +291,100 @@ def check_variants(q, batch, heads_q, softcap, alibi_slopes, sinks, traced=False
         if _shape(sinks) != (heads_q,):
             raise ValueError(f"sinks must have shape [{heads_q}] (one logit per query head), got {list(_shape(sinks))}")
     return cap, stride
+
+
+@dataclass(frozen=True)
+class Snippets:
+    """User snippets and what they read, checked (snippets()): the C ABI's score_mod / mask_mod text (UTF-8, kept
+    alive by _snippet_bytes), aux tensors (their addresses go in per call), scalars, integers, and the alignment."""
+    score_mod: Optional[bytes]
+    mask_mod: Optional[bytes]
+    aux_tensors: tuple
+    aux_scalars: tuple
+    aux_integers: tuple
+    alignment: int
+
+    def fields(self):
+        """AttentionArgs / DecodeArgs fields (the aux pointers excepted: set_aux_pointers)."""
+        return {"score_mod": self.score_mod, "mask_mod": self.mask_mod,
+                "aux_scalars": (ctypes.c_float * _abi.AUX_SCALARS)(*self.aux_scalars),
+                "aux_integers": (ctypes.c_int64 * _abi.AUX_INTEGERS)(*self.aux_integers)}
+
+    def set_aux_pointers(self, args):
+        for i, t in enumerate(self.aux_tensors):
+            args.aux_pointers[i] = t.data_ptr()
+
+
+# Snippet text -> its NUL-terminated UTF-8 bytes, which AttentionArgs templates point at for as long as the process
+# lives (a few distinct snippets per program; each at most 64 KiB, the library's limit).
+_SNIPPET_BYTES = {}
+ALIGNMENTS = {"bottom_right": _abi.ALIGN_BOTTOM_RIGHT, "top_left": _abi.ALIGN_TOP_LEFT}
+
+
+def _snippet_bytes(name, text):
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be CUDA C++ source text (a str) or None, got {type(text).__name__}")
+    if not text:
+        raise ValueError(f"{name} is empty (None for none)")
+    if "\0" in text:
+        raise ValueError(f"{name} holds a NUL character")
+    data = _SNIPPET_BYTES.get(text)
+    if data is None:
+        data = _SNIPPET_BYTES[text] = text.encode("utf-8")
+    return data
+
+
+def snippets(q, score_mod=None, mask_mod=None, aux_tensors=(), aux_scalars=(), aux_integers=(),
+             alignment="bottom_right", traced=False, with_alignment=True):
+    """The checked Snippets of a call, or None when it has none (every argument at its default): score_mod and
+    mask_mod CUDA C++ text; aux_tensors up to 8 CUDA tensors on q's device (any dtype; the snippets get their
+    data pointers), aux_scalars up to 8 numbers (float32), aux_integers up to 8 ints (int64); alignment
+    "bottom_right" or "top_left" (with_alignment False: decode, which has none). ValueError naming the argument."""
+    if with_alignment:
+        if alignment not in ALIGNMENTS:
+            raise ValueError(f"alignment must be 'bottom_right' or 'top_left', got {alignment!r}")
+    elif alignment != "bottom_right":
+        raise ValueError("decode has no alignment: its new tokens sit at the end of each sequence")
+    lists = {}
+    for name, values, limit in (("aux_tensors", aux_tensors, _abi.AUX_POINTERS),
+                                ("aux_scalars", aux_scalars, _abi.AUX_SCALARS),
+                                ("aux_integers", aux_integers, _abi.AUX_INTEGERS)):
+        if values is None:
+            values = ()
+        try:
+            values = tuple(values)
+        except TypeError:
+            raise ValueError(f"{name} must be a sequence (at most {limit} entries), got {type(values).__name__}") \
+                from None
+        if len(values) > limit:
+            raise ValueError(f"{name} takes at most {limit} entries, got {len(values)}")
+        lists[name] = values
+    for i, t in enumerate(lists["aux_tensors"]):
+        name = f"aux_tensors[{i}]"
+        if not hasattr(t, "data_ptr"):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        _require_cuda(name, t, traced)
+        _require_same_device(name, t, q)
+    for i, x in enumerate(lists["aux_scalars"]):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
+            raise ValueError(f"aux_scalars[{i}] must be a finite number, got {x!r}")
+    for i, x in enumerate(lists["aux_integers"]):
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or not -2**63 <= int(x) < 2**63:
+            raise ValueError(f"aux_integers[{i}] must be an int in int64's range, got {x!r}")
+    out = Snippets(_snippet_bytes("score_mod", score_mod), _snippet_bytes("mask_mod", mask_mod),
+                   lists["aux_tensors"], tuple(float(x) for x in lists["aux_scalars"]),
+                   tuple(int(x) for x in lists["aux_integers"]), ALIGNMENTS.get(alignment, _abi.ALIGN_BOTTOM_RIGHT))
+    if (out.score_mod is None and out.mask_mod is None and not out.aux_tensors and not out.aux_scalars
+            and not out.aux_integers and out.alignment == _abi.ALIGN_BOTTOM_RIGHT):
+        return None
+    return out
+
+
+def snippet_fields(snip):
+    """AttentionArgs fields of a call's Snippets (none without; the aux pointers are set per call)."""
+    return {} if snip is None else {**snip.fields(), "alignment": snip.alignment}
 
 
 def dtype_code(dtype):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _call, _output, _stream_handle, _traced_tensors
+from ._attention import _call, _output, _snippets_of, _stream_handle, _traced_tensors
 from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bshd_strides, check_decode_inputs, check_decode_options,
                       check_merge_inputs, check_merge_out, check_out, check_variants, decode_window_left,
                       renamed_window, scale_of, softcap_of)
@@ -59,11 +59,11 @@ def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=Non
 
 
 def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
-                  split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
+                  split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
     (allocated like q when None)."""
     args, problem = decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits,
-                                split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks)
+                                split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, snip)
     if out is not None:
         check_out(out, q)
     out = _output(out, q)
@@ -78,7 +78,7 @@ def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softm
 
 
 def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits, split_merge,
-                max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
+                max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
     """(DecodeArgs without addresses or stream, O's strides those of q, DecodeProblem) after every check of the
     inputs and options."""
     problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
@@ -94,7 +94,7 @@ def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax
         o_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k_cache)),
         v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
         num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size, softcap=cap,
-        alibi_slopes_batch_stride=alibi_stride)
+        alibi_slopes_batch_stride=alibi_stride, **({} if snip is None else snip.fields()))
     return args, problem
 
 
@@ -104,19 +104,24 @@ def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table, alibi_sl
 
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
+                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
-    every check on the first call of a key (_memo), the addresses' alignment on every call."""
-    key = _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits,
-                    split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks)
+    every check on the first call of a key (_memo; every call with snippets, snip), the addresses' alignment on
+    every call."""
+    key = None if snip is not None else _call_key(
+        q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
+        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
-                                     num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks),
+                                     num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks,
+                                     snip),
         out, lambda: _output(None, q),
         lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
     _set_addresses(args, *addresses)
+    if snip is not None:
+        snip.set_aux_pointers(args)
     lse = None
     if return_lse or needed > 0:
         import torch
@@ -147,8 +152,10 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
            window_size: Window = NO_WINDOW, chunk_size: int = 0, softmax_scale: Optional[float] = None,
            softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
            return_lse: bool = False, out: Optional[Tensor] = None, num_splits: int = 0, split_merge: str = "auto",
-           max_seqlen_k: Optional[int] = None, stream: Stream = None,
-           window_left: Optional[int] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+           max_seqlen_k: Optional[int] = None, stream: Stream = None, window_left: Optional[int] = None,
+           score_mod: Optional[str] = None, mask_mod: Optional[str] = None, aux_tensors: Sequence[Tensor] = (),
+           aux_scalars: Sequence[float] = (),
+           aux_integers: Sequence[int] = ()) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention of new query tokens over a KV cache (token generation), with GQA and an optional paged cache.
 
     q: [batch, q_len, heads_q, head_dim], the q_len (1..16) newest tokens of each sequence, already appended to
@@ -167,7 +174,9 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     seqlens_k is never read on the host, so decode never synchronizes. softmax_scale: default 1/sqrt(head_dim).
     Variants as for attention(): softcap, alibi_slopes (float32 [heads_q] or [batch, heads_q]; the distance of key j
     from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss: they join each row where its
-    key splits merge).
+    key splits merge); the snippets score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (q_idx is the new
+    token t, 0 .. q_len - 1, at key seqlens_k[b] - q_len + t; ctx.seqlen_q is q_len, ctx.seqlen_k the sequence's
+    length; eager calls only, not yet under torch.compile).
     num_splits: 0 plans the key splits, 1..32 forces a count. split_merge: how split partial states merge, "auto"
     (the planner), "combine" (a second kernel) or "cluster" (a thread-block cluster per sequence and KV head,
     sm_90+, at most 16 splits); for tests and tuning. out: a tensor like q to write into.
@@ -181,7 +190,10 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     and failures raise FlashjitError.
     """
     left = _window_left(window_size, window_left, "flashjit.decode")
-    if _traced_tensors("decode", _DECODE_NAMES, q, k_cache, v_cache, seqlens_k, page_table, out):
+    traced = _traced_tensors("decode", _DECODE_NAMES, q, k_cache, v_cache, seqlens_k, page_table, out)
+    snip = _snippets_of("decode", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
+                        "bottom_right")
+    if traced:
         from . import _ops
         _ops.refuse_stream("decode", stream)
         scale = scale_of(softmax_scale)
@@ -193,16 +205,16 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
             o = out
         return (o, lse) if return_lse else o
     o, lse = decode_eager(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, return_lse, out, num_splits,
-                          split_merge, max_seqlen_k, stream, chunk_size, softcap, alibi_slopes, sinks)
+                          split_merge, max_seqlen_k, stream, chunk_size, softcap, alibi_slopes, sinks, snip)
     return (o, lse) if return_lse else o
 
 
 def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None):
+                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
     """decode() straight through the library, window_left an int: (O, LSE or None)."""
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                              return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
-                                             chunk_size, softcap, alibi_slopes, sinks)
+                                             chunk_size, softcap, alibi_slopes, sinks, snip)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return out, lse
@@ -213,16 +225,20 @@ def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tenso
                    softmax_scale: Optional[float] = None, softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
                    sinks: Optional[Tensor] = None, return_lse: bool = False, out: Optional[Tensor] = None,
                    num_splits: int = 0, split_merge: str = "auto", max_seqlen_k: Optional[int] = None,
-                   stream: Stream = None, window_left: Optional[int] = None) -> None:
+                   stream: Stream = None, window_left: Optional[int] = None, score_mod: Optional[str] = None,
+                   mask_mod: Optional[str] = None, aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (),
+                   aux_integers: Sequence[int] = ()) -> None:
     """Gets decode(...)'s kernels, for the same arguments, compiled (or read from the disk cache) and loaded on
     the device without running them (the tensors are not read), so that decode on tensors of this kind (dtype,
     head dim, heads, q_len, layout and page size, mask (window or chunks), variants, split count and merge) may then
     be captured into a CUDA graph, on any stream. Returns None."""
     del return_lse  # the kernels are the same with or without LSE
     left = _window_left(window_size, window_left, "flashjit.prepare_decode")
+    snip = _snippets_of("prepare_decode", False, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
+                        "bottom_right")
     args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, False,
                                          out, num_splits, split_merge, max_seqlen_k, stream, chunk_size, softcap,
-                                         alibi_slopes, sinks)
+                                         alibi_slopes, sinks, snip)
     import torch
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("flashjit.prepare_decode must run before CUDA-graph capture, not during it")

@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence, Union
 from . import _library, _runtime
 from ._abi import Target
 from ._attention import _problem_args, _scratch, set_addresses
-from ._checks import DTYPES, NO_WINDOW, dtype_code, shape4, shape_variants
+from ._checks import DTYPES, NO_WINDOW, dtype_code, shape4, shape_variants, snippet_fields, snippets
 from ._decode import _window_left, decode_args
 
 _PLACEHOLDER = 256  # an aligned address for the shapes' stand-ins (never read)
@@ -62,7 +62,8 @@ def _dtype_name(dtype):
 def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, dtype: Any = "bf16",
            causal: bool = False, window_size: tuple = NO_WINDOW, chunk_size: int = 0, varlen: bool = False,
            arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
-           head_dim_v: int = 0, softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False) -> dict:
+           head_dim_v: int = 0, softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False,
+           score_mod: Optional[str] = None, mask_mod: Optional[str] = None, alignment: str = "bottom_right") -> dict:
     """The kernel config attention() gets for a problem (the dispatcher's choice: tuned tables, then heuristics),
     as a dict (the config's canonical JSON: algorithm, arch, tiles, ...).
 
@@ -71,7 +72,9 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     dtype, causal, window_size, chunk_size as for attention(); varlen: the ragged-batch kernel (lengths are then
     the longest ones). Variants: softcap (a number > 0, or True), alibi, sinks (True: the kernel of a call with
     alibi_slopes= / sinks=); the config then has "softcap": true, "alibi": true, "sinks": true, and its kernel's
-    name (flashjit.precompile(config)["name"]) has _softcap, _alibi, _sinks before the arch. arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one being present
+    name (flashjit.precompile(config)["name"]) has _softcap, _alibi, _sinks before the arch. score_mod, mask_mod:
+    the snippets' text, as for attention() (the config carries it; the name has _smod<hash>, _mmod<hash>);
+    alignment as for attention(). arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one being present
     (no GPU, no torch needed), with sms multiprocessors (default 132; the prefill choice does not depend on it
     today, decode's does) and, with gpu (its name as `flashjit info` shows it), the tuned tables stamped for
     that GPU; without arch: on the current CUDA device (needs torch and a GPU).
@@ -79,8 +82,9 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     target = _target(arch, sms, gpu)
     if isinstance(head_dim_v, bool) or not isinstance(head_dim_v, int) or head_dim_v < 0:
         raise ValueError(f"head_dim_v must be 0 (the same as head_dim) or a multiple of 8, got {head_dim_v!r}")
+    snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER, softcap, alibi,
-                         sinks, head_dim_v=head_dim_v)
+                         sinks, head_dim_v=head_dim_v, **snippet_fields(snip))
     if varlen:
         args.cu_seqlens_q = args.cu_seqlens_k = _PLACEHOLDER
         args.total_q, args.total_k = args.batch * args.seqlen_q, args.batch * args.seqlen_k
@@ -99,7 +103,8 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
                   page_table_shape: Optional[Sequence[int]] = None, max_seqlen_k: Optional[int] = None,
                   window_size: tuple = NO_WINDOW, chunk_size: int = 0, num_splits: int = 0, split_merge: str = "auto",
                   arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
-                  softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False) -> dict:
+                  softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False,
+                  score_mod: Optional[str] = None, mask_mod: Optional[str] = None) -> dict:
     """What decode() launches for a problem, as a dict: {"split": the split kernel's config, "num_splits",
     "keys_per_split", "combine": the combine kernel's config or None, "workspace_bytes"}.
 
@@ -108,7 +113,8 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
     heads_kv, head_dim] (paged). dtype, max_seqlen_k (default: the cache's capacity), window_size, chunk_size,
     num_splits and split_merge as for decode(). arch, sms (default 132: the split plan depends on it), gpu: as for
     select(); without arch, the current CUDA device. softcap, alibi, sinks: the variants, as for select() (the split
-    kernel has each one asked for, the combine kernel the sinks).
+    kernel has each one asked for, the combine kernel the sinks); score_mod, mask_mod: the snippets' text, as for
+    decode() (the split kernel carries it).
     """
     target = _target(arch, sms, gpu)
     name = _dtype_name(dtype)
@@ -120,6 +126,9 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
     args, _ = decode_args(q, cache, cache, seqlens, table, left, None, num_splits, split_merge, max_seqlen_k,
                           chunk_size)
     args.softcap, alibi, sinks = shape_variants(softcap, alibi, sinks)
+    snip = snippets(None, score_mod, mask_mod, with_alignment=False)
+    if snip is not None:
+        args.score_mod, args.mask_mod = snip.score_mod, snip.mask_mod
     lib = _library.load()
     scratch = None
     if target is None:

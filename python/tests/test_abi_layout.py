@@ -50,12 +50,13 @@ def header_fields():
 
 
 def declared_names(body):
-    """The member names of a struct body: the last identifier before each ';' outside comments."""
+    """The member names of a struct body: the last identifier before each ';' outside comments (an array's
+    extent dropped)."""
     import re
     text = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     names = []
     for declaration in text.split(";"):
-        declaration = declaration.strip()
+        declaration = re.sub(r"\[[^\]]*\]", "", declaration).strip()
         if not declaration:
             continue
         match = re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", declaration)  # a function pointer: (*name)(...)
@@ -102,3 +103,7 @@ def test_variant_fields_default_off():
     for mirror in (_abi.AttentionArgs, _abi.DecodeArgs):
         args = mirror()
         assert (args.softcap, args.alibi_slopes, args.alibi_slopes_batch_stride, args.sinks) == (0.0, None, 0, None)
+        assert (args.score_mod, args.mask_mod) == (None, None)
+        assert list(args.aux_pointers) == [None] * 8 and list(args.aux_scalars) == [0.0] * 8
+        assert list(args.aux_integers) == [0] * 8
+    assert _abi.AttentionArgs().alignment == _abi.ALIGN_BOTTOM_RIGHT

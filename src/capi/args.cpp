@@ -89,6 +89,27 @@ Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
 static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, softcap) == 248 &&
                                      offsetof(flashjit_decode_args, softcap) == 264),
               "a variant field starts inside the older struct's size");
+// The snippets' fields followed the variants, which ended the structs at 280 and 296 bytes (LP64).
+static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, score_mod) == 280 &&
+                                     offsetof(flashjit_decode_args, score_mod) == 296),
+              "a snippet field starts inside the older struct's size");
+static_assert(sizeof(flashjit_attention_args::aux_pointers) / sizeof(void*) == ModAux::kPointers &&
+                  sizeof(flashjit_attention_args::aux_scalars) / sizeof(float) == ModAux::kScalars &&
+                  sizeof(flashjit_attention_args::aux_integers) / sizeof(int64_t) == ModAux::kIntegers,
+              "the C ABI's aux arrays are ModAux's");
+
+// The snippets and their aux values of an attention or decode args struct, where the caller's struct has them.
+template <class Args, class Problem>
+void read_snippets(const Args& a, Problem& p) {
+  if (FLASHJIT_PRESENT(a, score_mod)) p.score_mod = a.score_mod;
+  if (FLASHJIT_PRESENT(a, mask_mod)) p.mask_mod = a.mask_mod;
+  if (FLASHJIT_PRESENT(a, aux_pointers))
+    for (int i = 0; i < ModAux::kPointers; ++i) p.aux.pointers[i] = a.aux_pointers[i];
+  if (FLASHJIT_PRESENT(a, aux_scalars))
+    for (int i = 0; i < ModAux::kScalars; ++i) p.aux.scalars[i] = a.aux_scalars[i];
+  if (FLASHJIT_PRESENT(a, aux_integers))
+    for (int i = 0; i < ModAux::kIntegers; ++i) p.aux.integers[i] = a.aux_integers[i];
+}
 
 Strides strides_of(const flashjit_strides& s) { return Strides{s.batch, s.seq, s.head}; }
 
@@ -254,6 +275,16 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, alibi_slopes)) p.alibi_slopes = a.alibi_slopes;
   if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) p.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
   if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
+  read_snippets(a, p);
+  if (FLASHJIT_PRESENT(a, alignment)) {
+    switch (a.alignment) {
+      case FLASHJIT_ALIGN_BOTTOM_RIGHT: p.alignment = Alignment::bottom_right; break;
+      case FLASHJIT_ALIGN_TOP_LEFT: p.alignment = Alignment::top_left; break;
+      default:
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("alignment {} is not a flashjit_alignment (0 bottom-right, 1 top-left)", a.alignment));
+    }
+  }
   return out;
 }
 
@@ -299,6 +330,7 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   if (FLASHJIT_PRESENT(a, alibi_slopes)) p.alibi_slopes = a.alibi_slopes;
   if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) p.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
   if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
+  read_snippets(a, p);
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",
@@ -392,6 +424,8 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   from_problem("softcap", problem.softcap > 0.f, config->softcap);
   from_problem("alibi", problem.alibi_slopes != nullptr, config->alibi);
   from_problem("sinks", problem.sinks != nullptr, config->sinks);
+  from_problem("score_mod", std::string(problem.score_mod ? problem.score_mod : ""), config->score_mod);
+  from_problem("mask_mod", std::string(problem.mask_mod ? problem.mask_mod : ""), config->mask_mod);
   if (!partial->has("arch")) {
     auto picked = runtime.select(problem);  // checks the problem and finds its device
     if (!picked.ok()) return std::move(picked).error();

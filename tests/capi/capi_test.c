@@ -929,6 +929,111 @@ static void test_variants(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* Snippets (score_mod, mask_mod, aux) and the alignment: the fields appended after the variants reach the problem
+ * (its checks name them) and the kernel (select's config carries the text, emit shows the wrapper), a compile error
+ * names the snippet's line, an older caller (struct_size ending at sinks) gets none of them. */
+static void test_snippets(const char* root) {
+  char dir[512], text[8192];
+  flashjit_runtime* rt = NULL;
+  flashjit_runtime_options o;
+  flashjit_attention_args a;
+  flashjit_decode_args d;
+  flashjit_target t = flashjit_target_default();
+  static const char kScore[] = "__device__ float score_mod(float s, int b, int h, int q, int k,\n"
+                               "                           const flashjit::ModContext& ctx) {\n"
+                               "  return s - ctx.scalar(0) * (q > k ? q - k : k - q);\n}\n";
+  static const char kBroken[] = "__device__ float score_mod(float s, int b, int h, int q, int k,\n"
+                                "                           const flashjit::ModContext& ctx) {\n"
+                                "  return s + undefined_name;\n}\n";
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  o.cache_dir = dir;
+  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
+    expect(0, "create for the snippet tests");
+    return;
+  }
+  a = flashjit_attention_args_default();
+  expect(a.score_mod == NULL && a.mask_mod == NULL && a.aux_pointers[7] == NULL && a.aux_scalars[0] == 0.f &&
+             a.aux_integers[7] == 0 && a.alignment == FLASHJIT_ALIGN_BOTTOM_RIGHT,
+         "flashjit_attention_args_default: no snippet, bottom-right");
+  expect(offsetof(flashjit_attention_args, score_mod) >= offsetof(flashjit_attention_args, sinks) + sizeof(void*),
+         "attention args: the snippets come after the variants");
+
+  a = fake_problem();
+  a.score_mod = kScore;
+  a.aux_scalars[0] = 0.5f;
+  a.aux_pointers[0] = (const void*)0x80000;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "forward with a score_mod on fake pointers");
+  a.alignment = 7;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "alignment"),
+         "forward with an unknown alignment names alignment");
+  a.alignment = FLASHJIT_ALIGN_TOP_LEFT;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "forward with top-left alignment on fake pointers");
+  a.config_json = "{\"algorithm\":\"fa2\"}";
+  expect(failed_at_device(flashjit_forward(rt, &a)),
+         "forward with a snippet and a partial config: the snippet comes from the problem");
+  a.config_json = NULL;
+  a.mask_mod = "";
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "mask_mod"),
+         "forward with an empty mask_mod names mask_mod");
+  a.mask_mod = NULL;
+
+  /* An older caller: struct_size ends at sinks; the bytes past it are never read. */
+  a.alignment = 9;
+  a.mask_mod = "";
+  a.struct_size = offsetof(flashjit_attention_args, score_mod);
+  expect(failed_at_device(flashjit_forward(rt, &a)), "args without the snippet fields: none");
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && !contains(text, "score_mod"), "select_target of older args: a kernel without snippets");
+  }
+  a.struct_size = sizeof a;
+
+  /* select carries the snippet's text into the config; the kernel compiles (NVRTC, no GPU). */
+  a = flashjit_attention_args_default();
+  a.batch = 1, a.seqlen_q = 1000, a.seqlen_k = 1000, a.heads_q = 8, a.heads_kv = 8, a.head_dim = 64;
+  a.mask = FLASHJIT_MASK_CAUSAL;
+  a.score_mod = kScore;
+  t.arch = "sm_80";
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && contains(text, "\"score_mod\":\"__device__ float score_mod(") &&
+               contains(text, "\"algorithm\":\"fa2\""),
+           "select_target: the config carries score_mod's text");
+    if (n > 0) {
+      char info[4096];
+      expect(flashjit_compile(rt, text, info, sizeof info) > 0 && contains(info, "_smod"),
+             "compile of the selected score_mod config: the name has _smod<hash>");
+    }
+  }
+  a.score_mod = kBroken;
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    if (n > 0) {
+      char info[4096];
+      expect(flashjit_compile(rt, text, info, sizeof info) < 0 && contains(flashjit_last_error(), "score_mod(3)"),
+             "a broken score_mod: the error names the snippet's line 3");
+    } else {
+      expect(0, "select_target with a broken score_mod (selecting does not compile)");
+    }
+  }
+  t = flashjit_target_default();
+
+  /* Decode: the fields are read and reach the split kernel's config. */
+  d = flashjit_decode_args_default();
+  expect(d.score_mod == NULL && d.mask_mod == NULL && d.aux_scalars[7] == 0.f, "flashjit_decode_args_default: none");
+  d.batch = 4, d.q_len = 1, d.heads_q = 32, d.heads_kv = 8, d.head_dim = 128, d.max_seqlen_k = 4096;
+  d.mask_mod = "__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+               "  return k % 2 == 0;\n}\n";
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 && contains(text, "\"mask_mod\":\"__device__ bool"),
+         "select_decode: the split kernel carries mask_mod's text");
+  d.struct_size = offsetof(flashjit_decode_args, score_mod);
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 && !contains(text, "mask_mod"),
+         "select_decode of older args: no snippet");
+  flashjit_runtime_destroy(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/flashjit-capi-XXXXXX";
   if (mkdtemp(root) == NULL) {
@@ -946,6 +1051,7 @@ int main(void) {
   test_merge(root);
   test_select_target(root);
   test_variants(root);
+  test_snippets(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
