@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "config/variants.hpp"
+
 namespace flashjit::dispatch {
 namespace {
 
@@ -61,6 +63,8 @@ AttentionProblem to_problem(const ProblemShape& s) {
   if (s.softcap) p.softcap = kShapeSoftcap;
   if (s.alibi) p.alibi_slopes = kStandIn;
   if (s.sinks) p.sinks = kStandIn;
+  if (!s.score_mod.empty()) p.score_mod = s.score_mod.c_str();
+  if (!s.mask_mod.empty()) p.mask_mod = s.mask_mod.c_str();
   return p;
 }
 
@@ -91,6 +95,7 @@ std::vector<ConfigIssue> check_shape(const ProblemShape& s) {
     if (s.window_right < -1)
       out.push_back({"window_right", fmt::format("must be >= 0 or -1 (unbounded), got {}", s.window_right)});
   }
+  config::validate_snippets(s.score_mod, s.mask_mod, out);
   if (uses_chunk(s.mask) && s.chunk_size < 1)
     out.push_back({"chunk_size", fmt::format("must be >= 1 for a {} mask, got {}", to_string(s.mask), s.chunk_size)});
   return out;
@@ -104,6 +109,8 @@ nlohmann::ordered_json to_json(const ProblemShape& s) {
   if (uses_chunk(s.mask)) j["chunk_size"] = s.chunk_size;
   for (auto [field, on] : {std::pair{"softcap", s.softcap}, {"alibi", s.alibi}, {"sinks", s.sinks}})
     if (on) j[field] = true;
+  if (!s.score_mod.empty()) j["score_mod"] = s.score_mod;
+  if (!s.mask_mod.empty()) j["mask_mod"] = s.mask_mod;
   return j;
 }
 
@@ -111,7 +118,8 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Error(ErrorCode::invalid_argument, fmt::format("a problem must be an object, got {}", j.dump()));
   static const char* const known[] = {"dtype",      "batch",        "seqlen_q",   "seqlen_k", "heads_q",
                                       "heads_kv",   "head_dim",     "mask",       "window_left",
-                                      "window_right", "chunk_size", "softcap",    "alibi",    "sinks"};
+                                      "window_right", "chunk_size", "softcap",    "alibi",    "sinks",
+                                      "score_mod",  "mask_mod"};
   for (const auto& [key, value] : j.items())
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       return field_error(key, "unknown field");
@@ -125,6 +133,14 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
     FLASHJIT_TRY(read_int(j, field, *dst));
   for (auto [field, dst] : {std::pair{"softcap", &s.softcap}, {"alibi", &s.alibi}, {"sinks", &s.sinks}})
     FLASHJIT_TRY(read_bool(j, field, *dst));
+  for (auto [field, dst] : {std::pair{"score_mod", &s.score_mod}, {"mask_mod", &s.mask_mod}}) {
+    auto it = j.find(field);
+    if (it == j.end()) continue;
+    if (!it->is_string() || it->get<std::string>().empty())
+      return field_error(field, fmt::format("expected the snippet's CUDA C++ text (a non-empty string), got {}",
+                                            it->is_string() ? "\"\"" : it->dump()));
+    *dst = it->get<std::string>();
+  }
   s = normalized(s);
   if (auto issues = check_shape(s); !issues.empty()) return field_error(issues.front().field, issues.front().message);
   return s;
@@ -134,8 +150,8 @@ std::string describe(const ProblemShape& s) {
   std::string mask = to_string(s.mask);
   if (uses_window(s.mask)) mask += fmt::format("({},{})", s.window_left, s.window_right);
   if (uses_chunk(s.mask)) mask += fmt::format("({})", s.chunk_size);
-  const std::string variants =
-      std::string(s.softcap ? " softcap" : "") + (s.alibi ? " alibi" : "") + (s.sinks ? " sinks" : "");
+  std::string variants = config::variant_tag(s.softcap, s.alibi, s.sinks, s.score_mod, s.mask_mod);
+  std::replace(variants.begin(), variants.end(), '_', ' ');
   return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
                      s.heads_q, s.heads_kv, s.head_dim, mask, variants);
 }

@@ -30,6 +30,10 @@ struct ProblemShape {
   bool softcap = false;
   bool alibi = false;
   bool sinks = false;
+  // User snippets (AttentionProblem::score_mod, mask_mod): their CUDA C++ text, empty for none; in the JSON only
+  // when given. to_problem's problem points at these strings (keep the shape alive while it is used).
+  std::string score_mod;
+  std::string mask_mod;
 
   bool operator==(const ProblemShape&) const = default;
 };
@@ -53,7 +57,8 @@ nlohmann::ordered_json to_json(const ProblemShape& shape);
 // Parses to_json()'s form (missing optional fields keep their defaults); errors name the field.
 Result<ProblemShape> shape_from_json(const nlohmann::json& j);
 
-// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal", then " softcap alibi sinks" for the variants on
+// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal", then " softcap alibi sinks" for the variants on and
+// " smod1a2b3c4d mmod..." for the snippets (the first 8 hex digits of their text's SHA-256)
 std::string describe(const ProblemShape& shape);
 
 }  // namespace flashjit::dispatch

@@ -96,6 +96,7 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
               KernelConfig c;
               c.algorithm = a, c.arch = arch, c.dtype = shape.dtype, c.head_dim = shape.head_dim, c.mask = shape.mask;
               c.softcap = shape.softcap, c.alibi = shape.alibi, c.sinks = shape.sinks;
+              c.score_mod = shape.score_mod, c.mask_mod = shape.mask_mod;
               c.block_m = bm, c.block_n = bn, c.stages = st, c.scheduler = sched;
               (a == Algorithm::fa3 ? c.consumer_warpgroups : c.warps) = w;
               add(c);
@@ -108,6 +109,7 @@ Candidates enumerate(const ProblemShape& shape, const CandidateSpace& space, con
 KernelConfig reference_config(const ProblemShape& shape, const Arch& arch) {
   KernelConfig c = dispatch::naive_config(shape.dtype, shape.head_dim, shape.mask, arch);
   c.softcap = shape.softcap, c.alibi = shape.alibi, c.sinks = shape.sinks;
+  c.score_mod = shape.score_mod, c.mask_mod = shape.mask_mod;
   return c;
 }
 

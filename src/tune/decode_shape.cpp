@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/variants.hpp"
 #include "dispatch/problem_shape.hpp"
 
 namespace flashjit::tune {
@@ -27,6 +28,8 @@ DecodeProblem to_problem(const DecodeShape& s) {
   if (s.softcap) p.softcap = dispatch::kShapeSoftcap;
   if (s.alibi) p.alibi_slopes = stand_in;
   if (s.sinks) p.sinks = stand_in;
+  if (!s.score_mod.empty()) p.score_mod = s.score_mod.c_str();
+  if (!s.mask_mod.empty()) p.mask_mod = s.mask_mod.c_str();
   return p;
 }
 
@@ -65,13 +68,16 @@ std::vector<ConfigIssue> check_shape(const DecodeShape& s) {
     out.push_back({"page_size", fmt::format("must be a power of two in [1, {}], got {}", kMaxDecodePageSize, s.page_size)});
   if (s.window_left < -1)
     out.push_back({"window_left", fmt::format("must be >= 0 or -1 (no window), got {}", s.window_left)});
+  config::validate_snippets(s.score_mod, s.mask_mod, out);
   return out;
 }
 
 std::string describe(const DecodeShape& s) {
   std::string layout = s.layout == KvLayout::paged ? fmt::format("paged{}", s.page_size) : "contiguous";
   std::string window = s.window_left >= 0 ? fmt::format(" window{}", s.window_left) : "";
-  window += std::string(s.softcap ? " softcap" : "") + (s.alibi ? " alibi" : "") + (s.sinks ? " sinks" : "");
+  std::string variants = config::variant_tag(s.softcap, s.alibi, s.sinks, s.score_mod, s.mask_mod);
+  std::replace(variants.begin(), variants.end(), '_', ' ');
+  window += variants;
   return fmt::format("decode {} B{} q{} Sk{} H{}/{} D{} {}{}", to_string(s.dtype), s.batch, s.q_len, s.seqlen_k,
                      s.heads_q, s.heads_kv, s.head_dim, layout, window);
 }

@@ -25,6 +25,9 @@ struct DecodeShape {
   bool softcap = false;
   bool alibi = false;
   bool sinks = false;
+  // User snippets (DecodeProblem::score_mod, mask_mod), as dispatch::ProblemShape's: to_problem points at them.
+  std::string score_mod;
+  std::string mask_mod;
 
   bool operator==(const DecodeShape&) const = default;
 };

@@ -11,6 +11,7 @@
 
 #include "common/json_depth.hpp"
 #include "flashjit/config.hpp"
+#include "tune/sweep_values.hpp"
 
 namespace flashjit::tune {
 
@@ -19,143 +20,10 @@ using dispatch::ProblemShape;
 namespace {
 
 using nlohmann::json;
+using namespace sweep_values;
 
-constexpr std::size_t kMaxValues = 10000;     // per field
 constexpr std::size_t kMaxProblems = 100000;  // per sweep, after expansion
-
-// Errors carry their location ("problems[2].seqlen_q"); parse_sweep prefixes the origin.
-Error at(const std::string& where, const std::string& why) {
-  return Error(ErrorCode::invalid_argument, fmt::format("{}: {}", where, why));
-}
-
-Status only_keys(const json& object, std::initializer_list<const char*> known, const std::string& where) {
-  for (const auto& [key, value] : object.items())
-    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
-      return at(where.empty() ? key : where + "." + key,
-                fmt::format("unknown field (known: {})", fmt::join(known.begin(), known.end(), ", ")));
-  return {};
-}
-
-Result<int> one_int(const json& v, const std::string& where) {
-  if (!v.is_number_integer()) return at(where, fmt::format("expected an integer, got {}", v.dump()));
-  // An unsigned value past INT64_MAX read as long long would wrap (2^64 - 1 to -1).
-  const long long x = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ULL << 31) ? (1LL << 31) : v.get<long long>();
-  if (x < -(1LL << 30) || x > (1LL << 30)) return at(where, fmt::format("{} is out of range", v.dump()));
-  return static_cast<int>(x);
-}
-
-Result<std::vector<int>> int_list(const json& list, const std::string& where) {
-  if (list.empty()) return at(where, "the list is empty");
-  if (list.size() > kMaxValues) return at(where, fmt::format("more than {} values", kMaxValues));
-  std::vector<int> out;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    auto v = one_int(list[i], fmt::format("{}[{}]", where, i));
-    if (!v.ok()) return std::move(v).error();
-    out.push_back(*v);
-  }
-  return out;
-}
-
-// {"from": A, "to": B, "step": S} (S defaults to 1) or {"from": A, "to": B, "factor": F}; B is included when
-// reached.
-Result<std::vector<int>> int_range(const json& r, const std::string& where) {
-  FLASHJIT_TRY(only_keys(r, {"from", "to", "step", "factor"}, where));
-  if (!r.contains("to")) return at(where, "a range needs \"from\" and \"to\"");
-  if (r.contains("step") && r.contains("factor")) return at(where, "a range takes \"step\" or \"factor\", not both");
-  auto from = one_int(r["from"], where + ".from");
-  if (!from.ok()) return std::move(from).error();
-  auto to = one_int(r["to"], where + ".to");
-  if (!to.ok()) return std::move(to).error();
-  if (*from > *to) return at(where, fmt::format("\"from\" ({}) is greater than \"to\" ({})", *from, *to));
-  const bool geometric = r.contains("factor");
-  auto by = r.contains("step") ? one_int(r["step"], where + ".step")
-                               : geometric ? one_int(r["factor"], where + ".factor") : Result<int>(1);
-  if (!by.ok()) return std::move(by).error();
-  if (geometric && (*by < 2 || *from < 1))
-    return at(where, fmt::format("a geometric range needs \"factor\" >= 2 and \"from\" >= 1, got factor {} from {}",
-                                 *by, *from));
-  if (!geometric && *by < 1) return at(where + ".step", fmt::format("must be >= 1, got {}", *by));
-  std::vector<int> out;
-  for (long long v = *from; v <= *to; v = geometric ? v * *by : v + *by) {
-    if (out.size() == kMaxValues) return at(where, fmt::format("the range has more than {} values", kMaxValues));
-    out.push_back(static_cast<int>(v));
-  }
-  return out;
-}
-
-// N, [N, ...], {"values": [...]} or a range.
-Result<std::vector<int>> ints(const json& v, const std::string& where) {
-  if (v.is_number_integer()) {
-    auto x = one_int(v, where);
-    if (!x.ok()) return std::move(x).error();
-    return std::vector<int>{*x};
-  }
-  if (v.is_array()) return int_list(v, where);
-  if (v.is_object() && v.contains("values")) {
-    FLASHJIT_TRY(only_keys(v, {"values"}, where));
-    if (!v["values"].is_array()) return at(where + ".values", fmt::format("expected a list, got {}", v["values"].dump()));
-    return int_list(v["values"], where + ".values");
-  }
-  if (v.is_object() && v.contains("from")) return int_range(v, where);
-  return at(where, fmt::format("expected an integer, a list, {{\"values\": [...]}} or {{\"from\", \"to\", \"step\"}}, "
-                               "got {}",
-                               v.dump()));
-}
-
-// "text", ["a", "b"] or {"values": ["a", "b"]}, each parsed by `parse` into an int (an enum's value).
-template <class E>
-Result<std::vector<int>> names(const json& v, const std::string& where, std::optional<E> (*parse)(std::string_view),
-                               const char* choices) {
-  json list = v;
-  std::string list_where = where;
-  if (v.is_string()) {
-    list = json::array({v});
-  } else if (v.is_object() && v.contains("values")) {
-    FLASHJIT_TRY(only_keys(v, {"values"}, where));
-    list = v["values"], list_where = where + ".values";
-  }
-  if (!list.is_array()) return at(where, fmt::format("expected a string or a list of strings, got {}", v.dump()));
-  if (list.empty()) return at(list_where, "the list is empty");
-  std::vector<int> out;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string w = v.is_string() ? where : fmt::format("{}[{}]", list_where, i);
-    if (!list[i].is_string()) return at(w, fmt::format("expected a string, got {}", list[i].dump()));
-    auto e = parse(list[i].get<std::string>());
-    if (!e) return at(w, fmt::format("'{}' is not one of {}", list[i].get<std::string>(), choices));
-    out.push_back(static_cast<int>(*e));
-  }
-  return out;
-}
-
 constexpr const char* kMaskChoices = "none, causal, sliding_window, chunked, chunked_causal";
-
-// A variant's values: true, false, for softcap also a cap > 0 (on: the cap itself is a run-time argument), or a
-// list of them ([false, true]: both kernels), or {"values": [...]}; 1 for on, 0 for off.
-Result<std::vector<int>> flags(const json& v, const std::string& where, bool cap) {
-  json list = json::array({v});
-  std::string list_where = where;
-  if (v.is_array()) {
-    list = v;
-  } else if (v.is_object() && v.contains("values")) {
-    FLASHJIT_TRY(only_keys(v, {"values"}, where));
-    list = v["values"], list_where = where + ".values";
-    if (!list.is_array()) return at(list_where, fmt::format("expected a list, got {}", list.dump()));
-  }
-  if (list.empty()) return at(list_where, "the list is empty");
-  std::vector<int> out;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string w = v.is_array() || v.is_object() ? fmt::format("{}[{}]", list_where, i) : where;
-    const json& x = list[i];
-    if (x.is_boolean()) {
-      out.push_back(x.get<bool>() ? 1 : 0);
-    } else if (cap && x.is_number() && x.get<double>() > 0 && x.get<double>() <= 3.4e38) {
-      out.push_back(1);
-    } else {
-      return at(w, fmt::format("expected {}, got {}", cap ? "a cap > 0, true or false" : "true or false", x.dump()));
-    }
-  }
-  return out;
-}
 
 // One axis of the cross product: its values and how a value is set on a shape.
 template <class Shape>
@@ -187,6 +55,26 @@ struct Axes {
       auto v = flags(entry[field], where + "." + field, std::string_view(field) == "softcap");
       if (!v.ok()) return std::move(v).error();
       list.push_back({std::move(*v), [flag = flag](Shape& s, int x) { s.*flag = x != 0; }});
+    }
+    return {};
+  }
+  // score_mod, mask_mod: the snippet's CUDA C++ text, or a list of texts (one kernel each).
+  Status snippets() {
+    for (auto [field, member] : {std::pair{"score_mod", &Shape::score_mod}, {"mask_mod", &Shape::mask_mod}}) {
+      if (!entry.contains(field)) continue;
+      const json& v = entry[field];
+      const json list_of = v.is_array() ? v : json::array({v});
+      auto texts = std::make_shared<std::vector<std::string>>();
+      for (const json& t : list_of) {
+        if (!t.is_string() || t.get<std::string>().empty())
+          return at(where + "." + field, fmt::format("expected the snippet's CUDA C++ text or a list of texts, got {}",
+                                                     t.is_string() ? "\"\"" : v.dump()));
+        texts->push_back(t.get<std::string>());
+      }
+      if (texts->empty()) return at(where + "." + field, "an empty list");
+      std::vector<int> index(texts->size());
+      for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int>(i);
+      list.push_back({std::move(index), [texts, member = member](Shape& s, int x) { s.*member = (*texts)[x]; }});
     }
     return {};
   }
@@ -240,7 +128,7 @@ Result<bool> is_decode_entry(const json& entry, const std::string& where) {
 Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const std::string& where) {
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "q_len", "heads_q", "heads_kv", "head_dim", "seqlen_k", "layout",
-                          "page_size", "window_left", "softcap", "alibi", "sinks"},
+                          "page_size", "window_left", "softcap", "alibi", "sinks", "score_mod", "mask_mod"},
                          where));
   for (const char* required : {"heads_q", "head_dim", "seqlen_k"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -259,6 +147,7 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
     return at(where + ".page_size", "only applies to the paged layout, which this problem does not list");
   axes.list.push_back({layouts, [](DecodeShape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
   FLASHJIT_TRY(axes.variants());
+  FLASHJIT_TRY(axes.snippets());
   FLASHJIT_TRY(axes.int_field("batch", [](DecodeShape& s, int x) { s.batch = x; }));
   FLASHJIT_TRY(axes.int_field("q_len", [](DecodeShape& s, int x) { s.q_len = x; }));
   FLASHJIT_TRY(axes.int_field("heads_q", [](DecodeShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
@@ -273,7 +162,8 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
 Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::string& where) {
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim",
-                          "mask", "window_left", "window_right", "chunk_size", "softcap", "alibi", "sinks"},
+                          "mask", "window_left", "window_right", "chunk_size", "softcap", "alibi", "sinks", "score_mod",
+                          "mask_mod"},
                          where));
   for (const char* required : {"heads_q", "head_dim"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -294,6 +184,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   }
   axes.list.push_back({masks, [](ProblemShape& s, int x) { s.mask = static_cast<MaskKind>(x); }});
   FLASHJIT_TRY(axes.variants());
+  FLASHJIT_TRY(axes.snippets());
   FLASHJIT_TRY(axes.int_field("batch", [](ProblemShape& s, int x) { s.batch = x; }));
   FLASHJIT_TRY(axes.int_field("heads_q", [](ProblemShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
   FLASHJIT_TRY(axes.int_field("heads_kv", [](ProblemShape& s, int x) { s.heads_kv = x; }));

@@ -164,3 +164,83 @@ TEST_CASE("variants: decode sweep entries", "[tune][sweep][variants][decode]") {
                                             "sinks": 1}]})"),
                  "problems[0].sinks: expected true or false, got 1"));
 }
+
+// User snippets (score_mod, mask_mod) by shape: a text or a list of texts per sweep entry (one kernel each), in the
+// shape's JSON and description (a hash), reaching the problem, the candidates and the precompile plan (prefill and
+// decode); errors name the field.
+namespace {
+const char* const kScore = "__device__ float score_mod(float s, int b, int h, int q, int k, "
+                           "const flashjit::ModContext& ctx) { return s * 0.5f; }";
+const char* const kMask = "__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) "
+                          "{ return (q ^ k) % 3 != 0; }";
+std::string quoted(const char* text) { return nlohmann::json(text).dump(); }
+}  // namespace
+
+TEST_CASE("snippets: sweep entries take score_mod and mask_mod", "[tune][sweep][variants]") {
+  const auto one = expand("\"score_mod\": " + quoted(kScore));
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].score_mod == kScore);
+  CHECK(one[0].mask_mod.empty());
+  const auto two = expand("\"mask_mod\": [" + quoted(kMask) + ", " + quoted(kScore) + "], \"seqlen\": [128, 256]");
+  REQUIRE(two.size() == 4);  // the snippets are an axis before the lengths
+  CHECK((two[0].mask_mod == kMask && two[0].seqlen_q == 128 && two[1].mask_mod == kMask && two[2].mask_mod == kScore));
+
+  const std::string head = R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 256, )";
+  CHECK(contains(error_of(head + R"("score_mod": 3}]})"),
+                 "problems[0].score_mod: expected the snippet's CUDA C++ text or a list of texts, got 3"));
+  CHECK(contains(error_of(head + R"("mask_mod": ""}]})"), "problems[0].mask_mod: expected the snippet's CUDA C++ text"));
+  CHECK(contains(error_of(head + R"("mask_mod": []}]})"), "problems[0].mask_mod: an empty list"));
+  CHECK(contains(error_of(head + R"("score_mod": ["a", 1]}]})"), "problems[0].score_mod: expected"));
+}
+
+TEST_CASE("snippets: a shape's JSON, description, problem and kernels", "[dispatch][tune][variants]") {
+  ProblemShape s;
+  s.heads_q = 8, s.head_dim = 64, s.seqlen_q = s.seqlen_k = 1024, s.mask = flashjit::MaskKind::causal;
+  CHECK_FALSE(to_json(s).contains("score_mod"));
+  s.score_mod = kScore, s.mask_mod = kMask;
+  const auto j = to_json(s);
+  CHECK(j["score_mod"] == kScore);
+  CHECK(j["mask_mod"] == kMask);
+  auto back = flashjit::dispatch::shape_from_json(nlohmann::json::parse(j.dump()));
+  REQUIRE(back.ok());
+  CHECK(*back == s);
+  CHECK(contains(describe(s), "causal smod"));
+  CHECK(contains(describe(s), " mmod"));
+  auto bad = flashjit::dispatch::shape_from_json(nlohmann::json::parse(R"({"score_mod": 1})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(contains(bad.error().message, "score_mod: expected the snippet's CUDA C++ text"));
+
+  const flashjit::AttentionProblem p = to_problem(s);
+  CHECK(std::string(p.score_mod) == kScore);
+  CHECK(std::string(p.mask_mod) == kMask);
+  auto c = flashjit::dispatch::choose(p, kSm80);
+  REQUIRE(c.ok());
+  CHECK((c->score_mod == kScore && c->mask_mod == kMask));
+  const auto candidates = flashjit::tune::enumerate(s, {}, kSm80, flashjit::tune::Density::reduced);
+  REQUIRE_FALSE(candidates.valid.empty());
+  for (const KernelConfig& k : candidates.valid) CHECK((k.score_mod == kScore && k.mask_mod == kMask));
+  const KernelConfig ref = flashjit::tune::reference_config(s, kSm80);
+  CHECK((ref.score_mod == kScore && ref.mask_mod == kMask));
+  CHECK(flashjit::dispatch::supports(ref, p, kSm80).ok());
+}
+
+TEST_CASE("snippets: precompile plans a kernel per snippet, prefill and decode", "[tune][plan][variants]") {
+  auto sweep = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 1024, "mask": "causal",
+                                             "score_mod": [)" + quoted(kScore) + ", " + quoted(kMask) + R"(]},
+                                            {"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128,
+                                             "seqlen_k": 4096, "mask_mod": )" + quoted(kMask) + "}]}",
+                           "s.json");
+  // The second prefill "score_mod" is a mask_mod's text: it parses (the sweep does not compile), one kernel each.
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->problems.size() == 2);
+  REQUIRE(sweep->decode.size() == 1);
+  CHECK(sweep->decode[0].mask_mod == kMask);
+  CHECK(contains(describe(sweep->decode[0]), "contiguous mmod"));
+  const auto plan = flashjit::tune::precompile_plan(*sweep, {kSm80}, {}, false);
+  REQUIRE(plan.configs.size() == 2);
+  CHECK((plan.configs[0].score_mod == kScore && plan.configs[1].score_mod == kMask));
+  REQUIRE_FALSE(plan.decode.empty());
+  for (const auto& d : plan.decode) CHECK(d.mask_mod == kMask);
+  const flashjit::DecodeProblem dp = to_problem(sweep->decode[0]);
+  CHECK(std::string(dp.mask_mod) == kMask);
+}

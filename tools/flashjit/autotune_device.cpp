@@ -182,6 +182,11 @@ class DeviceBench final : public tune::ProblemBench {
 
 Result<std::unique_ptr<tune::ProblemBench>> make_device_bench(Runtime& runtime, const dispatch::ProblemShape& shape,
                                                                const Arch& arch, const BenchSettings& settings) {
+  if (!shape.score_mod.empty() || !shape.mask_mod.empty())
+    return Error(ErrorCode::unsupported,
+                 fmt::format("{}: kernels with user snippets are not autotuned (what their aux arguments point at is "
+                             "the caller's); precompile them instead",
+                             dispatch::describe(shape)));
   auto bench = std::make_unique<DeviceBench>(runtime, shape, arch, settings);
   if (auto st = bench->allocate(); !st.ok())
     return std::move(st).error().with(fmt::format("while preparing {} on the GPU", dispatch::describe(shape)));
