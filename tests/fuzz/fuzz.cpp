@@ -129,7 +129,8 @@ void run_protocols(const std::string& s) {
 }
 
 // The C ABI's structs: the bytes of the input laid over a zeroed struct (pointers cleared to NULL or to a fake
-// aligned address, so that only the library's checks run), struct_size taken from the input.
+// aligned address, so that only the library's checks run; host strings point into the input), struct_size taken
+// from the input.
 flashjit_runtime* g_runtime = nullptr;
 
 template <class T>
@@ -148,6 +149,9 @@ void run_capi(const std::string& s) {
     a.q = a.k = a.v = fake, a.o = const_cast<void*>(fake), a.lse = nullptr, a.stream = nullptr;
     a.config_json = s.size() > 200 ? s.c_str() + 200 : nullptr;
     a.cu_seqlens_q = a.cu_seqlens_k = nullptr;
+    // The snippets are host strings the library reads: the input's text (NUL-terminated) or none.
+    a.score_mod = s.size() > 300 ? s.c_str() + 300 : nullptr;
+    a.mask_mod = s.size() > 400 ? s.c_str() + 400 : nullptr;
     struct { flashjit_attention_args a; char tail[64]; } wide{a, {}};
     (void)flashjit_forward(g_runtime, &wide.a);
     char out[256];
@@ -159,6 +163,8 @@ void run_capi(const std::string& s) {
     const void* fake = reinterpret_cast<const void*>(0x20000);
     a.q = a.k_cache = a.v_cache = fake, a.o = const_cast<void*>(fake);
     a.lse = nullptr, a.seqlens_k = nullptr, a.page_table = nullptr, a.workspace = nullptr, a.stream = nullptr;
+    a.score_mod = s.size() > 300 ? s.c_str() + 300 : nullptr;
+    a.mask_mod = s.size() > 400 ? s.c_str() + 400 : nullptr;
     struct { flashjit_decode_args a; char tail[64]; } wide{a, {}};
     (void)flashjit_decode_workspace_bytes(g_runtime, &wide.a);
     (void)flashjit_decode(g_runtime, &wide.a);
