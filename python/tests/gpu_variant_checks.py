@@ -2,7 +2,8 @@
 dispatcher (FA3 on sm_90a, else FA2) and with explicit fa2 and reference (naive) configs, attention_varlen, decode
 over contiguous and paged caches with planned and forced splits, flash-attn's names (learnable_sink), and rows that
 see no key (O = 0; LSE = the sink's logit with sinks, -inf without). Each check also makes sure the variant changed
-the output (it was not dropped on the way).
+the output (it was not dropped on the way). Then the user snippets through Python (a document mask_mod over an aux
+table, a score_mod ALiBi from aux slopes, decode's aux scalars) and top-left alignment against SDPA's is_causal.
 
 Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine:
     PYTHONPATH=python python3 python/tests/gpu_variant_checks.py
@@ -381,8 +382,88 @@ def check_flash_attn_with_kvcache_sinks():
     expect_close(o, None, torch.cat(ref), None, BF16, "flash_attn_with_kvcache softcap + learnable_sink")
 
 
-CHECKS = [check_variant_kernel_names, check_flash_attn_names_with_variants, check_variants_under_graph_capture]
-DECODE_CHECKS = [check_decode_sinks_rows_without_keys, check_flash_attn_with_kvcache_sinks]
+# -- user snippets through Python (score_mod, mask_mod, aux_*) and top-left alignment ---------------------------
+
+DOC_MASK = ("__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+            "  const int* doc = ctx.pointer<int>(0);\n"
+            "  return doc[q + ctx.seqlen_k - ctx.seqlen_q] == doc[k];\n"
+            "}\n")
+ALIBI_SCORE = ("__device__ float score_mod(float s, int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+               "  const float* slope = ctx.pointer<float>(0);\n"
+               "  const int d = q + ctx.seqlen_k - ctx.seqlen_q - k;\n"
+               "  return s - slope[h] * (d < 0 ? -d : d);\n"
+               "}\n")
+TEMPERATURE = ("__device__ float score_mod(float s, int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+               "  return s * ctx.scalar(0) + (float)ctx.integer(0);\n"
+               "}\n")
+
+
+def check_document_mask_mod():
+    """Document masking by a mask_mod over an aux int32 table (5 documents in 1000 tokens, causal within each):
+    attention against float64 and against attention_varlen over the same documents."""
+    lengths = [300, 17, 400, 183, 100]
+    s = sum(lengths)
+    doc = torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lengths)]).cuda()
+    q = torch.randn(1, s, 8, 64, device="cuda", dtype=BF16)
+    k = torch.randn(1, s, 2, 64, device="cuda", dtype=BF16)
+    v = torch.randn_like(k)
+    o, lse = flashjit.attention(q, k, v, causal=True, mask_mod=DOC_MASK, aux_tensors=[doc], return_lse=True)
+    visible = visible_mask(s, s, causal=True) & (doc[:, None] == doc[None, :])
+    ref_o, ref_lse = variant_reference64(q, k, v, visible)
+    expect_close(o, None, ref_o, None, BF16, "mask_mod document masking")
+    expect_lse(lse, ref_lse, "mask_mod document masking")
+    cu = cu_seqlens(lengths)
+    packed = flashjit.attention_varlen(q[0], k[0], v[0], cu, cu, max(lengths), max(lengths), causal=True)
+    assert rel_l2(o[0], packed) <= TOLERANCE[BF16], "mask_mod documents differ from attention_varlen's"
+
+
+def check_score_mod_alibi_from_aux():
+    """A score_mod restating ALiBi from an aux float32 [Hq] table, fixed-length (Sq < Sk) and varlen, matches the
+    built-in alibi_slopes."""
+    q = torch.randn(2, 300, 8, 128, device="cuda", dtype=BF16) * 2
+    k = torch.randn(2, 700, 2, 128, device="cuda", dtype=BF16)
+    v = torch.randn_like(k)
+    slopes = alibi_slopes(8)
+    mine = flashjit.attention(q, k, v, causal=True, score_mod=ALIBI_SCORE, aux_tensors=[slopes])
+    builtin = flashjit.attention(q, k, v, causal=True, alibi_slopes=slopes)
+    ref = variant_reference64(q, k, v, visible_mask(300, 700, causal=True), slopes=slopes)[0]
+    expect_close(mine, None, ref, None, BF16, "score_mod ALiBi")
+    assert rel_l2(mine, builtin) <= TOLERANCE[BF16], "score_mod ALiBi differs from the built-in"
+    cu_q, cu_k = cu_seqlens([300, 300]), cu_seqlens([700, 700])
+    packed = flashjit.attention_varlen(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), cu_q, cu_k, 300, 700,
+                                       causal=True, score_mod=ALIBI_SCORE, aux_tensors=[slopes])
+    assert rel_l2(packed.view_as(mine), builtin) <= TOLERANCE[BF16], "varlen score_mod ALiBi differs"
+
+
+def check_top_left_alignment_matches_sdpa():
+    """alignment="top_left" with causal is torch SDPA's is_causal (query i sees keys j <= i), Sq < Sk and Sq > Sk."""
+    for sq, sk in ((300, 1000), (1000, 300)):
+        q = torch.randn(1, sq, 8, 64, device="cuda", dtype=BF16)
+        k = torch.randn(1, sk, 8, 64, device="cuda", dtype=BF16)
+        v = torch.randn_like(k)
+        o = flashjit.attention(q, k, v, causal=True, alignment="top_left")
+        i = torch.arange(sq, device="cuda")[:, None]
+        j = torch.arange(sk, device="cuda")[None, :]
+        ref = variant_reference64(q, k, v, j <= i)[0]
+        expect_close(o, None, ref, None, BF16, f"top-left causal Sq {sq} Sk {sk}")
+        sdpa = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                                v.transpose(1, 2), is_causal=True).transpose(1, 2)
+        assert rel_l2(o, sdpa) <= TOLERANCE[BF16], f"top-left causal differs from SDPA's is_causal (Sq {sq} Sk {sk})"
+
+
+def check_decode_score_mod_scalars():
+    """decode with a score_mod reading aux_scalars and aux_integers (a temperature and an offset, which softmax
+    ignores): the same as a softmax_scale of scale * temperature."""
+    c = DecodeCase((500, 1000, 37), 1, 32, 8, 128, BF16)
+    q, k, v, lens, table, per_seq = decode_inputs(c)
+    o = flashjit.decode(q, k, v, lens, score_mod=TEMPERATURE, aux_scalars=[0.5], aux_integers=[3])
+    scaled = flashjit.decode(q, k, v, lens, softmax_scale=0.5 / math.sqrt(128))
+    assert rel_l2(o, scaled) <= TOLERANCE[BF16], "decode score_mod with aux scalars differs from the scaled decode"
+
+
+CHECKS = [check_variant_kernel_names, check_flash_attn_names_with_variants, check_variants_under_graph_capture,
+          check_document_mask_mod, check_score_mod_alibi_from_aux, check_top_left_alignment_matches_sdpa]
+DECODE_CHECKS = [check_decode_sinks_rows_without_keys, check_flash_attn_with_kvcache_sinks, check_decode_score_mod_scalars]
 
 
 def main():
