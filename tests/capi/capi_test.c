@@ -785,24 +785,32 @@ static void test_select_target(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
-/* Variants (softcap, ALiBi, sinks): the fields appended to flashjit_attention_args and flashjit_decode_args reach
- * the problem (its checks name them), a caller built before them (struct_size ending at check_seqlens /
- * chunk_size) gets them off whatever the bytes past its struct hold, and select names the variant. */
-static void test_variants(const char* root) {
-  char dir[512], text[4096];
+/* A runtime over ROOT/cache, or NULL after a failed expect naming `what`. */
+static flashjit_runtime* runtime_in(const char* root, const char* what) {
+  char dir[512];
   flashjit_runtime* rt = NULL;
   flashjit_runtime_options o;
-  flashjit_attention_args a;
-  flashjit_decode_args d;
-  flashjit_target t = flashjit_target_default();
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   snprintf(dir, sizeof dir, "%s/cache", root);
   o.cache_dir = dir;
   if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the variant tests");
-    return;
+    expect(0, what);
+    return NULL;
   }
+  return rt;
+}
+
+/* Variants (softcap, ALiBi, sinks): the fields appended to flashjit_attention_args and flashjit_decode_args reach
+ * the problem (its checks name them), a caller built before them (struct_size ending at check_seqlens /
+ * chunk_size) gets them off whatever the bytes past its struct hold, and select names the variant. */
+static void test_variants(const char* root) {
+  char text[4096];
+  flashjit_runtime* rt = runtime_in(root, "create for the variant tests");
+  flashjit_attention_args a;
+  flashjit_decode_args d;
+  flashjit_target t = flashjit_target_default();
+  if (rt == NULL) return;
   a = flashjit_attention_args_default();
   expect(a.softcap == 0.f && a.alibi_slopes == NULL && a.alibi_slopes_batch_stride == 0 && a.sinks == NULL,
          "flashjit_attention_args_default: every variant off");
@@ -930,12 +938,11 @@ static void test_variants(const char* root) {
 }
 
 /* Snippets (score_mod, mask_mod, aux) and the alignment: the fields appended after the variants reach the problem
- * (its checks name them) and the kernel (select's config carries the text, emit shows the wrapper), a compile error
+ * (its checks name them) and the kernel (select's config carries the text, which compiles), a compile error
  * names the snippet's line, an older caller (struct_size ending at sinks) gets none of them. */
 static void test_snippets(const char* root) {
-  char dir[512], text[8192];
-  flashjit_runtime* rt = NULL;
-  flashjit_runtime_options o;
+  char text[8192];
+  flashjit_runtime* rt = runtime_in(root, "create for the snippet tests");
   flashjit_attention_args a;
   flashjit_decode_args d;
   flashjit_target t = flashjit_target_default();
@@ -945,14 +952,7 @@ static void test_snippets(const char* root) {
   static const char kBroken[] = "__device__ float score_mod(float s, int b, int h, int q, int k,\n"
                                 "                           const flashjit::ModContext& ctx) {\n"
                                 "  return s + undefined_name;\n}\n";
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  snprintf(dir, sizeof dir, "%s/cache", root);
-  o.cache_dir = dir;
-  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the snippet tests");
-    return;
-  }
+  if (rt == NULL) return;
   a = flashjit_attention_args_default();
   expect(a.score_mod == NULL && a.mask_mod == NULL && a.aux_pointers[7] == NULL && a.aux_scalars[0] == 0.f &&
              a.aux_integers[7] == 0 && a.alignment == FLASHJIT_ALIGN_BOTTOM_RIGHT,
