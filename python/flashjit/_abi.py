@@ -44,6 +44,14 @@ LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_voi
 ALIGN_BOTTOM_RIGHT, ALIGN_TOP_LEFT = 0, 1
 # The snippets' aux arrays (flashjit_attention_args.aux_pointers, aux_scalars, aux_integers).
 AUX_POINTERS = AUX_SCALARS = AUX_INTEGERS = 8
+# The user snippets' fields, which flashjit_attention_args and flashjit_decode_args both append after the variants.
+_SNIPPET_FIELDS = [
+    ("score_mod", ctypes.c_char_p),
+    ("mask_mod", ctypes.c_char_p),
+    ("aux_pointers", ctypes.c_void_p * AUX_POINTERS),
+    ("aux_scalars", ctypes.c_float * AUX_SCALARS),
+    ("aux_integers", ctypes.c_int64 * AUX_INTEGERS),
+]
 
 
 class RuntimeOptions(ctypes.Structure):
@@ -111,13 +119,7 @@ class AttentionArgs(ctypes.Structure):
         ("alibi_slopes", ctypes.c_void_p),
         ("alibi_slopes_batch_stride", ctypes.c_int64),
         ("sinks", ctypes.c_void_p),
-        ("score_mod", ctypes.c_char_p),
-        ("mask_mod", ctypes.c_char_p),
-        ("aux_pointers", ctypes.c_void_p * AUX_POINTERS),
-        ("aux_scalars", ctypes.c_float * AUX_SCALARS),
-        ("aux_integers", ctypes.c_int64 * AUX_INTEGERS),
-        ("alignment", ctypes.c_int),
-    ]
+    ] + _SNIPPET_FIELDS + [("alignment", ctypes.c_int)]
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}
@@ -163,12 +165,7 @@ class DecodeArgs(ctypes.Structure):
         ("alibi_slopes", ctypes.c_void_p),
         ("alibi_slopes_batch_stride", ctypes.c_int64),
         ("sinks", ctypes.c_void_p),
-        ("score_mod", ctypes.c_char_p),
-        ("mask_mod", ctypes.c_char_p),
-        ("aux_pointers", ctypes.c_void_p * AUX_POINTERS),
-        ("aux_scalars", ctypes.c_float * AUX_SCALARS),
-        ("aux_integers", ctypes.c_int64 * AUX_INTEGERS),
-    ]
+    ] + _SNIPPET_FIELDS
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(DecodeArgs), "window_left": -1}

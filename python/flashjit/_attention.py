@@ -159,13 +159,15 @@ def _output(out, q, v=None):
 
 def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment):
     """The call's checked Snippets (None without any). Not yet through the custom ops: a traced call with one is
-    refused (ValueError) rather than compiled without it."""
-    if traced:
-        if (score_mod is not None or mask_mod is not None or aux_tensors or aux_scalars or aux_integers
-                or alignment != "bottom_right"):
-            raise ValueError(f"flashjit.{function}: score_mod, mask_mod, aux_* and alignment are not supported under "
-                             f"torch.compile / torch.export (or fake tensors) yet; call it outside the traced region")
+    refused (ValueError) rather than compiled without it. A call with every argument at its default (the common
+    one, on every call) returns at the first test, before any check."""
+    if (score_mod is None and mask_mod is None and alignment == "bottom_right"
+            and type(aux_tensors) is tuple and not aux_tensors and type(aux_scalars) is tuple and not aux_scalars
+            and type(aux_integers) is tuple and not aux_integers):
         return None
+    if traced:
+        raise ValueError(f"flashjit.{function}: score_mod, mask_mod, aux_* and alignment are not supported under "
+                         f"torch.compile / torch.export (or fake tensors) yet; call it outside the traced region")
     return snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
 
 

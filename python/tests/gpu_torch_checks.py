@@ -17,25 +17,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import TOLERANCE, lse_error, masked_reference64, rel_l2  # noqa: E402
+from gpu_checks import TOLERANCE, lse_error, masked_reference64, rel_l2, visible_mask  # noqa: E402
 
 BF16 = torch.bfloat16
-
-
-def visible_mask(sq, sk, causal=False, window_size=(-1, -1), device="cuda"):
-    """[Sq, Sk] keys each query sees, flash-attn's convention: query i sits at key position i + sk - sq (bottom-right
-    aligned) and sees keys in [a - left, a + right] (-1 unbounded; causal: right = 0)."""
-    left, right = window_size
-    if causal:
-        right = 0
-    a = torch.arange(sq, device=device)[:, None] + (sk - sq)
-    j = torch.arange(sk, device=device)[None, :]
-    visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
-    if left >= 0:
-        visible &= j >= a - left
-    if right >= 0:
-        visible &= j <= a + right
-    return visible
 
 
 def reference64(q, k, v, causal=False, window_size=(-1, -1), softmax_scale=None):

@@ -18,7 +18,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import BF16, FP16, TOLERANCE, DecodeCase, cu_seqlens, decode_inputs, expect_close, rel_l2  # noqa: E402
+from gpu_checks import (BF16, FP16, TOLERANCE, DecodeCase, cu_seqlens, decode_inputs, expect_close, rel_l2,  # noqa: E402
+                        run_all, visible_mask)
 
 
 class Skipped(Exception):
@@ -68,21 +69,6 @@ def variant_reference64(q, k, v, visible, softmax_scale=None, softcap=0.0, slope
     p = torch.where(visible, torch.exp(x - lse[..., None]), torch.zeros((), dtype=torch.float64, device=q.device))
     p = torch.nan_to_num(p, nan=0.0)  # rows without keys and without sinks: lse -inf
     return torch.matmul(p, vd).transpose(1, 2), lse
-
-
-def visible_mask(sq, sk, causal=False, window=(-1, -1), device="cuda"):
-    """[Sq, Sk] keys each query sees, bottom-right aligned (query i at key position i + Sk - Sq)."""
-    left, right = window
-    if causal:
-        right = 0
-    i = torch.arange(sq, device=device)[:, None] + (sk - sq)
-    j = torch.arange(sk, device=device)[None, :]
-    visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
-    if left >= 0:
-        visible &= j >= i - left
-    if right >= 0:
-        visible &= j <= i + right
-    return visible
 
 
 def expect_lse(lse, ref, what, tolerance=2e-2):
@@ -346,7 +332,7 @@ def expect_decode(q, o, lse, per_seq, window_left, softcap, kwargs, dtype, what)
         slopes = kwargs.get("alibi_slopes")
         if slopes is not None and slopes.dim() == 2:
             slopes = slopes[b]
-        visible = visible_mask(q_len, kb.shape[0], causal=True, window=(window_left, -1))
+        visible = visible_mask(q_len, kb.shape[0], causal=True, window_size=(window_left, -1))
         ro, rl = variant_reference64(q[b:b + 1], kb[None], vb[None], visible, softcap=softcap, slopes=slopes,
                                      sinks=kwargs.get("sinks"))
         ref_o.append(ro)
@@ -475,20 +461,7 @@ def main():
     runs += [(str(c), lambda c=c: check_varlen_variant_case(c)) for c in VARLEN_VARIANT_CASES]
     runs += [(str(c), lambda c=c: check_decode_variant_case(c)) for c in DECODE_VARIANT_CASES]
     runs += [(check.__name__, check) for check in CHECKS + DECODE_CHECKS]
-    passed = failed = skipped = 0
-    for name, run in runs:
-        try:
-            run()
-            passed += 1
-            print(f"ok    {name}")
-        except Skipped as e:
-            skipped += 1
-            print(f"skip  {name}: {e}")
-        except Exception as e:  # report every failure, then the count
-            failed += 1
-            print(f"FAIL  {name}: {type(e).__name__}: {e}")
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 1 if failed else 0
+    return run_all(runs, skipped_as=Skipped)
 
 
 if __name__ == "__main__":

@@ -260,19 +260,28 @@ static void* read_last_error(void* out) {
   return NULL;
 }
 
-static void test_forward(const char* root) {
-  char dir[512], text[1024];
+/* A runtime over ROOT/cache, or NULL after a failed expect naming `what`. */
+static flashjit_runtime* runtime_in(const char* root, const char* what) {
+  char dir[512];
   flashjit_runtime* rt = NULL;
   flashjit_runtime_options o;
-  flashjit_attention_args a;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   snprintf(dir, sizeof dir, "%s/cache", root);
   o.cache_dir = dir;
   if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the forward tests");
-    return;
+    expect(0, what);
+    return NULL;
   }
+  return rt;
+}
+
+static void test_forward(const char* root) {
+  char text[1024];
+  flashjit_runtime* rt = NULL;
+  flashjit_attention_args a;
+  rt = runtime_in(root, "create for the forward tests");
+  if (rt == NULL) return;
 
   a = fake_problem();
   expect(flashjit_forward(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "forward without runtime");
@@ -337,18 +346,11 @@ static void test_forward(const char* root) {
 
 /* Ragged (varlen) batches: the four fields appended to flashjit_attention_args. */
 static void test_forward_varlen(const char* root) {
-  char dir[512], text[1024];
+  char text[1024];
   flashjit_runtime* rt = NULL;
-  flashjit_runtime_options o;
   flashjit_attention_args a;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  snprintf(dir, sizeof dir, "%s/cache", root);
-  o.cache_dir = dir;
-  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the varlen tests");
-    return;
-  }
+  rt = runtime_in(root, "create for the varlen tests");
+  if (rt == NULL) return;
   a = fake_problem();
   a.cu_seqlens_q = (const int*)0x70000;
   a.cu_seqlens_k = (const int*)0x70100;
@@ -432,18 +434,10 @@ static void expect_decode_rejected(flashjit_runtime* rt, const flashjit_decode_a
 }
 
 static void test_decode(const char* root) {
-  char dir[512];
   flashjit_runtime* rt = NULL;
-  flashjit_runtime_options o;
   flashjit_decode_args a;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  snprintf(dir, sizeof dir, "%s/cache", root);
-  o.cache_dir = dir;
-  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the decode tests");
-    return;
-  }
+  rt = runtime_in(root, "create for the decode tests");
+  if (rt == NULL) return;
   expect(FLASHJIT_DECODE_ARGS_MIN_SIZE == offsetof(flashjit_decode_args, layout) &&
              FLASHJIT_DECODE_ARGS_MIN_SIZE < sizeof(flashjit_decode_args),
          "decode args: the required fields end where layout begins");
@@ -612,20 +606,12 @@ static void expect_merge_rejected(flashjit_runtime* rt, const flashjit_merge_arg
 }
 
 static void test_merge(const char* root) {
-  char dir[512];
   flashjit_runtime* rt = NULL;
-  flashjit_runtime_options o;
   flashjit_merge_args a;
   const void* o_in[3] = {(const void*)0x10000, (const void*)0x20000, (const void*)0x30000};
   const float* lse_in[3] = {(const float*)0x40000, (const float*)0x50000, (const float*)0x60000};
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  snprintf(dir, sizeof dir, "%s/cache", root);
-  o.cache_dir = dir;
-  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the merge tests");
-    return;
-  }
+  rt = runtime_in(root, "create for the merge tests");
+  if (rt == NULL) return;
   expect(FLASHJIT_MERGE_ARGS_MIN_SIZE == offsetof(flashjit_merge_args, in_strides), "merge args: required fields");
   a = fake_merge(o_in, lse_in);
   expect(flashjit_merge(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "merge without runtime");
@@ -672,21 +658,14 @@ static void test_merge(const char* root) {
 /* Selection for a GPU that is not there: the dispatcher's choice per arch, the decode plan per SM count, no
  * device touched (the pointers may be NULL), errors naming the target's fields. */
 static void test_select_target(const char* root) {
-  char dir[512], text[4096];
+  char text[4096];
   flashjit_runtime* rt = NULL;
-  flashjit_runtime_options o;
   flashjit_attention_args a;
   flashjit_decode_args d;
   flashjit_target t = flashjit_target_default();
   int64_t n;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  snprintf(dir, sizeof dir, "%s/cache", root);
-  o.cache_dir = dir;
-  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, "create for the select tests");
-    return;
-  }
+  rt = runtime_in(root, "create for the select tests");
+  if (rt == NULL) return;
   expect(t.struct_size == sizeof t && strcmp(t.arch, "sm_90a") == 0 && t.sms == 0 && t.gpu_name == NULL,
          "flashjit_target_default");
   expect(FLASHJIT_TARGET_MIN_SIZE == offsetof(flashjit_target, sms), "target: the required fields end at sms");
@@ -783,22 +762,6 @@ static void test_select_target(const char* root) {
   expect(failed_at_device((int)-flashjit_select_decode(rt, &d, NULL, text, sizeof text)),
          "select_decode without a target: the pointers' device");
   flashjit_runtime_destroy(rt);
-}
-
-/* A runtime over ROOT/cache, or NULL after a failed expect naming `what`. */
-static flashjit_runtime* runtime_in(const char* root, const char* what) {
-  char dir[512];
-  flashjit_runtime* rt = NULL;
-  flashjit_runtime_options o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  snprintf(dir, sizeof dir, "%s/cache", root);
-  o.cache_dir = dir;
-  if (flashjit_runtime_create(&o, &rt) != FLASHJIT_OK) {
-    expect(0, what);
-    return NULL;
-  }
-  return rt;
 }
 
 /* Variants (softcap, ALiBi, sinks): the fields appended to flashjit_attention_args and flashjit_decode_args reach

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
@@ -70,5 +71,13 @@ class Cli {
  private:
   fs::path root_;
 };
+
+// stdout of a --json command as JSON (a failed parse fails the test).
+inline nlohmann::json parsed(const CliResult& r) {
+  INFO(r);
+  nlohmann::json j = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  REQUIRE_FALSE(j.is_discarded());
+  return j;
+}
 
 }  // namespace flashjit::test

@@ -11,19 +11,11 @@
 #include "cuda/driver.hpp"
 
 using flashjit::test::Cli;
-using flashjit::test::CliResult;
+using flashjit::test::parsed;
 using flashjit::test::quote;
 using nlohmann::json;
 
 namespace {
-
-// stdout of a --json command as JSON (a failed parse fails the test).
-json parsed(const CliResult& r) {
-  INFO(r);
-  json j = json::parse(r.output, nullptr, /*allow_exceptions=*/false);
-  REQUIRE_FALSE(j.is_discarded());
-  return j;
-}
 
 std::string write(const Cli& cli, const std::string& name, const std::string& text) {
   const auto p = cli.root() / name;

@@ -9,20 +9,9 @@
 #include "cli/cli_runner.hpp"
 
 using flashjit::test::Cli;
-using flashjit::test::CliResult;
+using flashjit::test::parsed;
 using flashjit::test::quote;
 using nlohmann::json;
-
-namespace {
-
-json parsed(const CliResult& r) {
-  INFO(r);
-  json j = json::parse(r.output, nullptr, /*allow_exceptions=*/false);
-  REQUIRE_FALSE(j.is_discarded());
-  return j;
-}
-
-}  // namespace
 
 TEST_CASE("cli variants: select names the variant kernel", "[cli][select][variants]") {
   Cli cli;
