@@ -79,6 +79,20 @@ struct Variant {
     return s;
   }
 
+  // ALiBi's distances of a row from a run of keys, in float: distance_base(q, k0) = q + offset - k0, and key
+  // k0 + d is then |base - d| away (score(s, q, k, base, d) below). An unrolled loop over a tile's fragment has d a
+  // constant: one FADD per score instead of the integer difference and its I2F (the I2F shares its pipe with the
+  // softmax's MUFU.EX2). Exact, the same floats as score(s, q, k), while |q + offset - k0| + d < 2^24.
+  __device__ __forceinline__ float distance_base(int q, int k0) const {
+    return kAlibi ? static_cast<float>(q + at.offset - k0) : 0.f;
+  }
+  __device__ __forceinline__ float score(float s, int q, int k, float base, float d) const {
+    if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
+    if constexpr (kAlibi) s = fmaf(-slope, fabsf(base - d), s);
+    if constexpr (kHasScoreMod) s = ScoreMod::apply(s * unit_, at.batch, at.head, q, k, at.ctx) / unit_;
+    return s;
+  }
+
   // Whether the snippet lets query row q see key k (the built-in mask aside); true without one.
   __device__ __forceinline__ bool visible(int q, int k) const {
     if constexpr (kHasMaskMod) return MaskMod::apply(at.batch, at.head, q, k, at.ctx);

@@ -329,13 +329,17 @@ struct SplitKernel {
       // The variant's scores (softcap, ALiBi) at every key, then per-element masking only where the split's end,
       // the causal edge or the mask's lower bound cuts the tile.
       if constexpr (V::kTransformsScores) {
+        const int k0 = n0 + key_group * kSliceN + 2 * (lane % 4);  // this thread's first key (distance_base)
+        const int rows[2] = {mt * 16 + lane / 4, mt * 16 + lane / 4 + 8};
+        const float base[2] = {variant[0].distance_base(rows[0] / p.group, k0),
+                               variant[1].distance_base(rows[1] / p.group, k0)};
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            const int row = mt * 16 + lane / 4 + (c / 2) * 8;
-            const int key = n0 + key_group * kSliceN + nt * 8 + 2 * (lane % 4) + c % 2;
-            s[0][nt][c] = variant[c / 2].score(s[0][nt][c], row / p.group, key);
+            const int d = nt * 8 + c % 2;
+            s[0][nt][c] = variant[c / 2].score(s[0][nt][c], rows[c / 2] / p.group, k0 + d, base[c / 2],
+                                               static_cast<float>(d));
           }
       }
       const bool cut = V::kMasks || n0 + kBN > k1 || n0 + kBN - 1 > a_min ||

@@ -180,16 +180,21 @@ struct Kernel {
       // the mask (or the end of the keys) cuts, or on every tile with a mask_mod.
       const int n0 = (tile_begin + it) * kBN;
       if constexpr (V::kTransformsScores) {
+        const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile (Variant::distance_base)
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-          for (int nt = 0; nt < kNT; ++nt)
+          for (int h = 0; h < 2; ++h) {
+            const int row = q_row0 + mt * 16 + lane / 4 + h * 8;
+            const float base = variant.distance_base(row, k0);
 #pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
-              const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
-              s[mt][nt][c] = variant.score(s[mt][nt][c], row, key);
-            }
+            for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+              for (int c = 2 * h; c < 2 * h + 2; ++c) {
+                const int d = nt * 8 + c % 2;
+                s[mt][nt][c] = variant.score(s[mt][nt][c], row, k0 + d, base, static_cast<float>(d));
+              }
+          }
       }
       if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
 #pragma unroll

@@ -105,12 +105,14 @@ struct Consumer {
   __device__ void softmax_step(const Mask<kMask>& mask, const V& variant, int n0, int seqlen_k, float unit_log2,
                                float (&rescale)[2]) {
     if constexpr (V::kTransformsScores) {
+      const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile
+      const float base[2] = {variant.distance_base(row0, k0), variant.distance_base(row0 + 8, k0)};
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int row = row0 + (c / 2) * 8, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
-          s[0][j][c] = variant.score(s[0][j][c], row, key);
+          const int d = 8 * j + c % 2, row = row0 + (c / 2) * 8;
+          s[0][j][c] = variant.score(s[0][j][c], row, k0 + d, base[c / 2], static_cast<float>(d));
         }
     }
     const int wg_row0 = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4);  // first row of the warpgroup
