@@ -43,6 +43,30 @@ std::vector<Candidate> candidates(std::vector<std::string>& notes) {
   return out;
 }
 
+// NVRTC opens its builtins library (libnvrtc-builtins.so.MAJOR.MINOR) by soname when it first compiles, through
+// the loader's search path, which does not hold the directory NVRTC itself came from when that was a path (the
+// nvidia-cuda-nvrtc wheel's, $CUDA_HOME's without ld.so.cache): there a compile fails with
+// NVRTC_ERROR_BUILTIN_OPERATION_FAILURE. Loading the builtins beside NVRTC first makes that lookup find them
+// (the loader matches a soname against the objects already loaded), so both come from one directory. Returns
+// the file loaded, or "" where none is beside NVRTC (the loader's search is then NVRTC's own).
+std::string preload_builtins(const std::string& nvrtc_path, int major, int minor) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(nvrtc_path).parent_path();
+  if (dir.empty()) return {};
+  std::vector<fs::path> names = {dir / fmt::format("libnvrtc-builtins.so.{}.{}", major, minor)};
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with(fmt::format("libnvrtc-builtins.so.{}.", major))) names.push_back(it->path());
+  }
+  for (const auto& file : names) {
+    if (!fs::exists(file, ec)) continue;
+    if (dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) return file.string();  // kept open for the process
+    dlerror();
+  }
+  return {};
+}
+
 Result<NvrtcApi> load() {
   std::vector<std::string> tried;
   for (const auto& c : candidates(tried)) {
@@ -68,6 +92,7 @@ Result<NvrtcApi> load() {
     }
     Dl_info info{};
     api.path = dladdr(reinterpret_cast<void*>(api.nvrtcVersion), &info) && info.dli_fname ? info.dli_fname : c.file;
+    api.builtins = preload_builtins(api.path, api.major, api.minor);
     return api;
   }
   return Error(ErrorCode::compile,

@@ -5,6 +5,8 @@
 //   2. $CUDA_HOME/lib64, $CUDA_HOME/lib (libnvrtc.so, .so.13, .so.12);
 //   3. /usr/local/cuda/lib64;
 //   4. the dynamic loader's search path by soname (LD_LIBRARY_PATH, ld.so.cache, or one already loaded).
+// The builtins library NVRTC opens by soname is loaded first from the directory NVRTC came from, where it is
+// there (the wheel's directory is on no search path).
 // This is process-wide state read from the environment on first use, like the driver's dlopen (cuda/): a
 // compile, a cache key and `flashjit info` see the same NVRTC.
 #pragma once
@@ -27,7 +29,8 @@ struct NvrtcApi {
 #define FLASHJIT_NVRTC_MEMBER(name) decltype(&::name) name = nullptr;
   FLASHJIT_NVRTC_FUNCTIONS(FLASHJIT_NVRTC_MEMBER)
 #undef FLASHJIT_NVRTC_MEMBER
-  std::string path;  // the file loaded, as the dynamic loader resolved it
+  std::string path;      // the file loaded, as the dynamic loader resolved it
+  std::string builtins;  // libnvrtc-builtins.so.* loaded from path's directory, or "" (NVRTC's own search)
   int major = 0, minor = 0;
 };
 

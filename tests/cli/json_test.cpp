@@ -1,6 +1,6 @@
 // The CLI for scripts: --json documents (info, cache ls/stat, select, run, precompile), exit code 2 for every
 // invalid input with one line naming what the user gave, strict JSON types and JSON syntax errors with their
-// line and column, warnings for unknown FLASHJIT_* values, NVRTC not found.
+// line and column, warnings for unknown FLASHJIT_* values, NVRTC not found, NVRTC and its builtins from one folder.
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -161,4 +161,35 @@ TEST_CASE("cli: unknown FLASHJIT_* values are warned about; NVRTC not found is a
   CHECK(compile.code == 1);
   CHECK(compile.has("NVRTC not found"));
   CHECK(compile.has("libnvrtc.so.13"));
+}
+
+TEST_CASE("cli: NVRTC from a directory on no search path loads its builtins from that directory", "[cli]") {
+  // The nvidia-cuda-nvrtc wheel's case: FLASHJIT_NVRTC names a libnvrtc.so.13 whose directory the loader does
+  // not search, so NVRTC's own dlopen of libnvrtc-builtins.so.M.m would take another copy or none (a compile
+  // then fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE). Links in a fresh folder stand for the wheel's files.
+  namespace fs = std::filesystem;
+  const fs::path toolkit = "/usr/local/cuda/lib64";
+  std::string builtins_name;
+  std::error_code ec;
+  for (fs::directory_iterator it(toolkit, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().starts_with("libnvrtc-builtins.so.")) builtins_name = it->path().filename();
+  if (!fs::exists(toolkit / "libnvrtc.so.13") || builtins_name.empty()) {
+    WARN("no CUDA 13 toolkit NVRTC in " << toolkit << ": not checked");
+    return;
+  }
+  Cli cli;
+  const fs::path wheel = cli.root() / "nvidia" / "cu13" / "lib";
+  fs::create_directories(wheel);
+  fs::create_symlink(toolkit / "libnvrtc.so.13", wheel / "libnvrtc.so.13");
+  fs::create_symlink(toolkit / builtins_name, wheel / builtins_name);
+  const std::string env = "FLASHJIT_NVRTC=" + quote((wheel / "libnvrtc.so.13").string());
+  auto info = cli("info --json", env, true);
+  INFO(info);
+  REQUIRE(info.code == 0);
+  const json i = parsed(info);
+  CHECK(i["nvrtc"]["path"] == (wheel / "libnvrtc.so.13").string());
+  CHECK(i["nvrtc"]["builtins"] == (wheel / builtins_name).string());
+  auto compile = cli("compile algorithm=fa2 head_dim=64 arch=sm_80", env);
+  INFO(compile);
+  CHECK(compile.code == 0);
 }

@@ -60,8 +60,11 @@ int run_info(const Globals& globals, bool as_json) {
   out.data()["abi_version"] = FLASHJIT_ABI_VERSION;
   auto nvrtc = compile::nvrtc();
   if (nvrtc.ok()) {
-    out.text("nvrtc:     {} ({})\n", compile::nvrtc_version(), (*nvrtc)->path);
-    out.data()["nvrtc"] = {{"version", compile::nvrtc_version()}, {"path", (*nvrtc)->path}};
+    const auto& api = **nvrtc;
+    out.text("nvrtc:     {} ({}{})\n", compile::nvrtc_version(), api.path,
+             api.builtins.empty() ? "" : fmt::format(", builtins {}", api.builtins));
+    out.data()["nvrtc"] = {{"version", compile::nvrtc_version()}, {"path", api.path},
+                           {"builtins", api.builtins.empty() ? json(nullptr) : json(api.builtins)}};
   } else {
     out.text("nvrtc:     not found: {}\n", nvrtc.error().message);
     out.data()["nvrtc"] = {{"version", nullptr}, {"error", nvrtc.error().to_string()}};

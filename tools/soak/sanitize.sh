@@ -7,6 +7,7 @@
 # reports an error or a case fails.
 #   bash tools/soak/sanitize.sh OUT [EXE]        EXE default build/tests/flashjit_gpu_tests
 #   SANITIZE_TOOLS="memcheck racecheck"  SANITIZE_TIMEOUT=3600 (seconds per sanitized run)
+#   SANITIZE_CASES="5 6" (indices into the list below; default all)
 set -uo pipefail
 out=${1:?usage: tools/soak/sanitize.sh OUT [EXE]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,7 +36,8 @@ escape() { printf '%s' "$1" | sed 's/[][,\\*"~]/\\&/g'; }
 
 failed=0
 : >"$out/summary.txt"
-for i in "${!cases[@]}"; do
+for i in ${SANITIZE_CASES:-${!cases[@]}}; do
+  [ -n "${cases[$i]:-}" ] || { echo "no sanitizer case $i (0 to $((${#cases[@]} - 1)))" >&2; exit 2; }
   name=${cases[$i]}
   spec=$(escape "$name")
   t0=$SECONDS
