@@ -292,6 +292,25 @@ TEST_CASE("the persistent fa3 scheduler over more work tiles than SMs matches th
   CHECK(cmp.rel_l2 <= tolerance(DType::bf16));
 }
 
+// Sized for compute-sanitizer (tools/soak/sanitize.sh): racecheck runs each shared-memory access through its
+// checker, and the two cases above (4097 x 3001 through the reference kernel, every heuristic reference config)
+// outlast its time limit there. The same kernels on shapes a tenth of the work, against the float64 host reference.
+TEST_CASE("sanitizer-sized: the persistent fa3 scheduler over more work tiles than SMs matches float64",
+          "[fa3][gpu][sanitize]") {
+  const MaskCase m = GENERATE(MaskCase{MaskKind::none, -1, -1, 0}, MaskCase{MaskKind::causal, -1, -1, 0});
+  KernelConfig config = dispatch::fa3_heuristic(DType::bf16, 128, m.kind, kSm90a);
+  config.scheduler = Scheduler::persistent;
+  REQUIRE(config.block_m == 128);
+  check_against_fp64(make_shape({1100, 700, 4, 2}, m, DType::bf16, 128), config);  // 9 m-blocks x 8 heads x 2
+}
+
+TEST_CASE("sanitizer-sized: the reference kernels match float64", "[reference][gpu][sanitize]") {
+  for (const auto& m : {kMasks[0], kMasks[1], kMasks[2]})
+    for (int head_dim : {64, 128})
+      check_against_fp64(make_shape({130, 200, 2, 1}, m, DType::bf16, head_dim),
+                         dispatch::naive_config(DType::bf16, head_dim, m.kind, kSm90a));
+}
+
 TEST_CASE("bad arguments are rejected before any launch", "[runtime][gpu]") {
   ensure_context();
   Shape shape = make_shape({17, 17, 4, 1}, kMasks[0], DType::bf16, 64);
