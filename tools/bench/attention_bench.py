@@ -5,7 +5,8 @@ from --flex-min-seqlen on, to bound compile time). The decode sweep times flashj
 paged KV caches) against SDPA's cuDNN and flash backends on the same data, in GB/s of the K/V bytes read.
 CUDA events, warm-up, medians, input sets rotated past the L2; short kernels are timed as CUDA-graph replays
 of many calls so that launch latency is not what is measured (each row says how it was timed). flashjit's
-output is checked against cuDNN's before timing. The variants sweep (softcap, ALiBi, sinks) has FA4 (softcap,
+output is checked against cuDNN's before timing (else another peer's; where none runs the case, against a
+float64 reference on 64 of its query rows). The variants sweep (softcap, ALiBi, sinks) has FA4 (softcap,
 learnable sinks) and FlexAttention (softcap and ALiBi as a score_mod) for peers; SDPA has none. The ceilings (bf16 matmul 8192³, 2 GiB device copy) are
 measured in the same run.
 
@@ -259,9 +260,11 @@ def runners(s, sets, with_flex):
         return out
     bhsd = [tuple(t[name].transpose(1, 2) for name in "qkv") for t in sets]
     variant = variant_tensors(s)
-    out = {"flashjit": lambda i: flashjit.attention(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"],
-                                                    causal=causal, window_size=window, out=sets[i % n]["o"],
-                                                    **variant)}
+    def flashjit_run(i):
+        return flashjit.attention(sets[i % n]["q"], sets[i % n]["k"], sets[i % n]["v"], causal=causal,
+                                  window_size=window, out=sets[i % n]["o"], **variant)
+    flashjit_run.variant = variant  # for the float64 check where no peer runs the case
+    out = {"flashjit": flashjit_run}
     fa4 = fa4_function()
     fa4_extra = fa4_variant_kwargs(s, variant) if fa4 is not None else None
     if fa4_extra is not None:  # BSHD like flashjit; GQA by head counts
@@ -343,7 +346,63 @@ def check_against_peer(s, sets, run):
         rel = (torch.linalg.vector_norm(mine - theirs) / torch.linalg.vector_norm(theirs)).item()
         ok = math.isfinite(rel) and rel <= CHECK_TOLERANCE
         return {"against": name, "rel_l2": rel, "ok": ok}
-    return {"against": None, "ok": False}
+    if "lengths" in s:
+        return {"against": None, "ok": False}
+    rows = check_rows(s["seqlen_q"])
+    try:
+        theirs = reference_rows(s, sets[0], variant_tensors_of(run), rows)
+    except Exception as e:  # noqa: BLE001  (out of memory on a huge case: unchecked, said so)
+        return {"against": None, "ok": False, "error": f"float64 reference: {type(e).__name__}: {str(e)[:160]}"}
+    rel = (torch.linalg.vector_norm(mine[:, rows].double() - theirs) / torch.linalg.vector_norm(theirs)).item()
+    return {"against": f"float64 ({len(rows)} query rows)", "rel_l2": rel,
+            "ok": math.isfinite(rel) and rel <= CHECK_TOLERANCE}
+
+
+def check_rows(seqlen_q, count=64):
+    """The query rows a float64 check covers: the first and last rows and others spread between them."""
+    return sorted({0, seqlen_q - 1} | {round(i * (seqlen_q - 1) / (count - 1)) for i in range(count)})
+
+
+def variant_tensors_of(run):
+    return getattr(run["flashjit"], "variant", {})
+
+
+def reference_rows(s, t, variant, rows):
+    """float64 O of the given query rows of a dense case, as flashjit defines the problem: scores scaled by
+    1/sqrt(D), then softcap (cap·tanh(x/cap)), then ALiBi (-slope·|i + Sk - Sq - j|), the causal or window mask
+    aligned bottom-right, learnable sinks in the softmax's denominator only; rows without a visible key give 0."""
+    q = t["q"][:, rows].double()                                   # [B, R, Hq, D]
+    group = s["heads_q"] // s["heads_kv"]
+    k = t["k"].double().repeat_interleave(group, dim=2)            # [B, Sk, Hq, D]
+    v = t["v"].double().repeat_interleave(group, dim=2)
+    scores = torch.einsum("brhd,bkhd->bhrk", q, k) / math.sqrt(s["head_dim"])
+    if variant.get("softcap"):
+        cap = variant["softcap"]
+        scores = cap * torch.tanh(scores / cap)
+    i = torch.tensor(rows, device=q.device, dtype=torch.float64)[:, None] + (s["seqlen_k"] - s["seqlen_q"])
+    j = torch.arange(s["seqlen_k"], device=q.device, dtype=torch.float64)[None, :]
+    if variant.get("alibi_slopes") is not None:
+        scores = scores - variant["alibi_slopes"].double()[None, :, None, None] * (i - j).abs()
+    left, right = s.get("window", (-1, -1))
+    if s["causal"]:
+        right = 0
+    visible = torch.ones_like(i - j, dtype=torch.bool)
+    if left >= 0:
+        visible &= j >= i - left
+    if right >= 0:
+        visible &= j <= i + right
+    scores = scores.masked_fill(~visible, -math.inf)
+    peak = scores.amax(dim=-1, keepdim=True)
+    if variant.get("sinks") is not None:
+        sink = variant["sinks"].double()[None, :, None, None]
+        peak = torch.maximum(peak, sink)
+    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
+    p = torch.exp(scores - peak)
+    denominator = p.sum(dim=-1, keepdim=True)
+    if variant.get("sinks") is not None:
+        denominator = denominator + torch.exp(sink - peak)
+    p = torch.where(denominator > 0, p / denominator, torch.zeros_like(p))
+    return torch.einsum("bhrk,bkhd->brhd", p, v)
 
 
 def flashjit_kernel_name(s, t):
