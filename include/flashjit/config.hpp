@@ -66,6 +66,12 @@ struct KernelConfig {
   // Ragged batches (AttentionProblem::cu_seqlens_q/k): per-sequence offsets and lengths read by the kernel.
   // A compile-time variant, so fixed-length kernels keep their code; the dispatcher sets it from the problem.
   bool varlen = false;
+  // fa3: the query heads of one KV head packed into a work tile's rows (row r: position r / group, head
+  // r % group of the KV head's group), so a tile of block_m rows covers block_m / group positions of every
+  // head that reads the same K/V: short key ranges (sliding windows, short queries) load and compute fewer
+  // keys per row. The group (heads_q / heads_kv) is the problem's and must divide block_m. In the JSON and
+  // the name only when on.
+  bool pack_gqa = false;
   // Variants (templates/attention/variant.cuh), compiled in only when on; their constants (the cap, the slopes,
   // the sink logits) are run-time arguments of the problem. In the JSON and the name only when on.
   bool softcap = false;  // scores <- cap * tanh(scores / cap) (Gemma 2), before the mask

@@ -9,7 +9,7 @@ namespace {
 
 std::string mask_enum(MaskKind m) { return fmt::format("flashjit::MaskKind::{}", to_string(m)); }
 
-// The template and its parameters up to varlen, without the closing bracket.
+// The template and its parameters up to varlen (fa3: pack_gqa), without the closing bracket.
 std::string kernel_template(const KernelConfig& c) {
   switch (c.algorithm) {
     case Algorithm::fa2:
@@ -26,12 +26,12 @@ std::string kernel_template(const KernelConfig& c) {
           "flashjit::fa3::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_n=*/{block_n},\n"
           "    /*stages=*/{stages}, /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent},\n"
-          "    /*varlen=*/{varlen}",
+          "    /*varlen=*/{varlen}, /*pack_gqa=*/{pack_gqa}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.consumer_warpgroups),
           fmt::arg("mask", mask_enum(c.mask)), fmt::arg("persistent", c.scheduler == Scheduler::persistent),
-          fmt::arg("varlen", c.varlen));
+          fmt::arg("varlen", c.varlen), fmt::arg("pack_gqa", c.pack_gqa));
     case Algorithm::naive:
       return fmt::format(
           "flashjit::reference::Kernel<\n"

@@ -1,6 +1,8 @@
 // Per-architecture limits the config checks and the heuristics share.
 #pragma once
 
+#include <string>
+
 #include "flashjit/config.hpp"
 
 namespace flashjit::config {
@@ -29,5 +31,22 @@ inline constexpr int kSharedMemoryReservedPerBlock = 1024;
 // Shared-memory rows of the fa2 and decode kernels are padded to a multiple of 64 elements so the 128-byte
 // XOR swizzle applies (fa2::SmemTile).
 inline constexpr int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }
+
+}  // namespace flashjit::config
+
+namespace flashjit::config {
+
+// Why a packed-GQA fa3 config cannot run a problem with these head counts (empty when it can): the group
+// (heads_q / heads_kv) must be whole and divide block_m, so that a tile holds whole positions
+// (templates/fa3/rows.cuh).
+inline std::string pack_gqa_mismatch(const KernelConfig& c, long long heads_q, long long heads_kv) {
+  if (!c.pack_gqa) return {};
+  if (heads_kv <= 0 || heads_q % heads_kv != 0) return "pack_gqa needs heads_q to be a multiple of heads_kv";
+  const long long group = heads_q / heads_kv;
+  if (c.block_m % group != 0)
+    return "pack_gqa needs the group (heads_q / heads_kv = " + std::to_string(group) + ") to divide block_m (" +
+           std::to_string(c.block_m) + ")";
+  return {};
+}
 
 }  // namespace flashjit::config

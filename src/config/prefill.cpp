@@ -73,6 +73,10 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   if (c.block_n % 16 != 0 || c.block_n < 64 || c.block_n > 256)
     add("block_n", fmt::format("fa3 needs a multiple of 16 in [64, 256] (wgmma N), got {}", c.block_n));
   if (c.stages < 2 || c.stages > 4) add("stages", fmt::format("fa3 needs 2 to 4 stages, got {}", c.stages));
+  // Packed rows span several query heads: the variants that take the head per tile (ALiBi's slope, the
+  // snippets' head argument) are not packed yet.
+  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty()))
+    add("pack_gqa", "pack_gqa does not take alibi, score_mod or mask_mod (they read the query head per tile)");
   if (!out.empty()) return;
   int regs = fa3_consumer_registers(c), budget = fa3_consumer_budget(wg);
   if (regs > budget)
@@ -175,9 +179,10 @@ std::string readable_name(const KernelConfig& c) {
     return fmt::format("naive_{}_{}_w{}_{}{}_{}", to_string(c.dtype), dims, c.warps, to_string(c.mask), varlen, arch);
   // fa3 counts consumer warpgroups ("wg"), fa2 warps ("w").
   const bool fa3 = c.algorithm == Algorithm::fa3;
-  return fmt::format("{}_{}_{}_bm{}_bn{}_s{}_{}{}_{}{}{}_{}", to_string(c.algorithm), to_string(c.dtype), dims,
+  return fmt::format("{}_{}_{}_bm{}_bn{}_s{}_{}{}_{}{}{}{}_{}", to_string(c.algorithm), to_string(c.dtype), dims,
                      c.block_m, c.block_n, c.stages, fa3 ? "wg" : "w", fa3 ? c.consumer_warpgroups : c.warps,
-                     to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "", varlen, arch);
+                     to_string(c.mask), c.scheduler == Scheduler::persistent ? "_persistent" : "",
+                     fa3 && c.pack_gqa ? "_packgqa" : "", varlen, arch);
 }
 
 Status check(const KernelConfig& c) { return config::as_status(validate(c), readable_name(c)); }

@@ -153,6 +153,7 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   if (c.mask_mod != snippet_text(p.mask_mod))
     why.push_back(c.mask_mod.empty() ? "the problem has a mask_mod but the kernel has none"
                                      : "the kernel's mask_mod is not the problem's");
+  if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
   // A cubin for sm_XY runs on devices of the same major version and minor >= Y; an "a" target only on XY.
   bool loadable = c.arch.accelerated ? c.arch.sm == device.sm
                                      : (c.arch.sm / 10 == device.sm / 10 && c.arch.sm <= device.sm);
@@ -174,6 +175,19 @@ void fit_variant_registers(KernelConfig& c) {
   if (c.consumer_warpgroups == 3 && widest > 80 && c.block_n > 80) narrow.block_n = 80;
   if (widest > 240 && c.block_n > 64) narrow.block_n = 64;
   if (validate(narrow).empty()) c = narrow;
+}
+
+void fit_pack_gqa(KernelConfig& c, const AttentionProblem& p) {
+  if (c.algorithm != Algorithm::fa3 || c.pack_gqa || p.heads_kv <= 0 || p.heads_q <= p.heads_kv) return;
+  // Short sliding windows (a span of at most 256 keys) with grouped heads: a tile of the group's query heads
+  // at block_m / group positions sees block_m / group + span keys instead of block_m + span (gpt-oss, window
+  // 128, H64/8, 192-row tiles: 152 keys, 3 of 64, instead of 320, 5 of 64), for the same number of tiles.
+  const bool short_window = p.mask == MaskKind::sliding_window && p.window_left >= 0 && p.window_right >= 0 &&
+                            p.window_left + p.window_right <= 256;
+  if (!short_window) return;
+  KernelConfig packed = c;
+  packed.pack_gqa = true;
+  if (validate(packed).empty() && config::pack_gqa_mismatch(packed, p.heads_q, p.heads_kv).empty()) c = packed;
 }
 
 namespace {
@@ -230,6 +244,7 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     c->softcap = p.softcap > 0.f, c->alibi = p.alibi_slopes != nullptr, c->sinks = p.sinks != nullptr;
     c->score_mod = snippet_text(p.score_mod), c->mask_mod = snippet_text(p.mask_mod);
     fit_variant_registers(*c);
+    fit_pack_gqa(*c, p);
   }
   return c;
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "config/limits.hpp"
 #include "cuda/driver.hpp"
 #include "fa3/tensor_maps.cuh"
 
@@ -63,13 +64,17 @@ AttentionParams make_params(const AttentionProblem& p) {
 
 Grid grid_for(const KernelConfig& c, const AttentionProblem& p, int sms) {
   Grid g;
-  const long long m_blocks = (p.seqlen_q + c.block_m - 1) / c.block_m;
+  // Packed GQA (templates/fa3/rows.cuh): a tile holds block_m / group positions of a KV head's query heads.
+  const bool pack = c.algorithm == Algorithm::fa3 && c.pack_gqa && p.heads_kv > 0;
+  const int group = pack ? p.heads_q / p.heads_kv : 1;
+  const long long positions = std::max(c.block_m / group, 1), heads = pack ? p.heads_kv : p.heads_q;
+  const long long m_blocks = (p.seqlen_q + positions - 1) / positions;
   if (c.scheduler == Scheduler::persistent) {
-    g.x = static_cast<unsigned>(std::min<long long>(m_blocks * p.heads_q * p.batch, std::max(sms, 1)));
+    g.x = static_cast<unsigned>(std::min<long long>(m_blocks * heads * p.batch, std::max(sms, 1)));
     return g;
   }
   g.x = static_cast<unsigned>(m_blocks);
-  g.y = static_cast<unsigned>(p.heads_q);
+  g.y = static_cast<unsigned>(heads);
   g.z = static_cast<unsigned>(p.batch);
   return g;
 }
@@ -99,22 +104,40 @@ static CUtensorMapSwizzle swizzle_for(int width) {
 // TMA views of one tensor, one per column-block width its tiles use: 4-D (head_dim, sequence, head, batch)
 // of a BSHD tensor, or for `packed` (varlen) 3-D (head_dim, row, head) of [total, heads, head_dim] whose rows
 // past `total` read as zeros. Boxes of `width` x `rows` elements; columns past head_dim read as zeros too.
+// group > 0 (packed GQA's Q, templates/fa3/rows.cuh): the heads split into (head in group, KV head), the
+// first after the columns: 5-D (head_dim, group, sequence, KV head, batch) or 4-D varlen, boxes of
+// width x group x rows / group.
 struct TensorView {
   const char* name;
   const void* ptr;
   int head_dim, seqlen, heads, batch;
   Strides strides;
   bool packed;
+  int group = 0;
 };
 static Status encode(const cuda::Api& api, TensorMap (&maps)[3], const TensorView& t, DType dtype, int rows) {
-  const int rank = t.packed ? 3 : 4;
-  const cuuint64_t dims[4] = {cuuint64_t(t.head_dim), cuuint64_t(t.seqlen), cuuint64_t(t.heads), cuuint64_t(t.batch)};
-  const cuuint64_t byte_strides[3] = {cuuint64_t(t.strides.seq) * 2, cuuint64_t(t.strides.head) * 2,
-                                      cuuint64_t(t.strides.batch) * 2};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const bool split = t.group > 0;
+  const int rank = (t.packed ? 3 : 4) + (split ? 1 : 0);
+  cuuint64_t dims[5], byte_strides[4];
+  cuuint32_t box[5], element_strides[5] = {1, 1, 1, 1, 1};
+  int n = 0;
+  dims[n++] = cuuint64_t(t.head_dim);
+  if (split) dims[n++] = cuuint64_t(t.group);
+  dims[n++] = cuuint64_t(t.seqlen);
+  dims[n++] = cuuint64_t(split ? t.heads / t.group : t.heads);
+  if (!t.packed) dims[n++] = cuuint64_t(t.batch);
+  n = 0;
+  if (split) byte_strides[n++] = cuuint64_t(t.strides.head) * 2;
+  byte_strides[n++] = cuuint64_t(t.strides.seq) * 2;
+  byte_strides[n++] = cuuint64_t(t.strides.head) * (split ? t.group : 1) * 2;
+  if (!t.packed) byte_strides[n++] = cuuint64_t(t.strides.batch) * 2;
   for (const ColumnBlock& b : column_blocks(t.head_dim)) {
     if (b.col > 0 && b.map == 0) continue;  // one map serves every 64-column block
-    const cuuint32_t box[4] = {cuuint32_t(b.width), cuuint32_t(rows), 1, 1};
+    n = 0;
+    box[n++] = cuuint32_t(b.width);
+    if (split) box[n++] = cuuint32_t(t.group);
+    box[n++] = cuuint32_t(split ? rows / t.group : rows);
+    while (n < rank) box[n++] = 1;
     CUresult r = api.cuTensorMapEncodeTiled(
         reinterpret_cast<CUtensorMap*>(&maps[b.map]),
         dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, rank,
@@ -134,6 +157,8 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
     return Error(ErrorCode::invalid_argument,
                  fmt::format("kernel {} is {}varlen but the problem is {}varlen", readable_name(config),
                              config.varlen ? "" : "not ", problem.varlen() ? "" : "not "));
+  if (const std::string why = config::pack_gqa_mismatch(config, problem.heads_q, problem.heads_kv); !why.empty())
+    return Error(ErrorCode::invalid_argument, fmt::format("kernel {}: {}", readable_name(config), why));
   auto api = cuda::api();
   if (!api.ok()) return api.error();
   AttentionParams params = make_params(problem);
@@ -143,12 +168,13 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
     const bool packed = config.varlen;
     const int dv = value_head_dim(problem);
     const int seq_q = packed ? problem.total_q : problem.seqlen_q, seq_k = packed ? problem.total_k : problem.seqlen_k;
-    const TensorView q{"q", problem.q, problem.head_dim, seq_q, problem.heads_q, problem.batch,
+    TensorView q{"q", problem.q, problem.head_dim, seq_q, problem.heads_q, problem.batch,
                        resolved_q_strides(problem), packed};
     const TensorView k{"k", problem.k, problem.head_dim, seq_k, problem.heads_kv, problem.batch,
                        resolved_kv_strides(problem, problem.k_strides), packed};
     const TensorView v{"v", problem.v, dv, seq_k, problem.heads_kv, problem.batch,
                        resolved_v_strides(problem), packed};
+    if (config.pack_gqa) q.group = problem.heads_q / problem.heads_kv;
     FLASHJIT_TRY(encode(a, maps.q, q, problem.dtype, config.block_m));
     FLASHJIT_TRY(encode(a, maps.k, k, problem.dtype, config.block_n));
     FLASHJIT_TRY(encode(a, maps.v, v, problem.dtype, config.block_n));

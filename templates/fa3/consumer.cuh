@@ -3,6 +3,8 @@
 // tensor cores. Between warpgroups, a ping-pong on named barriers lets one warpgroup issue its GEMMs while
 // the other runs its softmax: warpgroup w waits for its turn before issuing and hands the turn to w + 1
 // after. K of a stage is released once S is done, V once P·V is.
+// kPackGqa (fa3/rows.cuh): the thread's two rows are positions row0 and packed_row1 (not row0 + 8), and the
+// warpgroup's rows span positions [packed_first, packed_end).
 #pragma once
 
 #include "attention/mask.cuh"
@@ -16,7 +18,8 @@
 
 namespace flashjit::fa3 {
 
-template <class T, class Storage, int kBM, int kBN, int kStages, MaskKind kMask, class V = NoVariant>
+template <class T, class Storage, int kBM, int kBN, int kStages, MaskKind kMask, class V = NoVariant,
+          bool kPackGqa = false>
 struct Consumer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
@@ -32,9 +35,25 @@ struct Consumer {
 
   int wg;        // consumer index: rows [64 * wg, 64 * wg + 64) of the CTA tile
   int consumers; // consumer warpgroups in the CTA
-  int row0;      // global query row of this thread's first row (the second is row0 + 8)
+  int row0;      // query position of this thread's first row (the second: row1())
   int lane;
   int qbuf = 0;  // Q buffer of the current work tile
+  int packed_row1, packed_first, packed_end;  // kPackGqa only: set by the kernel per work tile
+
+  // Query position of the thread's second row.
+  __device__ int row1() const {
+    if constexpr (kPackGqa) return packed_row1;
+    return row0 + 8;
+  }
+  // Query positions [first, end) of the warpgroup's 64 rows (end may pass the sequence's length).
+  __device__ void wg_span(int& first, int& end) const {
+    if constexpr (kPackGqa) {
+      first = packed_first, end = packed_end;
+    } else {
+      first = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4);
+      end = first + 64;
+    }
+  }
 
   // K-major operands (Q, K): k-step ks reads 16 columns of one column block (fa3/columns.cuh).
   static __device__ __forceinline__ unsigned long long k_major(unsigned tile, int rows, int row, int ks) {
@@ -106,22 +125,23 @@ struct Consumer {
                                float (&rescale)[2]) {
     if constexpr (V::kTransformsScores) {
       const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile
-      const float base[2] = {variant.distance_base(row0, k0), variant.distance_base(row0 + 8, k0)};
+      const float base[2] = {variant.distance_base(row0, k0), variant.distance_base(row1(), k0)};
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int d = 8 * j + c % 2, row = row0 + (c / 2) * 8;
+          const int d = 8 * j + c % 2, row = c / 2 ? row1() : row0;
           s[0][j][c] = variant.score(s[0][j][c], row, k0 + d, base[c / 2], static_cast<float>(d));
         }
     }
-    const int wg_row0 = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4);  // first row of the warpgroup
-    if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_row0, wg_row0 + 64, n0, n0 + kBN)) {
+    int wg_first, wg_end;
+    wg_span(wg_first, wg_end);
+    if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_first, wg_end, n0, n0 + kBN)) {
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int row = row0 + (c / 2) * 8, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
+          const int row = c / 2 ? row1() : row0, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
           if (key >= seqlen_k || !mask.visible(row, key) || !variant.visible(row, key)) s[0][j][c] = neg_infinity();
         }
     }
@@ -248,7 +268,9 @@ struct Consumer {
       return;
     }
     int a = 0, b = 0;  // the tiles this warpgroup computes (none: a == b)
-    const int wg_row0 = row0 - lane / 4 - 16 * ((threadIdx.x / 32) % 4), wg_row1 = min(wg_row0 + 64, seqlen_q);
+    int wg_row0, wg_row1;
+    wg_span(wg_row0, wg_row1);
+    wg_row1 = min(wg_row1, seqlen_q);
     if (wg_row0 < wg_row1) {
       int lo, hi;
       mask.key_range(wg_row0, wg_row1, lo, hi);

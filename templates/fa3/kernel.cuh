@@ -11,6 +11,9 @@
 // Varlen (kVarlen): the batch index of a work tile is a sequence (SeqInfo: offsets and lengths from
 // cu_seqlens); work tiles whose m-block starts past the sequence's length are skipped by producer and
 // consumers alike (a grid CTA then does nothing), so `local` and the stage ring stay in step.
+//
+// Packed GQA (kPackGqa, fa3/rows.cuh): a work tile is (m-block, KV head, batch), its rows the group's query
+// heads at kBM / group positions; masks, lengths and the scheduler count positions.
 #pragma once
 
 #include "attention/mask.cuh"
@@ -20,6 +23,7 @@
 #include "fa3/consumer.cuh"
 #include "fa3/epilogue.cuh"
 #include "fa3/producer.cuh"
+#include "fa3/rows.cuh"
 #include "fa3/scheduler.cuh"
 #include "fa3/shared_storage.cuh"
 #include "fa3/tensor_maps.cuh"
@@ -36,7 +40,7 @@ template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kCons
 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
-          bool kPersistent, bool kVarlen = false, class V = NoVariant>
+          bool kPersistent, bool kVarlen = false, bool kPackGqa = false, class V = NoVariant>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -46,22 +50,24 @@ struct Kernel {
       kPersistent && SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, 2>::kAllocBytes <= 227 * 1024 ? 2 : 1;
   using Storage = SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, kQBuffers>;
   static constexpr int kSmemBytes = Storage::kAllocBytes;
-  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V>;
+  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V, kPackGqa>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
   using Seq = SeqInfo<kVarlen>;
+  using RowsT = Rows<kPackGqa, kBM>;
 
   // Whether the work tile has rows: varlen m-blocks past their sequence's length are skipped.
-  static __device__ bool has_rows(const Seq& seq, int m_block) {
-    if constexpr (kVarlen) return m_block * kBM < seq.seqlen_q;
+  static __device__ bool has_rows(const Seq& seq, const RowsT& rows, int m_block) {
+    if constexpr (kVarlen) return m_block * rows.positions() < seq.seqlen_q;
     return true;
   }
 
   // Key tiles [tile_begin, tile_begin + num_tiles) that the rows of m-block `m_block` may see.
-  static __device__ void key_tiles(const AttentionParams& p, const Seq& seq, int m_block, int& tile_begin,
-                                   int& num_tiles) {
-    const int m0 = m_block * kBM;
+  static __device__ void key_tiles(const AttentionParams& p, const Seq& seq, const RowsT& rows, int m_block,
+                                   int& tile_begin, int& num_tiles) {
+    const int m0 = m_block * rows.positions();
     int key_lo, key_hi;
-    Mask<kMask>(p, seq.causal_offset(p), seq.seqlen_k).key_range(m0, min(m0 + kBM, seq.seqlen_q), key_lo, key_hi);
+    Mask<kMask>(p, seq.causal_offset(p), seq.seqlen_k)
+        .key_range(m0, min(m0 + rows.positions(), seq.seqlen_q), key_lo, key_hi);
     tile_begin = key_lo / kBN;
     num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
   }
@@ -89,20 +95,21 @@ struct Kernel {
     __syncthreads();
 
     const int wg = threadIdx.x / 128;
+    const RowsT rows(p);
     if (wg == 0) {
       ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
       if (threadIdx.x != 0) return;
-      using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen>;
+      using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa>;
       ProducerT::prefetch_descriptors(maps);
       int ring = 0, local = 0;
-      for (Scheduler sched(p, kBM); sched.valid(); sched.advance()) {
+      for (Scheduler sched(p, rows.positions(), rows.tile_heads(p)); sched.valid(); sched.advance()) {
         const WorkTile t = sched.tile();
         const Seq seq(p, t.batch);
-        if (!has_rows(seq, t.m_block)) continue;
+        if (!has_rows(seq, rows, t.m_block)) continue;
         int tile_begin, num_tiles;
-        key_tiles(p, seq, t.m_block, tile_begin, num_tiles);
-        ProducerT::load_tile(smem, maps, local, t.m_block * kBM, t.head, t.head / p.group, t.batch, tile_begin,
-                             num_tiles, ring, seq.q_start, seq.k_start);
+        key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
+        ProducerT::load_tile(smem, maps, local, t.m_block * rows.positions(), t.head, rows.kv_head(p, t.head),
+                             t.batch, tile_begin, num_tiles, ring, seq.q_start, seq.k_start);
         ring += num_tiles;
         ++local;
       }
@@ -113,18 +120,25 @@ struct Kernel {
       c.consumers = kConsumers;
       c.lane = threadIdx.x % 32;
       int ring = 0, local = 0;
-      for (Scheduler sched(p, kBM); sched.valid(); sched.advance()) {
+      for (Scheduler sched(p, rows.positions(), rows.tile_heads(p)); sched.valid(); sched.advance()) {
         const WorkTile t = sched.tile();
         const Seq seq(p, t.batch);
-        if (!has_rows(seq, t.m_block)) continue;
+        if (!has_rows(seq, rows, t.m_block)) continue;
         int tile_begin, num_tiles;
-        key_tiles(p, seq, t.m_block, tile_begin, num_tiles);
-        const int m0 = t.m_block * kBM;
-        c.row0 = m0 + 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;
-        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring, t.batch, t.head,
+        key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
+        const int m0 = t.m_block * rows.positions();  // the tile's first position
+        const int r = 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;  // this thread's first tile row
+        c.row0 = m0 + rows.position(r);
+        if constexpr (kPackGqa) {
+          c.packed_row1 = m0 + rows.position(r + 8);
+          rows.span(64 * c.wg, 64 * c.wg + 64, c.packed_first, c.packed_end);
+          c.packed_first += m0, c.packed_end += m0;
+        }
+        const int head = rows.first_query_head(t.head);  // the variant's head (packed: the group's first)
+        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring, t.batch, head,
                    seq.seqlen_q);
-        Epilogue<T, Storage, kBM, V>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
-                                                 m0, t.head, t.batch, seq);
+        Epilogue<T, Storage, kBM, V, kPackGqa>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
+                                                    m0, head, t.batch, seq, rows);
         ring += num_tiles;
         ++local;
       }

@@ -22,10 +22,12 @@ template <bool kPersistent, bool kHeavyFirst>
 struct TileScheduler {
   int next, stride, total, m_blocks, heads;
 
-  __device__ TileScheduler(const AttentionParams& p, int block_m) : heads(p.heads_q) {
+  // positions: query positions per work tile; heads: the tiles' heads (query heads, or KV heads when the
+  // tile packs a group's query heads: fa3/rows.cuh).
+  __device__ TileScheduler(const AttentionParams& p, int positions, int heads_) : heads(heads_) {
     if constexpr (kPersistent) {
-      m_blocks = (p.seqlen_q + block_m - 1) / block_m;
-      total = m_blocks * p.heads_q * p.batch;
+      m_blocks = (p.seqlen_q + positions - 1) / positions;
+      total = m_blocks * heads * p.batch;
       next = blockIdx.x;
       stride = gridDim.x;
     } else {

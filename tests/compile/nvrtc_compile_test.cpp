@@ -237,7 +237,8 @@ TEST_CASE("nvrtc: the FA3 heuristic at every head dim and head_dim_v compiles wi
 }
 
 // The short-window tiles fa3_config takes (fa3/consumer.cuh's per-warpgroup key tiles with three warpgroups up
-// to d64, two warpgroups up to d128) at every head dim they reach, persistent, with and without every variant.
+// to d64, two warpgroups up to d128) at every head dim they reach, persistent, with and without every variant,
+// plain and with packed GQA rows.
 TEST_CASE("nvrtc: fa3_config's short-window kernels compile without spills", "[compile]") {
   std::vector<KernelConfig> configs;
   for (int d = 8; d <= 128; d += 8)
@@ -248,6 +249,13 @@ TEST_CASE("nvrtc: fa3_config's short-window kernels compile without spills", "[c
       KernelConfig c = flashjit::dispatch::fa3_config(p, kSm90a);
       c.softcap = c.alibi = c.sinks = variants;
       configs.push_back(c);
+      // choose() packs the group's query heads into the rows (fit_pack_gqa): not with ALiBi; varlen too.
+      c.alibi = false, c.pack_gqa = true;
+      configs.push_back(c);
+      if (d % 64 == 0) {
+        c.varlen = true;
+        configs.push_back(c);
+      }
     }
   auto outcomes = CompileCache::get().compile_all(configs);
   REQUIRE(outcomes.size() == configs.size());

@@ -41,6 +41,25 @@ TEST_CASE("kinds: fa3 has consumer_warpgroups, fa2 and naive have warps; naming 
   CHECK_FALSE(contains(to_json(*fa2), "consumer_warpgroups"));
 }
 
+TEST_CASE("kinds: pack_gqa is an fa3 field, in the JSON and the name only when on", "[config][kinds]") {
+  auto plain = flashjit::config_from_pairs({"algorithm=fa3"});
+  REQUIRE(plain.ok());
+  CHECK_FALSE(contains(to_json(*plain), "pack_gqa"));
+  CHECK_FALSE(contains(readable_name(*plain), "packgqa"));
+  auto packed = flashjit::config_from_pairs({"algorithm=fa3", "pack_gqa=true", "mask=sliding_window"});
+  REQUIRE(packed.ok());
+  CHECK(packed->pack_gqa);
+  CHECK(contains(to_json(*packed), R"("pack_gqa":true)"));
+  CHECK(contains(readable_name(*packed), "_sliding_window_packgqa_sm90a"));
+  auto again = flashjit::config_from_json(to_json(*packed));
+  REQUIRE(again.ok());
+  CHECK(*again == *packed);
+  CHECK_FALSE(*again == *plain);
+  auto fa2 = flashjit::config_from_pairs({"algorithm=fa2", "pack_gqa=true"});
+  require_error_naming(fa2, "pack_gqa");
+  CHECK(contains(fa2.error().message, "fa2 kernels have no pack_gqa"));
+}
+
 TEST_CASE("kinds: a parsed config starts from the defaults of the algorithm it names", "[config][kinds]") {
   for (Algorithm a : {Algorithm::naive, Algorithm::fa2, Algorithm::fa3}) {
     auto c = flashjit::config_from_pairs({std::string("algorithm=") + to_string(a), "head_dim=64"});

@@ -106,7 +106,10 @@ TEST_CASE("choose: fa3 for every head dim and head_dim_v on sm_90a", "[dispatch]
           CHECK(r->algorithm == Algorithm::fa3);
           CHECK(validate(*r).empty());
           CHECK(supports(*r, p, kSm90a).ok());
-          CHECK(*r == flashjit::dispatch::fa3_config(p, kSm90a));
+          KernelConfig expected = flashjit::dispatch::fa3_config(p, kSm90a);
+          flashjit::dispatch::fit_pack_gqa(expected, p);  // short windows (this problem's 64 keys), group 4
+          CHECK(*r == expected);
+          CHECK(r->pack_gqa == (mask == MaskKind::sliding_window));
           CHECK(value_head_dim(*r) == value_head_dim(p));
           CHECK(r->head_dim_v == (dv == d ? 0 : dv));  // normalized: 0 when V's head dim is Q's
           auto explicit_fa3 = choose(p, kSm90a, Algorithm::fa3);
@@ -542,4 +545,62 @@ TEST_CASE("supports: a variant kernel for the problems with that variant only", 
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("softcap kernel needs") != std::string::npos);
   CHECK(supports(with, capped, kSm90a).ok());
+}
+
+TEST_CASE("choose: short sliding windows with grouped heads pack the group's query heads into the rows",
+          "[dispatch]") {
+  AttentionProblem p = problem(DType::bf16, 64, MaskKind::sliding_window);  // H8/2, window 64
+  p.seqlen_q = p.seqlen_k = 8192;
+  p.heads_q = 64, p.heads_kv = 8, p.window_left = 128;  // gpt-oss
+  auto c = choose(p, kSm90a);
+  REQUIRE(c.ok());
+  INFO(readable_name(*c));
+  CHECK(c->pack_gqa);
+  CHECK(c->block_m == 192);
+  CHECK(readable_name(*c).find("_packgqa_") != std::string::npos);
+  CHECK(supports(*c, p, kSm90a).ok());
+  p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70000});  // sinks pack (per row's head)
+  CHECK(choose(p, kSm90a)->pack_gqa);
+  p.softcap = 30.f;
+  CHECK(choose(p, kSm90a)->pack_gqa);
+  p.alibi_slopes = reinterpret_cast<const float*>(std::uintptr_t{0x60000});  // ALiBi does not
+  CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
+  p.alibi_slopes = nullptr, p.sinks = nullptr, p.softcap = 0.f;
+
+  p.head_dim = 128;  // 128-row tiles: groups 2, 4, 8 divide them, 3 does not
+  CHECK(choose(p, kSm90a)->pack_gqa);
+  p.heads_q = 24;
+  CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
+  p.head_dim = 64;  // 192-row tiles: 3 does
+  CHECK(choose(p, kSm90a)->pack_gqa);
+
+  p.heads_q = p.heads_kv;  // MHA: nothing to pack
+  CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
+  p.heads_q = 64, p.window_left = 512;  // wider windows: not yet measured to pay
+  CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
+  p.mask = MaskKind::causal, p.window_left = p.window_right = -1;
+  CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
+  p.mask = MaskKind::sliding_window, p.window_left = 128, p.window_right = 0;
+  CHECK_FALSE(choose(p, kSm90a, Algorithm::fa2)->pack_gqa);  // fa3 only
+}
+
+TEST_CASE("supports and validate: packed GQA needs a group that divides block_m and no per-tile-head variant",
+          "[dispatch]") {
+  AttentionProblem p = problem(DType::bf16, 128, MaskKind::none);  // H8/2: group 4
+  KernelConfig c = fa3_heuristic(DType::bf16, 128, MaskKind::none, kSm90a);
+  c.pack_gqa = true;
+  CHECK(validate(c).empty());
+  CHECK(supports(c, p, kSm90a).ok());
+  p.heads_q = 6;  // group 3 on 128 rows
+  auto st = supports(c, p, kSm90a);
+  REQUIRE_FALSE(st.ok());
+  INFO(st.error().message);
+  CHECK(st.error().message.find("pack_gqa needs the group (heads_q / heads_kv = 3) to divide block_m (128)") !=
+        std::string::npos);
+  c.alibi = true;
+  const std::string issues = issues_text(c);
+  INFO(issues);
+  CHECK(issues.find("pack_gqa: pack_gqa does not take alibi") != std::string::npos);
+  c.alibi = false, c.score_mod = "x";
+  CHECK(issues_text(c).find("pack_gqa:") != std::string::npos);
 }

@@ -120,6 +120,51 @@ TEST_CASE("fa3 sliding windows: per-warpgroup key tiles match float64", "[fa3][g
     for (const auto& l : lengths) check_against_fp64(make_shape(l, m, DType::bf16, t.head_dim), config);
 }
 
+// Packed GQA rows (templates/fa3/rows.cuh): a tile holds the group's query heads at block_m / group positions,
+// so a tile's last positions, the masks' row tests, LSE and O's scattered rows all go through the packed map.
+// Every mask on odd lengths, groups 2, 4 and 8 (3 with 192-row tiles: a warpgroup's rows split a position),
+// two- and three-warpgroup tiles, grid and persistent, narrow head dims (16- and 32-column blocks), fp16, and
+// softcap + sinks (the sink is per row's head).
+namespace {
+struct PackedTiles {
+  int head_dim, consumers, bn;
+  Scheduler scheduler;
+  DType dtype;
+};
+void check_packed_gqa(const PackedTiles& t, bool variants) {
+  int index = 0;
+  for (const auto& m : kMasks) {
+    KernelConfig config = dispatch::fa3_heuristic(t.dtype, t.head_dim, m.kind, kSm90a);
+    config.consumer_warpgroups = t.consumers, config.block_m = 64 * t.consumers, config.block_n = t.bn;
+    config.scheduler = t.scheduler, config.pack_gqa = true;
+    config.softcap = config.sinks = variants;
+    for (const int group : {2, 4, 8, t.consumers == 3 ? 3 : 1}) {
+      const Lengths l = kLengths[(index++ * 2 + t.head_dim / 8) % std::size(kLengths)];
+      Shape s = make_shape(l, m, t.dtype, t.head_dim);
+      s.heads_kv = group == 3 ? 2 : 8 / group, s.heads_q = s.heads_kv * group;
+      if (variants) s.softcap = 30.f, s.sinks = true;
+      check_against_fp64(s, config);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("fa3 packed GQA rows match float64 on every mask, group and tile", "[fa3][gpu]") {
+  const PackedTiles t = GENERATE(PackedTiles{64, 3, 64, Scheduler::persistent, DType::bf16},
+                                 PackedTiles{128, 2, 64, Scheduler::persistent, DType::bf16},
+                                 PackedTiles{128, 2, 128, Scheduler::grid, DType::fp16},
+                                 PackedTiles{40, 3, 96, Scheduler::grid, DType::bf16},
+                                 PackedTiles{256, 2, 64, Scheduler::persistent, DType::bf16});
+  check_packed_gqa(t, false);
+}
+
+TEST_CASE("fa3 packed GQA rows with softcap and sinks match float64 on every mask", "[fa3][variant][gpu]") {
+  const PackedTiles t = GENERATE(PackedTiles{64, 3, 64, Scheduler::persistent, DType::bf16},
+                                 PackedTiles{128, 2, 64, Scheduler::persistent, DType::fp16},
+                                 PackedTiles{96, 3, 80, Scheduler::grid, DType::bf16});
+  check_packed_gqa(t, true);
+}
+
 TEST_CASE("fa2 heuristic kernels match float64 on every mask, head dim and dtype", "[fa2][gpu]") {
   const DType dtype = GENERATE(DType::bf16, DType::fp16);
   const int head_dim = GENERATE(64, 96, 128, 256);

@@ -346,6 +346,22 @@ TEST_CASE("varlen fa3 kernels match float64 on short ragged batches, every mask"
   check_short_batches(Algorithm::fa3, dtype, head_dim);
 }
 
+// Packed GQA rows over ragged batches (templates/fa3/rows.cuh): each sequence's m-blocks count positions, and a
+// sequence's last tile holds positions past its length (never stored) of every head of the group.
+TEST_CASE("varlen fa3 packed GQA kernels match float64 on short ragged batches, every mask", "[varlen][fa3][gpu]") {
+  const int head_dim = GENERATE(64, 128);
+  const int groups[] = {2, 4, 8};
+  int index = 0;
+  for (const auto& m : kMasks) {
+    KernelConfig config = varlen_config(Algorithm::fa3, DType::bf16, head_dim, m.kind);
+    config.pack_gqa = true;
+    for (int r = 0; r < 2; ++r, ++index) {
+      const Ragged& lengths = kShort[(index + head_dim / 64) % std::size(kShort)];
+      check_against_fp64(make_shape(lengths, m, DType::bf16, head_dim, groups[index % 3]), config);
+    }
+  }
+}
+
 TEST_CASE("varlen: top-left alignment per sequence matches float64, every mask and kernel",
           "[varlen][fa3][fa2][reference][gpu]") {
   const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);

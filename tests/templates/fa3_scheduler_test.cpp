@@ -42,7 +42,7 @@ Visit simulate(int m_blocks, int heads, int batch, int ctas) {
     for (int c = 0; c < ctas; ++c) {
       blockIdx = {static_cast<unsigned>(c), 0, 0};
       long long w = 0;
-      for (TileScheduler<true, kHeavyFirst> s(p, 128); s.valid(); s.advance()) {
+      for (TileScheduler<true, kHeavyFirst> s(p, 128, heads); s.valid(); s.advance()) {
         const WorkTile t = s.tile();
         ++v.count[{t.m_block, t.head, t.batch}];
         w += t.m_block + 1;
@@ -55,7 +55,7 @@ Visit simulate(int m_blocks, int heads, int batch, int ctas) {
       for (int h = 0; h < heads; ++h)
         for (int m = 0; m < m_blocks; ++m) {
           blockIdx = {static_cast<unsigned>(m), static_cast<unsigned>(h), static_cast<unsigned>(b)};
-          TileScheduler<false, kHeavyFirst> s(p, 128);
+          TileScheduler<false, kHeavyFirst> s(p, 128, heads);
           const WorkTile t = s.tile();
           ++v.count[{t.m_block, t.head, t.batch}];
           s.advance();

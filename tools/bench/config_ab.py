@@ -21,7 +21,12 @@ import flashjit  # noqa: E402
 
 def config_of(text):
     pairs = dict(item.split("=", 1) for item in text.split())
-    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in pairs.items()}
+
+    def value(v):
+        if v in ("true", "false"):
+            return v == "true"
+        return int(v) if v.lstrip("-").isdigit() else v
+    return {k: value(v) for k, v in pairs.items()}
 
 
 def main():
