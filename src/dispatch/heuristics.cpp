@@ -179,15 +179,28 @@ void fit_variant_registers(KernelConfig& c) {
 
 void fit_pack_gqa(KernelConfig& c, const AttentionProblem& p) {
   if (c.algorithm != Algorithm::fa3 || c.pack_gqa || p.heads_kv <= 0 || p.heads_q <= p.heads_kv) return;
-  // Short sliding windows (a span of at most 256 keys) with grouped heads: a tile of the group's query heads
-  // at block_m / group positions sees block_m / group + span keys instead of block_m + span (gpt-oss, window
-  // 128, H64/8, 192-row tiles: 152 keys, 3 of 64, instead of 320, 5 of 64), for the same number of tiles.
-  const bool short_window = p.mask == MaskKind::sliding_window && p.window_left >= 0 && p.window_right >= 0 &&
-                            p.window_left + p.window_right <= 256;
-  if (!short_window) return;
-  KernelConfig packed = c;
-  packed.pack_gqa = true;
-  if (validate(packed).empty() && config::pack_gqa_mismatch(packed, p.heads_q, p.heads_kv).empty()) c = packed;
+  if (p.mask != MaskKind::sliding_window || p.window_left < 0 || p.window_right < 0) return;
+  // Sliding windows with grouped heads: a tile of the group's query heads at block_m / group positions sees
+  // block_m / group + span keys instead of block_m + span (gpt-oss, window 128, H64/8, 192-row tiles: 152 keys,
+  // 3 of 64, instead of 320, 5 of 64), for the same number of tiles. H200, 2026-12-02, one process
+  // (bench/results/2026-12-02-session22/ab_pack_windows.md), S 8192 persistent 64-key tiles, plain -> packed:
+  // window 128 d64 H64/8 three warpgroups 66 -> 89 TFLOP/s, two 58 -> 75; window 512 d128 H32/8 three
+  // warpgroups 236 -> 304, two 244 -> 290, against 260 for the heuristic's 128-key tiles. Window 4096 (S 16384):
+  // 500 -> 532 with 128-key tiles, within the noise of the 517 the heuristic's tiles gave: not taken.
+  const int span = p.window_left + p.window_right, widest = std::max(p.head_dim, value_head_dim(p));
+  auto take = [&](KernelConfig k) {
+    k.pack_gqa = true;
+    if (!validate(k).empty() || !config::pack_gqa_mismatch(k, p.heads_q, p.heads_kv).empty()) return false;
+    c = k;
+    return true;
+  };
+  if (span <= 512 && widest <= 128) {
+    KernelConfig k = c;
+    k.block_m = 192, k.consumer_warpgroups = 3, k.block_n = 64;
+    k.scheduler = Scheduler::persistent;
+    if (take(k)) return;
+  }
+  if (span <= 256) take(c);  // the short-window tiles of fa3_config, packed, where 192 rows do not fit
 }
 
 namespace {

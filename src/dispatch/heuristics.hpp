@@ -32,9 +32,9 @@ Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
 // spill registers with them; other configs as they are. choose() applies it.
 void fit_variant_registers(KernelConfig& config);
 
-// fa3 configs for problems whose key range per row is short (sliding windows of at most 256 keys) with grouped
-// query heads: pack_gqa on, where the group divides block_m and the variants allow it (config::
-// pack_gqa_mismatch). choose() applies it.
+// fa3 configs for problems whose key range per row is short (sliding windows of at most 512 keys) with grouped
+// query heads: pack_gqa on (192-row tiles of 64 keys up to head dim 128), where the group divides block_m and
+// the variants allow it (config::pack_gqa_mismatch). choose() applies it.
 void fit_pack_gqa(KernelConfig& config, const AttentionProblem& problem);
 
 // Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what

@@ -248,13 +248,19 @@ TEST_CASE("nvrtc: fa3_config's short-window kernels compile without spills", "[c
       p.head_dim = d, p.mask = MaskKind::sliding_window, p.window_left = 128, p.window_right = 0;
       KernelConfig c = flashjit::dispatch::fa3_config(p, kSm90a);
       c.softcap = c.alibi = c.sinks = variants;
-      configs.push_back(c);
-      // choose() packs the group's query heads into the rows (fit_pack_gqa): not with ALiBi; varlen too.
-      c.alibi = false, c.pack_gqa = true;
-      configs.push_back(c);
-      if (d % 64 == 0) {
-        c.varlen = true;
-        configs.push_back(c);
+      configs.push_back(c);  // unpacked (ALiBi does not pack)
+      // What choose() takes for GQA: packed rows (fit_pack_gqa), for windows of 128 and 512 keys; varlen too.
+      if (variants) p.softcap = 30.f, p.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x70000});
+      for (int window : {128, 512}) {
+        p.window_left = window;
+        auto packed = flashjit::dispatch::choose(p, kSm90a);
+        REQUIRE(packed.ok());
+        CHECK(packed->pack_gqa);
+        configs.push_back(*packed);
+        if (d % 64 == 0) {
+          packed->varlen = true;
+          configs.push_back(*packed);
+        }
       }
     }
   auto outcomes = CompileCache::get().compile_all(configs);

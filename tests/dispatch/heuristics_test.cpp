@@ -567,16 +567,32 @@ TEST_CASE("choose: short sliding windows with grouped heads pack the group's que
   CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
   p.alibi_slopes = nullptr, p.sinks = nullptr, p.softcap = 0.f;
 
-  p.head_dim = 128;  // 128-row tiles: groups 2, 4, 8 divide them, 3 does not
+  p.head_dim = 128;  // up to d128: 192-row tiles of 64 keys, packed
+  c = choose(p, kSm90a);
+  CHECK(c->pack_gqa);
+  CHECK(c->block_m == 192);
+  CHECK(c->block_n == 64);
+  p.heads_q = 24;  // group 3 divides 192 rows
   CHECK(choose(p, kSm90a)->pack_gqa);
-  p.heads_q = 24;
+  p.heads_q = 8 * 128;  // group 128 does not: the 128-row short-window tile, packed
+  c = choose(p, kSm90a);
+  CHECK(c->pack_gqa);
+  CHECK(c->block_m == 128);
+  p.heads_q = 40;  // group 5 divides neither
   CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
-  p.head_dim = 64;  // 192-row tiles: 3 does
-  CHECK(choose(p, kSm90a)->pack_gqa);
+  p.head_dim = 256, p.heads_q = 64;  // above d128: the short-window rule's tiles, packed (128 rows)
+  c = choose(p, kSm90a);
+  CHECK(c->pack_gqa);
+  CHECK(c->block_m == 128);
+  p.head_dim = 64;
 
   p.heads_q = p.heads_kv;  // MHA: nothing to pack
   CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
-  p.heads_q = 64, p.window_left = 512;  // wider windows: not yet measured to pay
+  p.heads_q = 64, p.window_left = 512;  // up to 512 keys, up to d128
+  CHECK(choose(p, kSm90a)->pack_gqa);
+  p.head_dim = 256;
+  CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
+  p.head_dim = 64, p.window_left = 1024;  // wider windows: not measured to pay
   CHECK_FALSE(choose(p, kSm90a)->pack_gqa);
   p.mask = MaskKind::causal, p.window_left = p.window_right = -1;
   CHECK_FALSE(choose(p, kSm90a)->pack_gqa);

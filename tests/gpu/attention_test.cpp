@@ -151,6 +151,7 @@ void check_packed_gqa(const PackedTiles& t, bool variants) {
 
 TEST_CASE("fa3 packed GQA rows match float64 on every mask, group and tile", "[fa3][gpu]") {
   const PackedTiles t = GENERATE(PackedTiles{64, 3, 64, Scheduler::persistent, DType::bf16},
+                                 PackedTiles{128, 3, 64, Scheduler::persistent, DType::bf16},
                                  PackedTiles{128, 2, 64, Scheduler::persistent, DType::bf16},
                                  PackedTiles{128, 2, 128, Scheduler::grid, DType::fp16},
                                  PackedTiles{40, 3, 96, Scheduler::grid, DType::bf16},
@@ -160,7 +161,7 @@ TEST_CASE("fa3 packed GQA rows match float64 on every mask, group and tile", "[f
 
 TEST_CASE("fa3 packed GQA rows with softcap and sinks match float64 on every mask", "[fa3][variant][gpu]") {
   const PackedTiles t = GENERATE(PackedTiles{64, 3, 64, Scheduler::persistent, DType::bf16},
-                                 PackedTiles{128, 2, 64, Scheduler::persistent, DType::fp16},
+                                 PackedTiles{128, 3, 64, Scheduler::persistent, DType::fp16},
                                  PackedTiles{96, 3, 80, Scheduler::grid, DType::bf16});
   check_packed_gqa(t, true);
 }
