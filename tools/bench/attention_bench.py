@@ -416,7 +416,8 @@ def flashjit_kernel_name(s, t):
                             alibi=bool(s.get("alibi")), sinks=bool(s.get("sinks")))
         warps = f"wg{c['consumer_warpgroups']}" if "consumer_warpgroups" in c else f"w{c.get('warps')}"
         return (f"{c['algorithm']} bm{c['block_m']} bn{c['block_n']} s{c['stages']} {warps}"
-                + (" persistent" if c.get("scheduler") == "persistent" else ""))
+                + (" persistent" if c.get("scheduler") == "persistent" else "")
+                + (" packgqa" if c.get("pack_gqa") else ""))
     except Exception as e:  # noqa: BLE001
         return f"? ({type(e).__name__}: {str(e)[:80]})"
 
