@@ -50,6 +50,21 @@ struct OnlineSoftmax {
   static constexpr float kLazyLog2 = 8.f;
   template <int kMT, int kNT>
   __device__ bool update_lazy(float (&s)[kMT][kNT][4], float scale_log2, float (&rescale)[kRows]) {
+    return lazy<false>(s, scale_log2, rescale, nullptr);
+  }
+  // The same for scores s + offset[r]: this thread's elements of row r stand for s + offset[r] (an offset per
+  // thread and row, e.g. a term of ALiBi that is constant along the thread's part of a row). The offset joins
+  // the row's max before the quad's reduction and the exponent's bias, so it costs nothing per score.
+  template <int kMT, int kNT>
+  __device__ bool update_lazy(float (&s)[kMT][kNT][4], float scale_log2, float (&rescale)[kRows],
+                              const float (&offset)[kRows]) {
+    return lazy<true>(s, scale_log2, rescale, offset);
+  }
+
+ private:
+  template <bool kOffset, int kMT, int kNT>
+  __device__ __forceinline__ bool lazy(float (&s)[kMT][kNT][4], float scale_log2, float (&rescale)[kRows],
+                                       const float* offset) {
     static_assert(kRows == 2 * kMT, "two rows per m-tile");
     float m_new[kRows];
     bool move = false;
@@ -58,7 +73,8 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 2 * mt + h;
-        m_new[r] = tile_max(s, mt, h, row_max[r]);
+        if constexpr (kOffset) m_new[r] = quad_max(fmaxf(row_max[r], thread_max(s, mt, h) + offset[r]));
+        else m_new[r] = tile_max(s, mt, h, row_max[r]);
         // -inf - -inf is NaN: a row with no visible key yet does not move.
         move |= (m_new[r] - row_max[r]) * scale_log2 > kLazyLog2;
       }
@@ -77,11 +93,14 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 2 * mt + h;
-        row_sum[r] += exponentiate(s, mt, h, scale_log2, scaled(row_max[r], scale_log2));
+        float bias = scaled(row_max[r], scale_log2);
+        if constexpr (kOffset) bias -= offset[r] * scale_log2;
+        row_sum[r] += exponentiate(s, mt, h, scale_log2, bias);
       }
     return move;
   }
 
+ public:
   // inv_sum[r] = 1 / l (0 for empty rows); lse[r] = natural log-sum-exp of the scaled scores.
   __device__ void finalize(float softmax_scale, float (&inv_sum)[kRows], float (&lse)[kRows]) {
 #pragma unroll
@@ -94,6 +113,15 @@ struct OnlineSoftmax {
   }
 
  private:
+  // The max of this thread's elements of row (mt, h) of the tile (-inf: none visible).
+  template <int kMT, int kNT>
+  static __device__ __forceinline__ float thread_max(const float (&s)[kMT][kNT][4], int mt, int h) {
+    float m = neg_infinity();
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+    return m;
+  }
+
   // The max of `m` and row (mt, h) of the tile, over the quad that shares the row.
   template <int kMT, int kNT>
   static __device__ __forceinline__ float tile_max(const float (&s)[kMT][kNT][4], int mt, int h, float m) {

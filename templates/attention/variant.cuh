@@ -93,6 +93,19 @@ struct Variant {
     return s;
   }
 
+  // ALiBi where no visible key lies past a row's aligned key (causal masks: |a - k| = a - k), split into a term
+  // per score and one per row: -slope (a - k) = -slope (a - k0) + slope d for key k = k0 + d. score_causal()
+  // gives the score with the first (d a constant of an unrolled loop: one FFMA), alibi_row_term(base) the
+  // second for base = distance_base(q, k0), for the softmax to add per row (OnlineSoftmax::update_lazy's
+  // offsets). Not with a score_mod, which must see the whole score. (The kernels test kHasAlibi && !kHasScoreMod
+  // locally: NVRTC emits a global for every static constexpr member.)
+  __device__ __forceinline__ float score_causal(float s, float d) const {
+    if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
+    if constexpr (kAlibi) s = fmaf(slope, d, s);
+    return s;
+  }
+  __device__ __forceinline__ float alibi_row_term(float base) const { return kAlibi ? -slope * base : 0.f; }
+
   // Whether the snippet lets query row q see key k (the built-in mask aside); true without one.
   __device__ __forceinline__ bool visible(int q, int k) const {
     if constexpr (kHasMaskMod) return MaskMod::apply(at.batch, at.head, q, k, at.ctx);

@@ -123,7 +123,21 @@ struct Consumer {
   // tile is cut, or on every tile with a mask_mod), then the online softmax in the variant's unit.
   __device__ void softmax_step(const Mask<kMask>& mask, const V& variant, int n0, int seqlen_k, float unit_log2,
                                float (&rescale)[2]) {
-    if constexpr (V::kTransformsScores) {
+    // ALiBi under causal masks (every visible key at or before the row's aligned key): a term per score and one
+    // per row (Variant::score_causal, alibi_row_term), the row's in the softmax's offsets. H200, llama3 causal
+    // S 8192: see bench/NOTES.md (2026-12-02, twenty-second session).
+    constexpr bool kAlibiRowTerm = V::kHasAlibi && !V::kHasScoreMod &&
+                                   (kMask == MaskKind::causal || kMask == MaskKind::chunked_causal);
+    float row_term[2];
+    if constexpr (kAlibiRowTerm) {
+      const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile
+      row_term[0] = variant.alibi_row_term(variant.distance_base(row0, k0));
+      row_term[1] = variant.alibi_row_term(variant.distance_base(row1(), k0));
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[0][j][c] = variant.score_causal(s[0][j][c], static_cast<float>(8 * j + c % 2));
+    } else if constexpr (V::kTransformsScores) {
       const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile
       const float base[2] = {variant.distance_base(row0, k0), variant.distance_base(row1(), k0)};
 #pragma unroll
@@ -145,7 +159,8 @@ struct Consumer {
           if (key >= seqlen_k || !mask.visible(row, key) || !variant.visible(row, key)) s[0][j][c] = neg_infinity();
         }
     }
-    moved = softmax.update_lazy(s, unit_log2, rescale);
+    if constexpr (kAlibiRowTerm) moved = softmax.update_lazy(s, unit_log2, rescale, row_term);
+    else moved = softmax.update_lazy(s, unit_log2, rescale);
   }
   bool moved = true;  // whether the last softmax_step moved a row max of this warp (O needs rescaling)
 
