@@ -184,18 +184,34 @@ TEST_CASE("generate: varlen is a template argument of every kernel, and part of 
                          flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
                          flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
     INFO(readable_name(c));
+    // fa3 has pack_gqa after varlen.
+    const std::string after = c.algorithm == flashjit::Algorithm::fa3 ? ", /*pack_gqa=*/false>" : ">";
     auto fixed = generate(c);
     REQUIRE(fixed.ok());
-    CHECK(contains(fixed->text, "/*varlen=*/false>"));
+    CHECK(contains(fixed->text, "/*varlen=*/false" + after));
     c.varlen = true;
     auto varlen = generate(c);
     REQUIRE(varlen.ok());
-    CHECK(contains(varlen->text, "/*varlen=*/true>"));
+    CHECK(contains(varlen->text, "/*varlen=*/true" + after));
     CHECK(contains(varlen->text, "// config: " + to_json(c) + "\n"));
     CHECK(contains(varlen->name, "_varlen_"));
     CHECK(varlen->entry == "flashjit_" + varlen->name);
     CHECK(varlen->name != fixed->name);
   }
+}
+
+TEST_CASE("generate: fa3's pack_gqa is a template argument after varlen, and part of the name", "[codegen]") {
+  KernelConfig c = flashjit::dispatch::fa3_heuristic(DType::bf16, 64, MaskKind::sliding_window, Arch{90, true});
+  c.pack_gqa = true, c.varlen = true;
+  auto packed = generate(c);
+  REQUIRE(packed.ok());
+  CHECK(contains(packed->text, "/*varlen=*/true, /*pack_gqa=*/true>"));
+  CHECK(contains(packed->name, "_packgqa_varlen_"));
+  CHECK(contains(packed->text, R"("pack_gqa":true)"));  // in the config JSON, so the cache key
+  c.alibi = true;  // ALiBi reads one head per tile: refused, naming the field
+  auto refused = generate(c);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(contains(refused.error().message, "pack_gqa"));
 }
 
 TEST_CASE("generate: variants are a template argument after varlen only when on, and part of the name",
@@ -210,8 +226,9 @@ TEST_CASE("generate: variants are a template argument after varlen only when on,
     c.softcap = true, c.sinks = true;
     auto with = generate(c);
     REQUIRE(with.ok());
-    CHECK(contains(with->text, "/*varlen=*/false,\n    /*variant=*/flashjit::Variant</*softcap=*/true, /*alibi=*/false, "
-                               "/*sinks=*/true>>;"));
+    const std::string before = c.algorithm == flashjit::Algorithm::fa3 ? "/*pack_gqa=*/false" : "/*varlen=*/false";
+    CHECK(contains(with->text, before + ",\n    /*variant=*/flashjit::Variant</*softcap=*/true, /*alibi=*/false, "
+                                        "/*sinks=*/true>>;"));
     CHECK(contains(with->name, "_softcap_sinks_"));
     CHECK(contains(with->text, "// config: " + to_json(c) + "\n"));
   }
