@@ -125,8 +125,9 @@ struct Consumer {
                                float (&rescale)[2]) {
     // ALiBi under causal masks (every visible key at or before the row's aligned key): a term per score and one
     // per row (Variant::score_causal, alibi_row_term), the row's in the softmax's offsets. H200, llama3 causal
-    // S 8192: see bench/NOTES.md (2026-12-02, twenty-second session).
-    constexpr bool kAlibiRowTerm = V::kHasAlibi && !V::kHasScoreMod &&
+    // S 8192, 128-row tiles: −12% -> −9.8% against the plain kernel (bench/NOTES.md, 2026-12-02). Not on three
+    // warpgroups (160 registers): with softcap + sinks at d96 ptxas spilled 12 bytes.
+    constexpr bool kAlibiRowTerm = V::kHasAlibi && !V::kHasScoreMod && kBM <= 128 &&
                                    (kMask == MaskKind::causal || kMask == MaskKind::chunked_causal);
     float row_term[2];
     if constexpr (kAlibiRowTerm) {
