@@ -32,10 +32,6 @@ inline constexpr int kSharedMemoryReservedPerBlock = 1024;
 // XOR swizzle applies (fa2::SmemTile).
 inline constexpr int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }
 
-}  // namespace flashjit::config
-
-namespace flashjit::config {
-
 // Why a packed-GQA fa3 config cannot run a problem with these head counts (empty when it can): the group
 // (heads_q / heads_kv) must be whole and divide block_m, so that a tile holds whole positions
 // (templates/fa3/rows.cuh).

@@ -73,7 +73,8 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 2 * mt + h;
-        if constexpr (kOffset) m_new[r] = quad_max(fmaxf(row_max[r], thread_max(s, mt, h) + offset[r]));
+        if constexpr (kOffset)
+          m_new[r] = quad_max(fmaxf(row_max[r], thread_max(s, mt, h, neg_infinity()) + offset[r]));
         else m_new[r] = tile_max(s, mt, h, row_max[r]);
         // -inf - -inf is NaN: a row with no visible key yet does not move.
         move |= (m_new[r] - row_max[r]) * scale_log2 > kLazyLog2;
@@ -113,10 +114,9 @@ struct OnlineSoftmax {
   }
 
  private:
-  // The max of this thread's elements of row (mt, h) of the tile (-inf: none visible).
+  // The max of `m` and this thread's elements of row (mt, h) of the tile.
   template <int kMT, int kNT>
-  static __device__ __forceinline__ float thread_max(const float (&s)[kMT][kNT][4], int mt, int h) {
-    float m = neg_infinity();
+  static __device__ __forceinline__ float thread_max(const float (&s)[kMT][kNT][4], int mt, int h, float m) {
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
     return m;
@@ -125,9 +125,7 @@ struct OnlineSoftmax {
   // The max of `m` and row (mt, h) of the tile, over the quad that shares the row.
   template <int kMT, int kNT>
   static __device__ __forceinline__ float tile_max(const float (&s)[kMT][kNT][4], int mt, int h, float m) {
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-    return quad_max(m);
+    return quad_max(thread_max(s, mt, h, m));
   }
 
   // A row max in exp2 units; with no visible key yet it is -inf, and 0 is subtracted instead so that
