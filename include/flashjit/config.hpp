@@ -72,6 +72,11 @@ struct KernelConfig {
   // keys per row. The group (heads_q / heads_kv) is the problem's and must divide block_m. In the JSON and
   // the name only when on.
   bool pack_gqa = false;
+  // Keys and values in pages of page_size tokens (AttentionProblem::page_table; a power of two in [1, 256],
+  // compiled in); 0: contiguous. fa3 needs a page to hold 128 bytes of each of its tile's column blocks (d80,
+  // d112, ...: their 16-column block takes pages of 4 tokens or more), and block_n and page_size to divide one
+  // another. In the JSON and the name only when set.
+  int page_size = 0;
   // Variants (templates/attention/variant.cuh), compiled in only when on; their constants (the cap, the slopes,
   // the sink logits) are run-time arguments of the problem. In the JSON and the name only when on.
   bool softcap = false;  // scores <- cap * tanh(scores / cap) (Gemma 2), before the mask

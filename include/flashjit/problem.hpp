@@ -105,6 +105,27 @@ struct AttentionProblem {
   const char* mask_mod = nullptr;
   ModAux aux{};
 
+  // Paged keys and values (chunked prefill and prefix caching over a serving engine's cache; flash-attn's
+  // block_table): set page_table. K and V are then page pools [num_pages, page_size, Hkv, D] (k_strides /
+  // v_strides: batch = page, seq = token, head; zero: contiguous pages), and key j of sequence b lives in page
+  // page_table[b * max_pages_per_seq + j / page_size], token j % page_size. Sequence b has seqused_k[b] keys
+  // (device int32 [batch], required): its queries are its last ones (masks bottom-right per sequence, or
+  // top-left), and seqlen_k is the maximum over the batch, a host bound of at most max_pages_per_seq *
+  // page_size. Queries are dense [B, Sq, Hq, D] or ragged (cu_seqlens_q and total_q; cu_seqlens_k stays null,
+  // total_k 0). page_size is a power of two in [1, 256]. A page index outside [0, num_pages) is never
+  // dereferenced: its keys read as zeros (check_pages refuses it before launching). The tokens of a sequence's
+  // last page past its length are read (masked, never used): like every row of K and V they must hold finite
+  // values (a cache allocated with zeros, as serving engines do).
+  const int* page_table = nullptr;
+  int page_size = 0;
+  int num_pages = 0;
+  int max_pages_per_seq = 0;
+  const int* seqused_k = nullptr;
+  // Paged: copy seqused_k and the page table to the host before launching (synchronizes the stream; refused
+  // while it captures a graph) and refuse lengths above seqlen_k and page indices outside [0, num_pages).
+  // A debug check; RuntimeOptions::check_pages turns it on for every paged forward.
+  bool check_pages = false;
+
   // Varlen: copy the offsets to the host before launching (synchronizes the stream; refused while it captures a
   // graph) and refuse offsets that are not non-decreasing from >= 0 up to total_q / total_k, or a length above
   // seqlen_q / seqlen_k. A debug check; RuntimeOptions::check_seqlens turns it on for every forward.
@@ -115,6 +136,8 @@ struct AttentionProblem {
 
   // A ragged batch (cu_seqlens_q or cu_seqlens_k set).
   bool varlen() const { return cu_seqlens_q != nullptr || cu_seqlens_k != nullptr; }
+  // Keys and values in pages (page_table set).
+  bool paged() const { return page_table != nullptr; }
 };
 
 // `s` with each zero replaced by the stride of a contiguous [batch, seqlen, heads, head_dim] tensor (a batch

@@ -9,37 +9,40 @@ namespace {
 
 std::string mask_enum(MaskKind m) { return fmt::format("flashjit::MaskKind::{}", to_string(m)); }
 
-// The template and its parameters up to varlen (fa3: pack_gqa), without the closing bracket.
+// The template and its parameters up to page_size, without the closing bracket.
 std::string kernel_template(const KernelConfig& c) {
   switch (c.algorithm) {
     case Algorithm::fa2:
       return fmt::format(
           "flashjit::fa2::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_m=*/{block_m},\n"
-          "    /*block_n=*/{block_n}, /*stages=*/{stages}, /*warps=*/{warps}, /*mask=*/{mask}, /*varlen=*/{varlen}",
+          "    /*block_n=*/{block_n}, /*stages=*/{stages}, /*warps=*/{warps}, /*mask=*/{mask}, /*varlen=*/{varlen},\n"
+          "    /*page_size=*/{page_size}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_m", c.block_m), fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages),
-          fmt::arg("warps", c.warps), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen));
+          fmt::arg("warps", c.warps), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen),
+          fmt::arg("page_size", c.page_size));
     case Algorithm::fa3:
       return fmt::format(
           "flashjit::fa3::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*block_n=*/{block_n},\n"
           "    /*stages=*/{stages}, /*consumer_warpgroups=*/{warps}, /*mask=*/{mask}, /*persistent=*/{persistent},\n"
-          "    /*varlen=*/{varlen}, /*pack_gqa=*/{pack_gqa}",
+          "    /*varlen=*/{varlen}, /*pack_gqa=*/{pack_gqa}, /*page_size=*/{page_size}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
           fmt::arg("block_n", c.block_n), fmt::arg("stages", c.stages), fmt::arg("warps", c.consumer_warpgroups),
           fmt::arg("mask", mask_enum(c.mask)), fmt::arg("persistent", c.scheduler == Scheduler::persistent),
-          fmt::arg("varlen", c.varlen), fmt::arg("pack_gqa", c.pack_gqa));
+          fmt::arg("varlen", c.varlen), fmt::arg("pack_gqa", c.pack_gqa), fmt::arg("page_size", c.page_size));
     case Algorithm::naive:
       return fmt::format(
           "flashjit::reference::Kernel<\n"
           "    /*element=*/{element}, /*head_dim=*/{head_dim}, /*head_dim_v=*/{head_dim_v}, /*threads=*/{threads},\n"
-          "    /*mask=*/{mask}, /*varlen=*/{varlen}",
+          "    /*mask=*/{mask}, /*varlen=*/{varlen}, /*page_size=*/{page_size}",
           fmt::arg("element", element_type(c.dtype)), fmt::arg("head_dim", c.head_dim),
           fmt::arg("head_dim_v", value_head_dim(c)),
-          fmt::arg("threads", threads_per_cta(c)), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen));
+          fmt::arg("threads", threads_per_cta(c)), fmt::arg("mask", mask_enum(c.mask)), fmt::arg("varlen", c.varlen),
+          fmt::arg("page_size", c.page_size));
     default:
       return {};
   }

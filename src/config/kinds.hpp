@@ -22,7 +22,8 @@ struct Kind<KernelConfig> {
       Field<C, int>{"consumer_warpgroups", &C::consumer_warpgroups, has_consumer_warpgroups},
       Field<C, MaskKind>{"mask", &C::mask}, Field<C, Scheduler>{"scheduler", &C::scheduler},
       Field<C, bool>{"varlen", &C::varlen},
-      Field<C, bool>{"pack_gqa", &C::pack_gqa, has_consumer_warpgroups, true}, Field<C, bool>{"softcap", &C::softcap, nullptr, true},
+      Field<C, bool>{"pack_gqa", &C::pack_gqa, has_consumer_warpgroups, true},
+      Field<C, int>{"page_size", &C::page_size, nullptr, true}, Field<C, bool>{"softcap", &C::softcap, nullptr, true},
       Field<C, bool>{"alibi", &C::alibi, nullptr, true}, Field<C, bool>{"sinks", &C::sinks, nullptr, true},
       Field<C, std::string>{"score_mod", &C::score_mod, nullptr, true},
       Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true});

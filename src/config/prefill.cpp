@@ -133,6 +133,32 @@ int shared_memory_bytes(const KernelConfig& c) {
   }
 }
 
+// page_size: 0 (contiguous keys) or a power of two in [1, 256]. fa3 (templates/fa3/producer.cuh): a key tile
+// is one page's part or a whole number of pages, and pages smaller than a tile are TMA boxes of their own at
+// 128-byte aligned rows of each column block (64 columns: 128 bytes a row, 32: 64, 16: 32).
+static void validate_page_size(const KernelConfig& c, std::vector<ConfigIssue>& out) {
+  const int ps = c.page_size;
+  if (ps == 0) return;
+  if (ps < 1 || ps > 256 || (ps & (ps - 1)) != 0) {
+    out.push_back({"page_size", fmt::format("page_size must be 0 (contiguous) or a power of two in [1, 256], got {}", ps)});
+    return;
+  }
+  if (c.algorithm != Algorithm::fa3) return;
+  if (c.block_n % ps != 0 && ps % c.block_n != 0)
+    out.push_back({"page_size", fmt::format("fa3 needs block_n ({}) and page_size ({}) to divide one another", c.block_n, ps)});
+  if (ps < c.block_n) {
+    auto narrowest = [](int dim) {  // bytes per row of the narrowest column block (fa3/columns.cuh)
+      const int padded = fa3_padded(dim);
+      return padded % 32 == 16 ? 32 : padded % 64 >= 32 ? 64 : 128;
+    };
+    const int row_bytes = std::min(narrowest(c.head_dim), narrowest(value_head_dim(c)));
+    if (ps * row_bytes < 128)
+      out.push_back({"page_size", fmt::format("fa3 at head dims {} / {} needs pages of at least {} tokens (one TMA box "
+                                              "of 128 bytes per column block), got {}",
+                                              c.head_dim, value_head_dim(c), 128 / row_bytes, ps)});
+  }
+}
+
 // head_dim_v: 0 (the same as head_dim) or a multiple of 8 in [8, 256] for the kernels that take it.
 static void validate_head_dim_v(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   if (c.head_dim_v == 0 || c.head_dim_v == c.head_dim) return;
@@ -153,6 +179,7 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
     case Algorithm::fa2: validate_fa2(c, out); break;
     case Algorithm::naive: validate_naive(c, out); break;
   }
+  validate_page_size(c, out);
   if (c.scheduler == Scheduler::persistent && c.algorithm != Algorithm::fa3)
     out.push_back({"scheduler", fmt::format("the persistent scheduler is implemented by fa3 only, not {}",
                                             to_string(c.algorithm))});
@@ -172,7 +199,9 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
 std::string readable_name(const KernelConfig& c) {
   std::string arch = c.arch.to_string();
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
-  const std::string varlen = std::string(c.varlen ? "_varlen" : "") + config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod);
+  const std::string varlen = std::string(c.varlen ? "_varlen" : "") +
+                             (c.page_size > 0 ? fmt::format("_paged{}", c.page_size) : std::string()) +
+                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod);
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)

@@ -140,6 +140,11 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   if (c.varlen != p.varlen())
     why.push_back(c.varlen ? "a varlen kernel needs cu_seqlens_q/cu_seqlens_k (the problem has none)"
                            : "the problem is varlen (cu_seqlens_q/cu_seqlens_k set) but the kernel is not: set varlen");
+  if (const int pages = p.paged() ? p.page_size : 0; c.page_size != pages)
+    why.push_back(pages == 0 ? fmt::format("a kernel of page_size {} needs a paged problem (page_table)", c.page_size)
+                             : fmt::format("the problem's keys are in pages of {} tokens but the kernel's page_size is "
+                                           "{}: set page_size={}",
+                                           pages, c.page_size, pages));
   const auto variant = [&](bool kernel, bool problem, const char* name, const char* field) {
     if (kernel && !problem) why.push_back(fmt::format("a {} kernel needs the problem's {}", name, field));
     if (!kernel && problem) why.push_back(fmt::format("the problem has {} but the kernel has no {}: set {}", field, name, name));
@@ -203,36 +208,63 @@ void fit_pack_gqa(KernelConfig& c, const AttentionProblem& p) {
   if (span <= 256) take(c);  // the short-window tiles of fa3_config, packed, where 192 rows do not fit
 }
 
+void fit_pages(KernelConfig& c, const AttentionProblem& p) {
+  c.page_size = p.paged() ? p.page_size : 0;
+  if (c.page_size == 0) return;
+  // fa3 needs block_n and the page size to divide one another (both powers of two then): 80-, 96- and
+  // 112-key tiles take the power of two below.
+  if (c.algorithm == Algorithm::fa3 && c.block_n % c.page_size != 0 && c.page_size % c.block_n != 0) {
+    int n = 64;
+    while (2 * n <= c.block_n) n *= 2;
+    c.block_n = n;
+  }
+  if (c.page_size >= c.block_n) return;
+  // Pages smaller than a key tile. fa3: the whole producer warp issues their boxes, which with the persistent
+  // scheduler's state needs more than the producer's 24 registers (ptxas spills 4 to 16 bytes); the grid
+  // scheduler keeps it spill-free. fa2: a page lookup per row of every K and V load, for which its 128-row
+  // tiles (255 registers at head dim 128) have no registers left: 64 rows.
+  if (c.algorithm == Algorithm::fa3) c.scheduler = Scheduler::grid;
+  if (c.algorithm == Algorithm::fa2 && c.block_m > 64 && 64 % (16 * c.warps) == 0) c.block_m = 64;
+}
+
 namespace {
 
-// choose() but for the varlen flag (false in the result).
+// choose() but for the varlen flag (false in the result); the page size is the problem's.
 Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, Algorithm requested,
                                   const TunedTables* tuned) {
+  auto paged = [&](KernelConfig c) {
+    fit_pages(c, p);
+    return c;
+  };
   switch (requested) {
-    case Algorithm::naive: return naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
+    case Algorithm::naive: return paged(naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v));
     case Algorithm::fa2: {
-      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
+      auto c = paged(fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v));
       FLASHJIT_TRY(check(c));
       return c;
     }
     case Algorithm::fa3: {
-      auto c = fa3_config(p, arch);
+      auto c = paged(fa3_config(p, arch));
       FLASHJIT_TRY(check(c));
       return c;
     }
     case Algorithm::automatic: {
       if (tuned) {
-        // Measured on this GPU. Tables hold fixed-length problems: a varlen one takes the tiles of its padded
-        // twin (max lengths), choose() then turns on varlen.
+        // Measured on this GPU. Tables hold fixed-length contiguous problems: a varlen or paged one takes the
+        // tiles of its padded contiguous twin (max lengths), choose() then turns on varlen and the pages.
         AttentionProblem fixed = p;
         fixed.cu_seqlens_q = fixed.cu_seqlens_k = nullptr;
-        if (auto c = tuned->lookup(fixed, arch)) return *c;
+        fixed.page_table = nullptr, fixed.seqused_k = nullptr, fixed.page_size = 0;
+        if (auto c = tuned->lookup(fixed, arch)) {
+          if (auto t = paged(*c); validate(t).empty()) return t;
+        }
       }
-      // FA3 where the GPU has wgmma/TMA (sm_90a) and the head dim is one it covers; FA2 elsewhere.
-      if (auto c3 = fa3_config(p, arch); validate(c3).empty()) return c3;
-      auto c = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
+      // FA3 where the GPU has wgmma/TMA (sm_90a) and the head dim (and page size) is one it covers; FA2 elsewhere.
+      if (auto c3 = paged(fa3_config(p, arch)); validate(c3).empty()) return c3;
+      auto c = paged(fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v));
       if (validate(c).empty()) return c;
-      return naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);  // what fa2 does not cover, pre-sm_80
+      // What fa2 does not cover, pre-sm_80.
+      return paged(naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v));
     }
   }
   return Error(ErrorCode::internal, "unknown algorithm");
@@ -258,6 +290,7 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     c->score_mod = snippet_text(p.score_mod), c->mask_mod = snippet_text(p.mask_mod);
     fit_variant_registers(*c);
     fit_pack_gqa(*c, p);
+    fit_pages(*c, p);  // after the tiles' last change
   }
   return c;
 }

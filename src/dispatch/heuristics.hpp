@@ -36,6 +36,10 @@ void fit_variant_registers(KernelConfig& config);
 // query heads: pack_gqa on (192-row tiles of 64 keys up to head dim 128), where the group divides block_m and
 // the variants allow it (config::pack_gqa_mismatch). choose() applies it.
 void fit_pack_gqa(KernelConfig& config, const AttentionProblem& problem);
+// The problem's page size (0: contiguous keys) into the config; fa3 tiles of 80, 96 or 112 keys take the power
+// of two below when the page size does not divide them (fa3 needs block_n and page_size to divide one another),
+// and the grid scheduler when pages are smaller than the key tile; fa2 then 64-row tiles.
+void fit_pages(KernelConfig& config, const AttentionProblem& problem);
 
 // Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what
 // fa3 and fa2 lack there, e.g. "fa2: needs sm_80 or newer ...". Empty when a fast kernel runs it.

@@ -9,12 +9,6 @@
 namespace flashjit::dispatch {
 namespace {
 
-Status check_length(const DecodeProblem& p, int b, int len) {
-  if (len >= 0 && len <= p.max_seqlen_k) return {};
-  return Error(ErrorCode::invalid_argument,
-               fmt::format("seqlens_k[{}] = {} is outside [0, max_seqlen_k = {}]", b, len, p.max_seqlen_k));
-}
-
 // Not while capturing (the copies would be captured, or fail); then the stream's work is done.
 Status synchronize(const cuda::Api& api, CUstream stream, const char* what) {
   if (cuda::capturing(api, stream))
@@ -62,31 +56,39 @@ Status check_offsets(const cuda::Api& api, const int* cu, const char* name, int 
   return {};
 }
 
-}  // namespace
-
-Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
-  FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
+// Each of `batch` lengths (device `lens`) in [0, max_len] and, with a page table, every page a sequence uses
+// in [0, num_pages): a row of the table at a time and kCheckChunk entries at most per copy.
+struct PagedKeys {
+  const int* lens;
+  const char* lens_name;
+  int batch, max_len;
+  const char* max_name;
+  const int* table;  // null: contiguous keys (lengths only)
+  int row_len, page_size, num_pages;
+};
+Status check_keys(const cuda::Api& api, const PagedKeys& k) {
   std::vector<int> lens, pages;
-  for (std::size_t first = 0; first < static_cast<std::size_t>(p.batch); first += kCheckChunk) {
-    const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(p.batch) - first);
-    FLASHJIT_TRY(copy_ints(api, p.seqlens_k, first, count, lens, "seqlens_k"));
+  for (std::size_t first = 0; first < static_cast<std::size_t>(k.batch); first += kCheckChunk) {
+    const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(k.batch) - first);
+    FLASHJIT_TRY(copy_ints(api, k.lens, first, count, lens, k.lens_name));
     for (std::size_t i = 0; i < count; ++i) {
       const int b = static_cast<int>(first + i);
-      FLASHJIT_TRY(check_length(p, b, lens[i]));
-      if (p.layout != KvLayout::paged) continue;
-      // The pages this sequence uses, a row of the table at a time and kCheckChunk entries at most per copy.
-      const std::size_t used = (static_cast<std::size_t>(lens[i]) + p.page_size - 1) / p.page_size;
-      const std::size_t row = static_cast<std::size_t>(b) * static_cast<std::size_t>(p.max_pages_per_seq);
+      if (lens[i] < 0 || lens[i] > k.max_len)
+        return Error(ErrorCode::invalid_argument, fmt::format("{}[{}] = {} is outside [0, {} = {}]", k.lens_name, b,
+                                                              lens[i], k.max_name, k.max_len));
+      if (k.table == nullptr) continue;
+      const std::size_t used = (static_cast<std::size_t>(lens[i]) + k.page_size - 1) / k.page_size;
+      const std::size_t row = static_cast<std::size_t>(b) * static_cast<std::size_t>(k.row_len);
       for (std::size_t j0 = 0; j0 < used; j0 += kCheckChunk) {
         const std::size_t n = std::min(kCheckChunk, used - j0);
-        FLASHJIT_TRY(copy_ints(api, p.page_table, row + j0, n, pages, "page_table"));
+        FLASHJIT_TRY(copy_ints(api, k.table, row + j0, n, pages, "page_table"));
         for (std::size_t j = 0; j < n; ++j) {
           const int page = pages[j];
-          if (page < 0 || page >= p.num_pages)
+          if (page < 0 || page >= k.num_pages)
             return Error(ErrorCode::invalid_argument,
                          fmt::format("page_table[{}][{}] = {} is outside [0, {}) = [0, num_pages) (sequence {} has {} "
                                      "keys)",
-                                     b, j0 + j, page, p.num_pages, b, lens[i]));
+                                     b, j0 + j, page, k.num_pages, b, lens[i]));
         }
       }
     }
@@ -94,9 +96,25 @@ Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
   return {};
 }
 
+}  // namespace
+
+Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
+  FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
+  const bool paged = p.layout == KvLayout::paged;
+  return check_keys(api, PagedKeys{p.seqlens_k, "seqlens_k", p.batch, p.max_seqlen_k, "max_seqlen_k",
+                                   paged ? p.page_table : nullptr, p.max_pages_per_seq, p.page_size, p.num_pages});
+}
+
+Status check_page_table(const cuda::Api& api, const AttentionProblem& p) {
+  FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
+  return check_keys(api, PagedKeys{p.seqused_k, "seqused_k", p.batch, p.seqlen_k, "seqlen_k", p.page_table,
+                                   p.max_pages_per_seq, p.page_size, p.num_pages});
+}
+
 Status check_seqlens(const cuda::Api& api, const AttentionProblem& p) {
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_seqlens (FLASHJIT_CHECK_SEQLENS=1)"));
   FLASHJIT_TRY(check_offsets(api, p.cu_seqlens_q, "cu_seqlens_q", p.batch, p.total_q, "total_q", p.seqlen_q, "seqlen_q"));
+  if (p.paged()) return {};  // the key counts are seqused_k's (check_page_table)
   return check_offsets(api, p.cu_seqlens_k, "cu_seqlens_k", p.batch, p.total_k, "total_k", p.seqlen_k, "seqlen_k");
 }
 

@@ -4,6 +4,8 @@
 // stream captures a CUDA graph.
 //   decode (DecodeProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every length in [0, max_seqlen_k] and every
 //     page a sequence uses in [0, num_pages);
+//   paged forward (AttentionProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every seqused_k in [0, seqlen_k] and
+//     every page a sequence uses in [0, num_pages);
 //   varlen forward (AttentionProblem::check_seqlens, FLASHJIT_CHECK_SEQLENS=1): cu_seqlens_q and cu_seqlens_k
 //     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k.
 #pragma once
@@ -18,6 +20,7 @@ inline constexpr std::size_t kCheckChunk = 1 << 16;
 
 // The problem's device context is current.
 Status check_page_table(const cuda::Api& api, const DecodeProblem& problem);
+Status check_page_table(const cuda::Api& api, const AttentionProblem& problem);
 Status check_seqlens(const cuda::Api& api, const AttentionProblem& problem);
 
 }  // namespace flashjit::dispatch

@@ -74,10 +74,13 @@ Strides resolved_q_strides(const AttentionProblem& p) {
 Strides resolved_o_strides(const AttentionProblem& p) {
   return resolved(p, p.o_strides, p.seqlen_q, p.heads_q, value_head_dim(p));
 }
+// Paged K and V: [num_pages, page_size, Hkv, D] pools, batch meaning page (varlen or not).
 Strides resolved_kv_strides(const AttentionProblem& p, const Strides& s) {
+  if (p.paged()) return contiguous_bshd(s, p.page_size, p.heads_kv, p.head_dim);
   return resolved(p, s, p.seqlen_k, p.heads_kv, p.head_dim);
 }
 Strides resolved_v_strides(const AttentionProblem& p) {
+  if (p.paged()) return contiguous_bshd(p.v_strides, p.page_size, p.heads_kv, value_head_dim(p));
   return resolved(p, p.v_strides, p.seqlen_k, p.heads_kv, value_head_dim(p));
 }
 
@@ -98,8 +101,46 @@ Status check(const AttentionProblem& p) {
                     p.head_dim_v));
   if (p.batch > 65535 || p.heads_q > 65535) add("batch and heads_q must be <= 65535 (grid limits)");
 
-  const bool varlen = p.varlen();
-  if (varlen) {
+  const bool varlen = p.varlen(), paged = p.paged();
+  auto check_int_array = [&](const int* ptr, const char* name, const char* what) {
+    if (ptr == nullptr)
+      add(fmt::format("{} is a null pointer: {}", name, what));
+    else if (reinterpret_cast<std::uintptr_t>(ptr) % 4 != 0)
+      add(fmt::format("{} ({}) must be 4-byte aligned (int32)", name, fmt::ptr(ptr)));
+  };
+  if (paged) {
+    // Paged keys: a page table, per-sequence key counts, the pool's shape; queries dense or ragged.
+    check_int_array(p.seqused_k, "seqused_k", "a paged problem needs each sequence's key count (int32 [batch])");
+    check_int_array(p.page_table, "page_table", "");
+    if (p.page_size < 1 || p.page_size > 256 || (p.page_size & (p.page_size - 1)) != 0)
+      add(fmt::format("page_size must be a power of two in [1, 256], got {}", p.page_size));
+    if (p.num_pages < 1) add(fmt::format("num_pages (pages in the k and v pools) must be >= 1, got {}", p.num_pages));
+    if (p.max_pages_per_seq < 1)
+      add(fmt::format("max_pages_per_seq (the page table's row length) must be >= 1, got {}", p.max_pages_per_seq));
+    else if (p.page_size >= 1 && static_cast<long long>(p.max_pages_per_seq) * p.page_size < p.seqlen_k)
+      add(fmt::format("seqlen_k ({}) is more keys than max_pages_per_seq * page_size = {} * {} hold", p.seqlen_k,
+                      p.max_pages_per_seq, p.page_size));
+    if (static_cast<long long>(p.batch) * p.max_pages_per_seq > (1ll << 31) - 1)
+      add("batch * max_pages_per_seq must fit in int32 (page-table entries)");
+    if (p.cu_seqlens_k != nullptr)
+      add("cu_seqlens_k must be null for a paged problem (seqused_k gives each sequence's key count)");
+    if (p.total_k != 0) add(fmt::format("total_k must be 0 for a paged problem, got {}", p.total_k));
+  } else if (p.seqused_k != nullptr || p.page_size != 0 || p.num_pages != 0 || p.max_pages_per_seq != 0) {
+    add("seqused_k, page_size, num_pages and max_pages_per_seq are for paged problems: set page_table, or leave "
+        "them null and 0");
+  }
+  if (varlen && paged) {
+    // Ragged queries over pages: cu_seqlens_q and total_q.
+    check_int_array(p.cu_seqlens_q, "cu_seqlens_q", "ragged queries over pages need cu_seqlens_q");
+    if (p.total_q < 1)
+      add(fmt::format("total_q (rows of the packed q and o) must be >= 1 for a varlen problem, got {}", p.total_q));
+    const std::pair<const Strides*, const char*> batch_strides[] = {{&p.q_strides, "q_strides"},
+                                                                     {&p.o_strides, "o_strides"}};
+    for (const auto& [strides, name] : batch_strides)
+      if (strides->batch != 0)
+        add(fmt::format("{}.batch must be 0 for a varlen problem (packed [total, heads, head_dim] tensors), got {}",
+                        name, strides->batch));
+  } else if (varlen) {
     // Ragged batch: both offset arrays (device int32 [batch + 1]) and the rows of the packed tensors.
     const std::pair<const int*, const char*> offsets[] = {{p.cu_seqlens_q, "cu_seqlens_q"},
                                                           {p.cu_seqlens_k, "cu_seqlens_k"}};
@@ -123,21 +164,25 @@ Status check(const AttentionProblem& p) {
       if (strides->batch != 0)
         add(fmt::format("{}.batch must be 0 for a varlen problem (packed [total, heads, head_dim] tensors), got {}",
                         name, strides->batch));
-  } else if (p.total_q != 0 || p.total_k != 0) {
+  } else if (!paged && (p.total_q != 0 || p.total_k != 0)) {
     add(fmt::format("total_q and total_k ({} and {}) are for varlen problems: set cu_seqlens_q and cu_seqlens_k, "
                     "or leave them 0",
                     p.total_q, p.total_k));
   }
 
-  // Each tensor's extent: batch (1 when packed), rows, heads, and its last dimension.
-  struct Tensor { const char* name; const void* ptr; Strides strides; std::int64_t dims[3]; int dim; };
+  // Each tensor's extent: batch (1 when packed; paged K and V: pages), rows, heads, and its last dimension.
+  struct Tensor { const char* name; const void* ptr; Strides strides; std::int64_t dims[3]; int dim; bool packed; };
   const std::int64_t batch = varlen ? 1 : p.batch;
-  const std::int64_t rows_q = varlen ? p.total_q : p.seqlen_q, rows_k = varlen ? p.total_k : p.seqlen_k;
+  const std::int64_t rows_q = varlen ? p.total_q : p.seqlen_q;
+  const std::int64_t kv_batch = paged ? p.num_pages : batch,
+                     rows_k = paged ? p.page_size : varlen ? p.total_k : p.seqlen_k;
+  const bool kv_packed = varlen && !paged;
   const int dv = value_head_dim(p);
-  const Tensor tensors[] = {{"q", p.q, resolved_q_strides(p), {batch, rows_q, p.heads_q}, p.head_dim},
-                            {"k", p.k, resolved_kv_strides(p, p.k_strides), {batch, rows_k, p.heads_kv}, p.head_dim},
-                            {"v", p.v, resolved_v_strides(p), {batch, rows_k, p.heads_kv}, dv},
-                            {"o", p.o, resolved_o_strides(p), {batch, rows_q, p.heads_q}, dv}};
+  const Tensor tensors[] = {
+      {"q", p.q, resolved_q_strides(p), {batch, rows_q, p.heads_q}, p.head_dim, varlen},
+      {"k", p.k, resolved_kv_strides(p, p.k_strides), {kv_batch, rows_k, p.heads_kv}, p.head_dim, kv_packed},
+      {"v", p.v, resolved_v_strides(p), {kv_batch, rows_k, p.heads_kv}, dv, kv_packed},
+      {"o", p.o, resolved_o_strides(p), {batch, rows_q, p.heads_q}, dv, varlen}};
   for (const auto& t : tensors) {
     if (t.ptr == nullptr) {
       add(fmt::format("{} is a null pointer", t.name));
@@ -148,7 +193,7 @@ Status check(const AttentionProblem& p) {
     const std::int64_t s[] = {t.strides.batch, t.strides.seq, t.strides.head};
     const char* names[] = {"batch", "sequence", "head"};
     bool positive = true;
-    for (int i = varlen ? 1 : 0; i < 3; ++i)  // varlen: no batch dimension (checked above)
+    for (int i = t.packed ? 1 : 0; i < 3; ++i)  // varlen: no batch dimension (checked above)
       if (s[i] <= 0 || s[i] % 8 != 0) {
         positive = false;
         add(fmt::format("{} {} stride must be a positive multiple of 8 elements (16 bytes), got {}", t.name,
@@ -157,7 +202,7 @@ Status check(const AttentionProblem& p) {
     // The last element's offset, in 128-bit arithmetic: no stride may put it past what an address can reach.
     if (positive) {
       __int128 last = t.dim;
-      for (int i = varlen ? 1 : 0; i < 3; ++i) last += static_cast<__int128>(std::max<std::int64_t>(t.dims[i] - 1, 0)) * s[i];
+      for (int i = t.packed ? 1 : 0; i < 3; ++i) last += static_cast<__int128>(std::max<std::int64_t>(t.dims[i] - 1, 0)) * s[i];
       if (last * 2 > kMaxTensorBytes)
         add(fmt::format("{} strides ({}, {}, {}) put its last element more than 2^48 bytes past {}: a stride is too "
                         "large for the tensor's shape",

@@ -13,7 +13,8 @@
 
 namespace flashjit::launch {
 
-static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8,
+static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8 +
+                                              2 * 8 + 2 * 4,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
@@ -59,6 +60,10 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.alibi_slopes = p.alibi_slopes, a.alibi_batch = p.alibi_slopes_batch_stride;
   a.sinks = p.sinks;
   a.aux = aux_params(p.aux);
+  if (p.paged()) {
+    a.page_table = p.page_table, a.seqused_k = p.seqused_k;
+    a.page_table_stride = p.max_pages_per_seq, a.num_pages = p.num_pages;
+  }
   return a;
 }
 
@@ -157,6 +162,11 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
     return Error(ErrorCode::invalid_argument,
                  fmt::format("kernel {} is {}varlen but the problem is {}varlen", readable_name(config),
                              config.varlen ? "" : "not ", problem.varlen() ? "" : "not "));
+  if (config.page_size != (problem.paged() ? problem.page_size : 0))
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("kernel {} reads {} but the problem's keys are {}", readable_name(config),
+                             config.page_size > 0 ? fmt::format("pages of {} tokens", config.page_size) : "contiguous keys",
+                             problem.paged() ? fmt::format("in pages of {} tokens", problem.page_size) : "contiguous"));
   if (const std::string why = config::pack_gqa_mismatch(config, problem.heads_q, problem.heads_kv); !why.empty())
     return Error(ErrorCode::invalid_argument, fmt::format("kernel {}: {}", readable_name(config), why));
   auto api = cuda::api();
@@ -165,19 +175,23 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
   fa3::TensorMaps maps{};
   if (config.algorithm == Algorithm::fa3) {
     const cuda::Api& a = **api;
-    const bool packed = config.varlen;
+    const bool packed = config.varlen, paged = problem.paged();
+    const bool kv_packed = packed && !paged;  // paged: 4-D views of the pools (token, head, page)
     const int dv = value_head_dim(problem);
-    const int seq_q = packed ? problem.total_q : problem.seqlen_q, seq_k = packed ? problem.total_k : problem.seqlen_k;
+    const int seq_q = packed ? problem.total_q : problem.seqlen_q;
+    const int seq_k = paged ? problem.page_size : packed ? problem.total_k : problem.seqlen_k;
+    const int kv_batch = paged ? problem.num_pages : problem.batch;
     TensorView q{"q", problem.q, problem.head_dim, seq_q, problem.heads_q, problem.batch,
                        resolved_q_strides(problem), packed};
-    const TensorView k{"k", problem.k, problem.head_dim, seq_k, problem.heads_kv, problem.batch,
-                       resolved_kv_strides(problem, problem.k_strides), packed};
-    const TensorView v{"v", problem.v, dv, seq_k, problem.heads_kv, problem.batch,
-                       resolved_v_strides(problem), packed};
+    const TensorView k{"k", problem.k, problem.head_dim, seq_k, problem.heads_kv, kv_batch,
+                       resolved_kv_strides(problem, problem.k_strides), kv_packed};
+    const TensorView v{"v", problem.v, dv, seq_k, problem.heads_kv, kv_batch, resolved_v_strides(problem), kv_packed};
     if (config.pack_gqa) q.group = problem.heads_q / problem.heads_kv;
+    // Paged: boxes of one page when pages are smaller than a key tile (templates/fa3/producer.cuh).
+    const int kv_rows = paged ? std::min(config.block_n, problem.page_size) : config.block_n;
     FLASHJIT_TRY(encode(a, maps.q, q, problem.dtype, config.block_m));
-    FLASHJIT_TRY(encode(a, maps.k, k, problem.dtype, config.block_n));
-    FLASHJIT_TRY(encode(a, maps.v, v, problem.dtype, config.block_n));
+    FLASHJIT_TRY(encode(a, maps.k, k, problem.dtype, kv_rows));
+    FLASHJIT_TRY(encode(a, maps.v, v, problem.dtype, kv_rows));
   }
   Geometry g;
   g.grid = grid_for(config, problem, sms);

@@ -235,6 +235,8 @@ struct Runtime::Impl {
       if (!fn.ok()) return std::move(fn).error();
       if (launch_it && problem.varlen() && (problem.check_seqlens || settings.check_seqlens))
         FLASHJIT_TRY(dispatch::check_seqlens(**cuda::api(), problem));
+      if (launch_it && problem.paged() && (problem.check_pages || settings.check_pages))
+        FLASHJIT_TRY(dispatch::check_page_table(**cuda::api(), problem));
       return launch_it ? launch::launch(*fn, config, problem, dev.info.sms) : Status{};
     });
     if (!st.ok())

@@ -44,7 +44,15 @@ struct AttentionParams {
   long long alibi_batch;      // its batch stride in elements (0: one [Hq] row for every sequence)
   const float* sinks;         // sinks kernels: [Hq] fp32 logits
   ModAuxParams aux;           // score_mod / mask_mod kernels: the snippets' auxiliary arguments
-  int top_left;               // varlen kernels: 1 aligns each sequence's query i to its key i (causal_offset 0)
+  int top_left;               // varlen and paged kernels: 1 aligns each sequence's query i to its key i (offset 0)
+
+  // Paged kernels only: K and V are page pools [num_pages, page_size, Hkv, D] (k_batch / v_batch: the page
+  // stride); key j of sequence b is in page page_table[b * page_table_stride + j / page_size], which has
+  // seqused_k[b] keys. The page size is compiled in.
+  const int* page_table;
+  const int* seqused_k;
+  int page_table_stride;  // max_pages_per_seq
+  int num_pages;
 };
 
 }  // namespace flashjit

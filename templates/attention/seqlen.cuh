@@ -2,15 +2,18 @@
 // read the problem-wide values, as before; varlen kernels read the entry's offsets from cu_seqlens_q/k:
 // its rows start at those offsets in the packed tensors, its lengths are the offset differences, and its
 // masks are aligned to its own lengths (causal offset len_k - len_q). LSE is [B, Hq, Sq] for fixed lengths,
-// [Hq, total_q] for varlen.
+// [Hq, total_q] for varlen. Paged kernels (kPageSize > 0) read each entry's key count from seqused_k and find
+// its keys through its page-table row (key_offset); their queries are fixed-length or varlen as above, their
+// masks aligned per entry like varlen's.
 #pragma once
 
 #include "attention/params.cuh"
 
 namespace flashjit {
 
-template <bool kVarlen>
+template <bool kVarlen, int kPageSize = 0>
 struct SeqInfo {
+  static constexpr bool kPaged = kPageSize > 0;
   int seqlen_q, seqlen_k;  // this entry's lengths
   int q_start, k_start;    // varlen: first row of the entry in the packed tensors (0 otherwise)
 
@@ -31,20 +34,36 @@ struct SeqInfo {
   __device__ SeqInfo(const AttentionParams& p, int batch, bool fresh) {
     if constexpr (kVarlen) {
       q_start = load(p.cu_seqlens_q + batch, fresh);
-      k_start = load(p.cu_seqlens_k + batch, fresh);
       seqlen_q = load(p.cu_seqlens_q + batch + 1, fresh) - q_start;
+    } else {
+      seqlen_q = p.seqlen_q, q_start = 0;
+    }
+    if constexpr (kPaged) {
+      seqlen_k = load(p.seqused_k + batch, fresh), k_start = 0;
+    } else if constexpr (kVarlen) {
+      k_start = load(p.cu_seqlens_k + batch, fresh);
       seqlen_k = load(p.cu_seqlens_k + batch + 1, fresh) - k_start;
     } else {
-      seqlen_q = p.seqlen_q, seqlen_k = p.seqlen_k;
-      q_start = 0, k_start = 0;
+      seqlen_k = p.seqlen_k, k_start = 0;
     }
   }
 
  public:
   // Query row i is aligned to key i + causal_offset (bottom-right per sequence, or top-left: 0).
   __device__ int causal_offset(const AttentionParams& p) const {
-    if constexpr (kVarlen) return p.top_left ? 0 : seqlen_k - seqlen_q;
+    if constexpr (kVarlen || kPaged) return p.top_left ? 0 : seqlen_k - seqlen_q;
     return p.causal_offset;
+  }
+
+  // Paged: the element offsets (head 0) of key j's row in K and V, from the entry's page-table row `table`
+  // (p.page_table + batch * p.page_table_stride); false when its page is outside [0, num_pages) (the caller
+  // then reads zeros, never that address).
+  __device__ __forceinline__ bool key_offset(const AttentionParams& p, const int* table, int j, long long& k_off,
+                                             long long& v_off) const {
+    const int page = table[j / kPageSize], token = j % kPageSize;
+    k_off = static_cast<long long>(page) * p.k_batch + token * p.k_seq;
+    v_off = static_cast<long long>(page) * p.v_batch + token * p.v_seq;
+    return static_cast<unsigned>(page) < static_cast<unsigned>(p.num_pages);
   }
 
   // Element offsets of the entry's first row (head 0) in Q/O and in K/V.
@@ -56,6 +75,7 @@ struct SeqInfo {
     if constexpr (kVarlen) return q_start * p.o_seq;
     return batch * p.o_batch;
   }
+  // Contiguous keys only (paged: key_offset).
   __device__ long long k_offset(const AttentionParams& p, int batch) const {
     if constexpr (kVarlen) return k_start * p.k_seq;
     return batch * p.k_batch;

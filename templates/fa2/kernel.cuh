@@ -12,6 +12,9 @@
 // Varlen (kVarlen): blockIdx.z is the sequence; its rows and lengths come from cu_seqlens (SeqInfo), m-blocks
 // past its length exit at once, and loads stop at its last key (cp.async zero fill), so no row of another
 // sequence is read.
+//
+// Paged (kPageSize > 0): K/V rows are found through the sequence's page-table row (SmemTile::load_async_paged),
+// its key count is seqused_k's.
 #pragma once
 
 #include "attention/mask.cuh"
@@ -30,7 +33,7 @@ namespace flashjit::fa2 {
 // is padded to 16 for the mma k-steps: Q's and K's padding chunk is zeroed in shared memory, V's reaches only
 // O columns that are never stored.
 template <class T, int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask,
-          bool kVarlen = false, class V = NoVariant>
+          bool kVarlen = false, int kPageSize = 0, class V = NoVariant>
 struct Kernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRowsPerWarp = kBM / kWarps;
@@ -66,7 +69,7 @@ struct Kernel {
     const int head = blockIdx.y, batch = blockIdx.z;
     const int kv_head = head / p.group;
     const int m0 = m_block * kBM;
-    const SeqInfo<kVarlen> seq(p, batch);
+    const SeqInfo<kVarlen, kPageSize> seq(p, batch);
     if constexpr (kVarlen) {
       if (m0 >= seq.seqlen_q) return;  // this sequence is shorter than the m-block's start
     }
@@ -74,8 +77,9 @@ struct Kernel {
     const int rows_valid = min(kBM, seq.seqlen_q - m0);
 
     const auto* q = static_cast<const unsigned short*>(p.q) + seq.q_offset(p, batch) + head * p.q_head + m0 * p.q_seq;
-    const auto* k = static_cast<const unsigned short*>(p.k) + seq.k_offset(p, batch) + kv_head * p.k_head;
-    const auto* v = static_cast<const unsigned short*>(p.v) + seq.v_offset(p, batch) + kv_head * p.v_head;
+    const auto* k = static_cast<const unsigned short*>(p.k) + kv_head * p.k_head;
+    const auto* v = static_cast<const unsigned short*>(p.v) + kv_head * p.v_head;
+    if constexpr (kPageSize == 0) k += seq.k_offset(p, batch), v += seq.v_offset(p, batch);
 
     const Mask<kMask> mask(p, seq.causal_offset(p), seqlen_k);
     const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_q, seqlen_k);
@@ -87,8 +91,16 @@ struct Kernel {
     auto load_kv = [&](int tile, int stage) {
       const int n0 = (tile_begin + tile) * kBN;
       const int valid = min(kBN, seqlen_k - n0);
-      KTile::template load_async<kThreads>(s_k + stage * KTile::kBytes, k + n0 * p.k_seq, p.k_seq, valid, tid);
-      VTile::template load_async<kThreads>(s_v + stage * VTile::kBytes, v + n0 * p.v_seq, p.v_seq, valid, tid);
+      if constexpr (kPageSize > 0) {
+        const int* table = p.page_table + static_cast<long long>(batch) * p.page_table_stride;
+        KTile::template load_async_paged<kThreads, kPageSize>(s_k + stage * KTile::kBytes, k, p.k_batch, p.k_seq,
+                                                              table, p.num_pages, n0, valid, tid);
+        VTile::template load_async_paged<kThreads, kPageSize>(s_v + stage * VTile::kBytes, v, p.v_batch, p.v_seq,
+                                                              table, p.num_pages, n0, valid, tid);
+      } else {
+        KTile::template load_async<kThreads>(s_k + stage * KTile::kBytes, k + n0 * p.k_seq, p.k_seq, valid, tid);
+        VTile::template load_async<kThreads>(s_v + stage * VTile::kBytes, v + n0 * p.v_seq, p.v_seq, valid, tid);
+      }
     };
 
     // Odd multiples of 8: the padding chunk of Q and of every K stage is zero (visible after the main loop's
@@ -251,7 +263,7 @@ struct Kernel {
     // Epilogue: O / l as T, staged through shared memory (the Q tile) for 16-byte global stores.
     // Varlen: the sequence's offsets are read again here rather than kept in registers through the main loop
     // (the 32-row variants have none to spare).
-    const SeqInfo<kVarlen> out_seq = SeqInfo<kVarlen>::reread(p, batch);
+    const SeqInfo<kVarlen, kPageSize> out_seq = SeqInfo<kVarlen, kPageSize>::reread(p, batch);
     const int rows_out = kVarlen ? min(kBM, out_seq.seqlen_q - m0) : rows_valid;
     float inv_sum[2 * kMT], lse[2 * kMT];
     softmax.finalize(V::unit(p), inv_sum, lse);

@@ -74,6 +74,35 @@ struct SmemTile {
     }
   }
 
+  // load_async over keys in pages of kPageSize tokens (a power of two): row r of the tile is key key0 + r,
+  // in page table[(key0 + r) / kPageSize] of `base` (page stride `page` elements, token stride `ld`). Rows >=
+  // valid_rows, and rows whose page is outside [0, num_pages), are zero-filled and not read. Pages of a whole
+  // tile or more: one lookup for the tile; smaller pages: one per row.
+  template <int kThreads, int kPageSize>
+  static __device__ __forceinline__ void load_async_paged(unsigned dst, const unsigned short* base, long long page,
+                                                          long long ld, const int* table, int num_pages, int key0,
+                                                          int valid_rows, int tid) {
+    if constexpr (kPageSize >= kRows) {
+      const int pg = table[key0 / kPageSize];
+      const bool in_pool = static_cast<unsigned>(pg) < static_cast<unsigned>(num_pages);
+      load_async<kThreads>(dst, base + (in_pool ? pg * page + (key0 % kPageSize) * ld : 0), ld, in_pool ? valid_rows : 0,
+                           tid);
+    } else {
+      using P = Passes<kThreads>;
+#pragma unroll
+      for (int j = 0; j < P::kCount; ++j) {
+        const int i = P::kUniform ? tid % kChunks + (tid / kChunks + j * P::kPassRows) * kChunks : tid + j * kThreads;
+        if (P::kUniform || i < kRows * kChunks) {
+          const int row = i / kChunks, chunk = i % kChunks, key = key0 + row;
+          const int pg = row < valid_rows ? table[key / kPageSize] : -1;
+          const bool valid = static_cast<unsigned>(pg) < static_cast<unsigned>(num_pages);
+          const unsigned short* src = base + (valid ? pg * page + (key % kPageSize) * ld + chunk * 8 : 0);
+          ptx::cp_async_16(dst + offset(row, chunk), src, valid);
+        }
+      }
+    }
+  }
+
   // Zeroes the padding chunk of every row (loads never write it), so a k-step over it adds nothing.
   template <int kThreads>
   static __device__ __forceinline__ void zero_padding(unsigned char* tile, int tid) {

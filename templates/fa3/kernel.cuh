@@ -14,6 +14,9 @@
 //
 // Packed GQA (kPackGqa, fa3/rows.cuh): a work tile is (m-block, KV head, batch), its rows the group's query
 // heads at kBM / group positions; masks, lengths and the scheduler count positions.
+//
+// Paged (kPageSize > 0): K and V come from page pools through each sequence's page-table row (fa3/producer.cuh),
+// its key count from seqused_k (SeqInfo); queries fixed-length or varlen.
 #pragma once
 
 #include "attention/mask.cuh"
@@ -40,7 +43,7 @@ template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kCons
 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
-          bool kPersistent, bool kVarlen = false, bool kPackGqa = false, class V = NoVariant>
+          bool kPersistent, bool kVarlen = false, bool kPackGqa = false, int kPageSize = 0, class V = NoVariant>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -52,7 +55,7 @@ struct Kernel {
   static constexpr int kSmemBytes = Storage::kAllocBytes;
   using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V, kPackGqa>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
-  using Seq = SeqInfo<kVarlen>;
+  using Seq = SeqInfo<kVarlen, kPageSize>;
   using RowsT = Rows<kPackGqa, kBM>;
 
   // Whether the work tile has rows: varlen m-blocks past their sequence's length are skipped.
@@ -98,8 +101,8 @@ struct Kernel {
     const RowsT rows(p);
     if (wg == 0) {
       ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
-      if (threadIdx.x != 0) return;
-      using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa>;
+      using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize>;
+      if (ProducerT::kWarpLoads ? threadIdx.x >= 32 : threadIdx.x != 0) return;
       ProducerT::prefetch_descriptors(maps);
       int ring = 0, local = 0;
       for (Scheduler sched(p, rows.positions(), rows.tile_heads(p)); sched.valid(); sched.advance()) {
@@ -108,8 +111,9 @@ struct Kernel {
         if (!has_rows(seq, rows, t.m_block)) continue;
         int tile_begin, num_tiles;
         key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
+        const int* table = kPageSize > 0 ? p.page_table + static_cast<long long>(t.batch) * p.page_table_stride : nullptr;
         ProducerT::load_tile(smem, maps, local, t.m_block * rows.positions(), t.head, rows.kv_head(p, t.head),
-                             t.batch, tile_begin, num_tiles, ring, seq.q_start, seq.k_start);
+                             t.batch, tile_begin, num_tiles, ring, seq.q_start, seq.k_start, table, seq.seqlen_k);
         ring += num_tiles;
         ++local;
       }

@@ -6,6 +6,13 @@
 // the last row (zero-filled).
 // Packed GQA (kPackGqa): Q's views have one more dimension, the head within the KV head's group, after the
 // columns (fa3/rows.cuh); a Q box is (columns, group, positions) at the work tile's KV head.
+// Paged (kPageSize > 0): K's and V's views are 4-D (columns, token, head, page) of the page pools, boxes of
+// min(kBN, kPageSize) tokens. Pages of a whole key tile or more: one box per column block at the tile's page
+// (one page-table entry per tile). Smaller pages: kBN / kPageSize boxes per column block, one per page, issued
+// by the lanes of the producer warp (kWarpLoads), each reading its own entries; box j lands at token row
+// j * kPageSize of the tile, a multiple of 128 bytes of every column block (src/config/prefill.cpp requires
+// it), where the address-based swizzle gives the layout of one whole-tile box. A page past the sequence's
+// keys, or outside the pool, is a box out of the view's bounds: TMA fills it with zeros (and counts its bytes).
 #pragma once
 
 #include "fa3/shared_storage.cuh"
@@ -15,38 +22,86 @@
 
 namespace flashjit::fa3 {
 
-template <class Storage, int kBM, int kBN, int kStages, bool kVarlen = false, bool kPackGqa = false>
+template <class Storage, int kBM, int kBN, int kStages, bool kVarlen = false, bool kPackGqa = false,
+          int kPageSize = 0>
 struct Producer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
+  static constexpr bool kPaged = kPageSize > 0;
+  // The lanes of the producer warp issue the boxes of pages smaller than a key tile; otherwise one thread.
+  static constexpr bool kWarpLoads = kPaged && kPageSize < kBN;
+  static constexpr int kBoxRows = kPaged && kPageSize < kBN ? kPageSize : kBN;  // K/V box tokens
+  enum class View { q, q_packed, kv };
 
-  // One box of one column block x rows starting at `row` (of batch entry `batch`; varlen: of the packed tensor).
-  // kPackedQ: a box of the packed-GQA views of Q (head: the KV head).
-  template <bool kPackedQ = false>
+  // One box of one column block x rows starting at `row` (of batch entry `batch`, or of page `batch` for paged
+  // K/V; varlen: of the packed tensor). q_packed: a box of the packed-GQA views of Q (head: the KV head).
+  template <View kView>
   static __device__ __forceinline__ void load_box(unsigned dst, const TensorMap* map, unsigned bar, int col, int row,
                                                   int head, int batch) {
-    if constexpr (kPackedQ && kVarlen) {
+    if constexpr (kView == View::q_packed && kVarlen) {
       ptx::tma_load_4d(dst, map, bar, col, 0, row, head);
-    } else if constexpr (kPackedQ) {
+    } else if constexpr (kView == View::q_packed) {
       ptx::tma_load_5d(dst, map, bar, col, 0, row, head, batch);
-    } else if constexpr (kVarlen) {
+    } else if constexpr (kVarlen && !(kView == View::kv && kPaged)) {
       ptx::tma_load_3d(dst, map, bar, col, row, head);
     } else {
       ptx::tma_load_4d(dst, map, bar, col, row, head, batch);
     }
   }
 
-  // Every column block of a tile of `rows` rows at `dst`, from the maps of one tensor (fa3/tensor_maps.cuh).
-  template <class Cols, bool kPackedQ = false>
-  static __device__ __forceinline__ void load_tile_boxes(unsigned dst, const TensorMap (&maps)[3], int rows,
+  // Every column block of a tile of `rows` rows at `dst`, from the maps of one tensor (fa3/tensor_maps.cuh):
+  // the boxes' rows start at row `first` of the tile (0, or a page's first token in a tile of smaller pages).
+  template <class Cols, View kView>
+  static __device__ __forceinline__ void load_tile_boxes(unsigned dst, const TensorMap (&maps)[3], int rows, int first,
                                                          unsigned bar, int row, int head, int batch) {
 #pragma unroll
     for (int cb = 0; cb < Cols::kWide; ++cb)
-      load_box<kPackedQ>(dst + cb * rows * 128, &maps[0], bar, cb * 64, row, head, batch);
+      load_box<kView>(dst + cb * rows * 128 + first * 128, &maps[0], bar, cb * 64, row, head, batch);
     if constexpr (Cols::kHas32)
-      load_box<kPackedQ>(dst + Cols::offset32(rows), &maps[1], bar, Cols::kCol32, row, head, batch);
+      load_box<kView>(dst + Cols::offset32(rows) + first * 64, &maps[1], bar, Cols::kCol32, row, head, batch);
     if constexpr (Cols::kHas16)
-      load_box<kPackedQ>(dst + Cols::offset16(rows), &maps[2], bar, Cols::kCol16, row, head, batch);
+      load_box<kView>(dst + Cols::offset16(rows) + first * 32, &maps[2], bar, Cols::kCol16, row, head, batch);
+  }
+
+  // The pages of key tile [key0, key0 + kBN) of a sequence this thread loads (K and V alike), from `table`
+  // (the sequence's page-table row) of which the first seqlen_k keys are valid. Pages of a whole tile or more:
+  // the tile's page. Smaller pages: page j = lane + 32 * s of the tile in slot s (-1 past the keys).
+  struct TilePages {
+    static constexpr int kPerTile = kWarpLoads ? kBN / kPageSize : 1;
+    static constexpr int kSlots = (kPerTile + 31) / 32;
+    int page[kSlots];
+  };
+  static __device__ __forceinline__ TilePages tile_pages(int key0, const int* table, int seqlen_k) {
+    TilePages t{};
+    if constexpr (kWarpLoads) {
+#pragma unroll
+      for (int s = 0; s < TilePages::kSlots; ++s) {
+        const int key = key0 + (threadIdx.x % 32 + 32 * s) * kPageSize;
+        t.page[s] = key < seqlen_k ? table[key / kPageSize] : -1;
+      }
+    } else if constexpr (kPaged) {
+      t.page[0] = table[key0 / kPageSize];
+    }
+    return t;
+  }
+
+  // One K or V tile of keys [key0, key0 + kBN) of a sequence: contiguous, at row n0 of the view; paged, from
+  // `pages` (tile_pages), each lane its own boxes with kWarpLoads.
+  template <class Cols>
+  static __device__ __forceinline__ void load_kv_tile(unsigned dst, const TensorMap (&maps)[3], unsigned bar, int n0,
+                                                      int key0, int kv_head, int batch, const TilePages& pages) {
+    if constexpr (!kPaged) {
+      load_tile_boxes<Cols, View::kv>(dst, maps, kBN, 0, bar, n0, kv_head, batch);
+    } else if constexpr (!kWarpLoads) {
+      load_tile_boxes<Cols, View::kv>(dst, maps, kBN, 0, bar, key0 % kPageSize, kv_head, pages.page[0]);
+    } else {
+#pragma unroll
+      for (int s = 0; s < TilePages::kSlots; ++s) {
+        const int j = threadIdx.x % 32 + 32 * s;
+        if (TilePages::kPerTile % 32 == 0 || j < TilePages::kPerTile)
+          load_tile_boxes<Cols, View::kv>(dst, maps, kBN, j * kPageSize, bar, 0, kv_head, pages.page[s]);
+      }
+    }
   }
 
   template <class Cols>
@@ -64,21 +119,25 @@ struct Producer {
   // Loads the Q tile of the CTA's `local`-th work tile (after the consumers released the previous one) and
   // its K/V tiles into the ring, whose running index starts at `ring` (it continues across work tiles).
   // q_start / k_start: the sequence's first rows in the packed tensors (varlen; 0 otherwise). m0 is the tile's
-  // first position; head its query head (packed GQA: its KV head, the same as kv_head).
+  // first position; head its query head (packed GQA: its KV head, the same as kv_head). Paged: table is the
+  // sequence's page-table row and seqlen_k its key count. With kWarpLoads every lane of the warp calls this;
+  // lane 0 alone arms the barriers and loads Q.
   static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, int local, int m0, int head,
                                    int kv_head, int batch, int tile_begin, int num_tiles, int ring, int q_start,
-                                   int k_start) {
+                                   int k_start, const int* table = nullptr, int seqlen_k = 0) {
+    const bool leader = !kWarpLoads || threadIdx.x % 32 == 0;
     auto load_kv = [&](int i) {
       const int r = ring + i, stage = r % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
       const unsigned free_parity = ((r / kStages) & 1) ^ 1;
-      const int n0 = k_start + (tile_begin + i) * kBN;
+      const int key0 = (tile_begin + i) * kBN, n0 = k_start + key0;
+      const TilePages pages = tile_pages(key0, table, seqlen_k);  // read before the wait: its latency hides
       ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
-      ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes);
-      load_tile_boxes<QK>(smem.k(stage), maps.k, kBN, smem.k_full(stage), n0, kv_head, batch);
+      if (leader) ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes);
+      load_kv_tile<QK>(smem.k(stage), maps.k, smem.k_full(stage), n0, key0, kv_head, batch, pages);
       ptx::mbarrier_wait(smem.v_empty(stage), free_parity);
-      ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kVBytes);
-      load_tile_boxes<VO>(smem.v(stage), maps.v, kBN, smem.v_full(stage), n0, kv_head, batch);
+      if (leader) ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kVBytes);
+      load_kv_tile<VO>(smem.v(stage), maps.v, smem.v_full(stage), n0, key0, kv_head, batch, pages);
     };
     // Q's buffer frees only when the epilogue of the work tile that last used it (which stages O there) is
     // done. With one buffer that is the previous tile, whose epilogue runs after its last GEMMs released the
@@ -87,9 +146,12 @@ struct Producer {
     const int buf = local % Storage::kQBuffers, use = local / Storage::kQBuffers;
     const int early = Storage::kQBuffers == 1 && local > 0 ? (num_tiles < kStages ? num_tiles : kStages) : 0;
     for (int i = 0; i < early; ++i) load_kv(i);
-    if (use > 0) ptx::mbarrier_wait(smem.q_empty(buf), (use - 1) & 1);
-    ptx::mbarrier_arrive_expect_tx(smem.q_full(buf), Storage::kQBytes);
-    load_tile_boxes<QK, kPackGqa>(smem.q(buf), maps.q, kBM, smem.q_full(buf), q_start + m0, head, batch);
+    if (leader) {
+      if (use > 0) ptx::mbarrier_wait(smem.q_empty(buf), (use - 1) & 1);
+      ptx::mbarrier_arrive_expect_tx(smem.q_full(buf), Storage::kQBytes);
+      load_tile_boxes<QK, kPackGqa ? View::q_packed : View::q>(smem.q(buf), maps.q, kBM, 0, smem.q_full(buf),
+                                                               q_start + m0, head, batch);
+    }
     for (int i = early; i < num_tiles; ++i) load_kv(i);
   }
 };

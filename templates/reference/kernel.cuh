@@ -1,7 +1,9 @@
 // The reference kernel (the seed's NAIVE): one CTA per (query row, head, batch), fp32 arithmetic with
 // precise exp/log, any head dim that is a multiple of 8 and every mask. Slow on purpose-simple code: it is
 // the yardstick for large-shape GPU tests and the fallback for problems no fast kernel supports.
-// Varlen (kVarlen): blockIdx.z is the sequence (SeqInfo); rows past its length exit at once.
+// Varlen (kVarlen): blockIdx.z is the sequence (SeqInfo); rows past its length exit at once. Paged
+// (kPageSize > 0): each key's row is looked up in the sequence's page-table row; a page outside the pool reads
+// as zeros.
 #pragma once
 
 #include "attention/mask.cuh"
@@ -15,7 +17,7 @@ namespace flashjit::reference {
 
 // kHeadDim: Q's and K's head dim; kHeadDimV: V's and O's.
 template <class T, int kHeadDim, int kHeadDimV, int kBlockThreads, MaskKind kMask, bool kVarlen = false,
-          class V = NoVariant>
+          int kPageSize = 0, class V = NoVariant>
 struct Kernel {
   static constexpr int kThreads = kBlockThreads;
   static constexpr int kWarps = kThreads / 32;
@@ -42,13 +44,25 @@ struct Kernel {
 
     const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z, tid = threadIdx.x;
     const int kv_head = head / p.group;
-    const SeqInfo<kVarlen> seq(p, batch);
+    const SeqInfo<kVarlen, kPageSize> seq(p, batch);
     if constexpr (kVarlen) {
       if (row >= seq.seqlen_q) return;  // past this sequence's length
     }
     const T* q = static_cast<const T*>(p.q) + seq.q_offset(p, batch) + head * p.q_head + row * p.q_seq;
-    const T* k = static_cast<const T*>(p.k) + seq.k_offset(p, batch) + kv_head * p.k_head;
-    const T* v = static_cast<const T*>(p.v) + seq.v_offset(p, batch) + kv_head * p.v_head;
+    const T* k = static_cast<const T*>(p.k) + kv_head * p.k_head;
+    const T* v = static_cast<const T*>(p.v) + kv_head * p.v_head;
+    if constexpr (kPageSize == 0) k += seq.k_offset(p, batch), v += seq.v_offset(p, batch);
+    const int* table = kPageSize > 0 ? p.page_table + static_cast<long long>(batch) * p.page_table_stride : nullptr;
+    // Key `key`'s rows of K and V (null: its page is outside the pool, zeros).
+    auto key_rows = [&](int key, const T*& kr, const T*& vr) {
+      if constexpr (kPageSize > 0) {
+        long long k_off, v_off;
+        const bool in_pool = seq.key_offset(p, table, key, k_off, v_off);
+        kr = in_pool ? k + k_off : nullptr, vr = in_pool ? v + v_off : nullptr;
+      } else {
+        kr = k + key * p.k_seq, vr = v + key * p.v_seq;
+      }
+    };
     for (int d = tid; d < kHeadDim; d += kThreads) q_row[d] = to_float(q[d]);
     __syncthreads();
 
@@ -59,9 +73,11 @@ struct Kernel {
     const auto visible = [&](int key) { return mask.visible(row, key) && variant.visible(row, key); };
     const float unit = V::unit(p);  // the scores' unit in natural logits (variant.cuh)
     auto score = [&](int key) {
-      const T* kr = k + key * p.k_seq;
+      const T *kr, *vr;
+      key_rows(key, kr, vr);
       float s = 0.f;
-      for (int d = 0; d < kHeadDim; ++d) s = fmaf(q_row[d], to_float(kr[d]), s);
+      if (kr != nullptr)
+        for (int d = 0; d < kHeadDim; ++d) s = fmaf(q_row[d], to_float(kr[d]), s);
       return variant.score(s, row, key);
     };
 
@@ -86,7 +102,11 @@ struct Kernel {
       for (int c = 0; c < kColsPerThread; ++c) {
         const int d = tid + c * kThreads;
         if (d < kHeadDimV)
-          for (int j = 0; j < n; ++j) acc[c] = fmaf(probs[j], to_float(v[(base + j) * p.v_seq + d]), acc[c]);
+          for (int j = 0; j < n; ++j) {
+            const T *kr, *vr;
+            key_rows(base + j, kr, vr);
+            if (vr != nullptr) acc[c] = fmaf(probs[j], to_float(vr[d]), acc[c]);
+          }
       }
       __syncthreads();
     }

@@ -184,8 +184,10 @@ TEST_CASE("generate: varlen is a template argument of every kernel, and part of 
                          flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
                          flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
     INFO(readable_name(c));
-    // fa3 has pack_gqa after varlen.
-    const std::string after = c.algorithm == flashjit::Algorithm::fa3 ? ", /*pack_gqa=*/false>" : ">";
+    // fa3 has pack_gqa after varlen; every kernel then page_size.
+    const std::string after = c.algorithm == flashjit::Algorithm::fa3 ? ", /*pack_gqa=*/false, /*page_size=*/0>"
+                              : c.algorithm == flashjit::Algorithm::fa2 ? ",\n    /*page_size=*/0>"
+                                                                        : ", /*page_size=*/0>";
     auto fixed = generate(c);
     REQUIRE(fixed.ok());
     CHECK(contains(fixed->text, "/*varlen=*/false" + after));
@@ -205,13 +207,36 @@ TEST_CASE("generate: fa3's pack_gqa is a template argument after varlen, and par
   c.pack_gqa = true, c.varlen = true;
   auto packed = generate(c);
   REQUIRE(packed.ok());
-  CHECK(contains(packed->text, "/*varlen=*/true, /*pack_gqa=*/true>"));
+  CHECK(contains(packed->text, "/*varlen=*/true, /*pack_gqa=*/true, /*page_size=*/0>"));
   CHECK(contains(packed->name, "_packgqa_varlen_"));
   CHECK(contains(packed->text, R"("pack_gqa":true)"));  // in the config JSON, so the cache key
   c.alibi = true;  // ALiBi reads one head per tile: refused, naming the field
   auto refused = generate(c);
   REQUIRE_FALSE(refused.ok());
   CHECK(contains(refused.error().message, "pack_gqa"));
+}
+
+TEST_CASE("generate: page_size is a template argument of every kernel, in the name and the config JSON only when set",
+          "[codegen][paged]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::bf16, 128, MaskKind::causal, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::fp16, 40, MaskKind::none, Arch{90, true})}) {
+    INFO(readable_name(c));
+    auto contiguous = generate(c);
+    REQUIRE(contiguous.ok());
+    CHECK_FALSE(contains(contiguous->name, "_paged"));
+    CHECK_FALSE(contains(to_json(c), "page_size"));  // sparse: the cache keys of contiguous kernels stay
+    c.varlen = true, c.page_size = 16;
+    auto paged = generate(c);
+    REQUIRE(paged.ok());
+    CHECK(contains(paged->text, "/*page_size=*/16>"));
+    CHECK(contains(paged->name, "_varlen_paged16_"));
+    CHECK(contains(paged->text, R"("page_size":16)"));
+    c.page_size = 24;  // not a power of two: refused, naming the field
+    auto refused = generate(c);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(contains(refused.error().message, "page_size"));
+  }
 }
 
 TEST_CASE("generate: variants are a template argument after varlen only when on, and part of the name",
@@ -226,7 +251,7 @@ TEST_CASE("generate: variants are a template argument after varlen only when on,
     c.softcap = true, c.sinks = true;
     auto with = generate(c);
     REQUIRE(with.ok());
-    const std::string before = c.algorithm == flashjit::Algorithm::fa3 ? "/*pack_gqa=*/false" : "/*varlen=*/false";
+    const std::string before = "/*page_size=*/0";
     CHECK(contains(with->text, before + ",\n    /*variant=*/flashjit::Variant</*softcap=*/true, /*alibi=*/false, "
                                         "/*sinks=*/true>>;"));
     CHECK(contains(with->name, "_softcap_sinks_"));

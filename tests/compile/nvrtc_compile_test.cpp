@@ -377,6 +377,39 @@ TEST_CASE("nvrtc: the varlen variants of the heuristic configs compile without s
   }
 }
 
+// The dispatcher's paged configs (fit_pages): fa3 at head dims 64 / 128 / 256 with pages smaller than, equal to
+// and larger than a key tile, ragged queries; fa2 (sm_80 and sm_90a) and the reference kernel.
+std::vector<KernelConfig> paged_configs() {
+  std::vector<KernelConfig> out;
+  auto paged = [&](KernelConfig c, int page_size, bool varlen) {
+    flashjit::AttentionProblem p;
+    p.page_table = reinterpret_cast<const int*>(std::uintptr_t{0x1000});
+    p.page_size = page_size;
+    flashjit::dispatch::fit_pages(c, p);
+    c.varlen = varlen;
+    out.push_back(c);
+  };
+  for (MaskKind m : {MaskKind::none, MaskKind::causal})
+    for (int d : {64, 128, 256})
+      for (int ps : {1, 16, 128, 256}) paged(flashjit::dispatch::fa3_heuristic(DType::bf16, d, m, kSm90a), ps, m == MaskKind::causal);
+  for (int ps : {1, 16, 256}) {
+    paged(flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a), ps, true);
+    paged(flashjit::dispatch::fa2_heuristic(DType::fp16, 64, MaskKind::sliding_window, kSm80), ps, false);
+  }
+  paged(flashjit::dispatch::naive_config(DType::bf16, 128, MaskKind::causal, kSm90a), 16, true);
+  return out;
+}
+
+TEST_CASE("nvrtc: the dispatcher's paged configs compile without spills", "[compile][paged]") {
+  auto outcomes = CompileCache::get().compile_all(paged_configs());
+  REQUIRE(outcomes.size() == 2 * 3 * 4 + 2 * 3 + 1);
+  for (const auto* o : outcomes) {
+    check_compiled(*o);
+    CHECK(o->config.page_size > 0);
+    if (o->config.algorithm != flashjit::Algorithm::naive) check_no_spills(*o);
+  }
+}
+
 TEST_CASE("nvrtc: every reference variant compiles", "[compile]") {
   auto outcomes = CompileCache::get().compile_all(reference_configs());
   REQUIRE(outcomes.size() == 5 * 4 * 2);
