@@ -126,7 +126,8 @@ typedef struct flashjit_strides {
 /* One attention forward: O = softmax(Q·Kᵀ·scale + mask)·V, per (batch, query head). Tensors are BSHD with
  * the last dimension contiguous: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o like q; lse (optional)
  * [B, Hq, Sq] float32 contiguous. Device pointers, 16-byte aligned; GQA when Hkv divides Hq. Ragged batches
- * of packed sequences: cu_seqlens_q / cu_seqlens_k; the variants (softcap, ALiBi, sinks): the last fields. */
+ * of packed sequences: cu_seqlens_q / cu_seqlens_k; the variants (softcap, ALiBi, sinks), the user snippets and
+ * paged keys and values (page_table, seqused_k): fields appended after them, in that order. */
 typedef struct flashjit_attention_args {
   size_t struct_size; /* sizeof(flashjit_attention_args) */
   const void* q;
@@ -153,14 +154,16 @@ typedef struct flashjit_attention_args {
   float softmax_scale; /* 0: default 1/sqrt(head_dim) */
   void* stream;       /* CUstream; NULL: the legacy default stream */
   /* Explicit kernel config as JSON (tools, tuning); NULL: the dispatcher picks. Fields absent from the
-   * object are taken from the problem (dtype, head_dim, mask, varlen) and its device (arch); others default. */
+   * object are taken from the problem (dtype, head_dim, mask, varlen, page_size) and its device (arch); others
+   * default. */
   const char* config_json;
   /* Ragged (varlen) batches, like flash_attn_varlen_func; both offsets or neither (default NULL: fixed
    * lengths). cu_seqlens_q / cu_seqlens_k: device int32 [batch + 1] non-decreasing offsets: sequence b owns rows
    * [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and o, packed [total_q, Hq, D], and rows
    * [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of k and v, packed [total_k, Hkv, D]; lengths may be 0. Then
    * seqlen_q / seqlen_k are the max lengths, the strides' batch fields must be 0, lse is [Hq, total_q], and
-   * masks apply per sequence with its own lengths (causal: query i sees keys j <= i + len_k - len_q). */
+   * masks apply per sequence with its own lengths (causal: query i sees keys j <= i + len_k - len_q). Paged keys
+   * (page_table, below) take cu_seqlens_q alone. */
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
   int total_q; /* rows of the packed q and o (varlen only, required there) */
@@ -202,6 +205,28 @@ typedef struct flashjit_attention_args {
   /* flashjit_alignment: where the masks' diagonal sits when seqlen_q != seqlen_k (also ALiBi's distances and the
    * FLOP count); default BOTTOM_RIGHT. */
   int alignment;
+  /* Paged keys and values (chunked prefill and prefix caching over a serving engine's cache; flash-attn's
+   * block_table); default NULL / 0: contiguous k and v. With page_table set, k and v are page pools
+   * [num_pages, page_size, Hkv, D] (k_strides / v_strides: page, token, head in the batch, seq, head fields; 0:
+   * contiguous pages) and page_table is device int32 [batch, max_pages_per_seq], rows back to back: key j of
+   * sequence b is token j % page_size of page page_table[b * max_pages_per_seq + j / page_size]. seqused_k
+   * (device int32 [batch], required) gives each sequence's key count, never read on the host (unless
+   * check_pages); seqlen_k is the longest, a host bound of at most max_pages_per_seq * page_size. Each sequence's
+   * queries are its last positions (the masks bottom-right per sequence, or top-left with alignment). Queries
+   * are dense q, o [B, Sq, Hq, D], or ragged: cu_seqlens_q and total_q as above, cu_seqlens_k NULL and total_k
+   * 0. page_size is a power of two in [1, 256]. A page index outside [0, num_pages) is never dereferenced (its
+   * keys read as zeros); the tokens of a sequence's last page past its length are read and masked, so the
+   * pools must hold finite values there (a cache allocated with zeros). page_table and seqused_k 4-byte
+   * aligned. */
+  const int* page_table;
+  const int* seqused_k;
+  int page_size;
+  int num_pages;         /* pages in k and v */
+  int max_pages_per_seq; /* columns of page_table */
+  /* nonzero: copy seqused_k and page_table to the host before launching (synchronizing the stream; refused while
+   * it captures a graph) and refuse lengths above seqlen_k and page indices outside [0, num_pages); also on with
+   * the runtime's check_pages (FLASHJIT_CHECK_PAGES=1) */
+  int check_pages;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))
@@ -428,9 +453,9 @@ FLASHJIT_API int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_a
                                      char* config_json_out, size_t cap);
 
 /* flashjit_select for a GPU of `target`, which need not be present: no device is touched, and the tensor
- * pointers of args are not read and may be NULL (cu_seqlens_q / cu_seqlens_k, which make the problem varlen, and
- * alibi_slopes / sinks, which turn those variants on, may be any 4-byte aligned value). target NULL: the pointers'
- * device, as flashjit_select. */
+ * pointers of args are not read and may be NULL (cu_seqlens_q / cu_seqlens_k, which make the problem varlen,
+ * page_table, which makes it paged, with seqused_k, and alibi_slopes / sinks, which turn those variants on, may be
+ * any 4-byte aligned value). target NULL: the pointers' device, as flashjit_select. */
 FLASHJIT_API int64_t flashjit_select_target(flashjit_runtime* runtime, const flashjit_attention_args* args,
                                             const flashjit_target* target, char* config_json_out, size_t cap);
 

@@ -3,6 +3,7 @@
     import flashjit
     o = flashjit.attention(q, k, v, causal=True)   # q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], bf16 or fp16
     o = flashjit.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=True)   # packed ragged batch
+    o = flashjit.attention_varlen(q, k_pages, v_pages, cu_q, None, max_q, max_k, page_table=table, seqused_k=lens)
     o = flashjit.decode(q, k_cache, v_cache, seqlens_k)            # q [B, q_len, Hq, D] over a KV cache
     o = flashjit.decode(q, k_pages, v_pages, seqlens_k, page_table=page_table)   # paged cache
     o, lse = flashjit.merge([o1, o2], [lse1, lse2], return_lse=True)            # states over disjoint keys

@@ -119,7 +119,16 @@ class AttentionArgs(ctypes.Structure):
         ("alibi_slopes", ctypes.c_void_p),
         ("alibi_slopes_batch_stride", ctypes.c_int64),
         ("sinks", ctypes.c_void_p),
-    ] + _SNIPPET_FIELDS + [("alignment", ctypes.c_int)]
+    ] + _SNIPPET_FIELDS + [
+        ("alignment", ctypes.c_int),
+        # Paged keys and values (page_table NULL: contiguous k and v).
+        ("page_table", ctypes.c_void_p),
+        ("seqused_k", ctypes.c_void_p),
+        ("page_size", ctypes.c_int),
+        ("num_pages", ctypes.c_int),
+        ("max_pages_per_seq", ctypes.c_int),
+        ("check_pages", ctypes.c_int),
+    ]
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}

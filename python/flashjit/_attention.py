@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
-from ._checks import (NO_WINDOW, bshd_strides, check_inputs, check_out, check_variants, check_varlen_inputs,
-                      dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants,
-                      snippet_fields, snippets, softcap_of, window_pair)
+from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bshd_strides, check_attention_inputs,
+                      check_attention_varlen_inputs, check_out, check_variants, dtype_code, mask_of, packed_strides,
+                      renamed_window, scale_of, shape4, shape_variants, snippet_fields, snippets, softcap_of,
+                      window_pair)
 from ._config import config_json
 
 Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
@@ -95,17 +96,17 @@ def _forward_key(tensors, options, config):
 
 
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
-             sinks=None, snip=None):
+             sinks=None, snip=None, page_table=None, seqused_k=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
     snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
-        lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks))
+        lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
-    (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes,
-     args.sinks) = addresses
+    (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes, args.sinks,
+     args.page_table, args.seqused_k) = addresses
     if snip is not None:
         snip.set_aux_pointers(args)
     args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
@@ -125,13 +126,15 @@ def _call(function, args, out, like, lse_shape, stream):
     return out, lse
 
 
-def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes=None, sinks=None):
-    """Data pointers (0 for a missing out, offsets, slopes or sinks): q, k, v and out (16-byte aligned), then the
-    4-byte aligned ones."""
+def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes=None, sinks=None, page_table=None,
+               seqused_k=None):
+    """Data pointers (0 for a missing out, offsets, slopes, sinks, page table or key counts): q, k, v and out
+    (16-byte aligned), then the 4-byte aligned ones."""
     return (q.data_ptr(), k.data_ptr(), v.data_ptr(), 0 if out is None else out.data_ptr(),
             0 if cu_seqlens_q is None else cu_seqlens_q.data_ptr(),
             0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr(),
-            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr())
+            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr(),
+            0 if page_table is None else page_table.data_ptr(), 0 if seqused_k is None else seqused_k.data_ptr())
 
 
 def _checked_options(q, out, out_dims, causal, window, chunk_size, softmax_scale, v=None):
@@ -172,7 +175,7 @@ def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scal
 
 
 def _traced_call(op_name, function, tensors, options, causal, window_size, chunk_size, softmax_scale, return_lse,
-                 out, config, stream, softcap, alibi_slopes, sinks):
+                 out, config, stream, softcap, alibi_slopes, sinks, page_table=None, seqused_k=None):
     """A forward through the custom op (torch.compile, torch.export, fake tensors): the op returns a new O, which
     fills out= by a copy."""
     from . import _ops
@@ -181,7 +184,7 @@ def _traced_call(op_name, function, tensors, options, causal, window_size, chunk
     scale = scale_of(softmax_scale)
     o, lse = getattr(_ops.ops(), op_name)(*tensors, *options, bool(causal), left, right, int(chunk_size),
                                           scale if scale > 0 else None, bool(return_lse), _ops.config_text(config),
-                                          softcap_of(softcap), alibi_slopes, sinks)
+                                          softcap_of(softcap), alibi_slopes, sinks, page_table, seqused_k)
     if out is not None:
         out.copy_(o)
         o = out
@@ -194,7 +197,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
               out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
               window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
               aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (), aux_integers: Sequence[int] = (),
-              alignment: str = "bottom_right") -> Union[Tensor, Tuple[Tensor, Tensor]]:
+              alignment: str = "bottom_right", page_table: Optional[Tensor] = None,
+              seqused_k: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
@@ -224,6 +228,16 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
       aux_integers[i] (int64, at most 8). templates/attention/mod.cuh documents what a snippet sees.
     alignment: "bottom_right" (default: query i sits at key i + seqlen_k - seqlen_q, flash-attn's) or "top_left"
       (query i at key i, torch SDPA's is_causal): moves every mask's diagonal and ALiBi's distances.
+    Paged keys and values (chunked prefill or prefix caching over a serving engine's cache, vLLM's block tables):
+      page_table: torch.int32 [batch, max_pages_per_seq] on q's device (last dimension contiguous, rows back to
+        back); k and v are then page pools [num_pages, page_size, heads_kv, head_dim] (page_size a power of two in
+        [1, 256]; v's last dimension may differ), and key j of sequence b is token j % page_size of page
+        page_table[b, j // page_size].
+      seqused_k: torch.int32 [batch] on q's device, required with page_table: sequence b has seqused_k[b] keys
+        (at most max_pages_per_seq * page_size; never read on the host) and its seqlen_q queries are its last
+        positions (causal and windows bottom-right per sequence, or top-left with alignment). A page index outside
+        [0, num_pages) reads as zeros (FLASHJIT_CHECK_PAGES=1 checks the table on the host first); the tokens of
+        a sequence's last page past its length are read and masked, so they must hold finite values.
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, seqlen_q].
     config: an explicit kernel config (dict or JSON; missing fields come from the problem and the device).
     stream: torch.cuda.Stream or CUstream handle; default torch.cuda.current_stream(q.device).
@@ -243,17 +257,22 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
     snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
     if traced:
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
-                            return_lse, out, config, stream, softcap, alibi_slopes, sinks)
+                            return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k)
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                             softcap, alibi_slopes, sinks, snip)
+                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k)
     return (o, lse) if return_lse else o
 
 
+def _page_fields(pages):
+    """AttentionArgs fields of a paged call's Pages (none for contiguous keys; the pointers are set per call)."""
+    return {} if pages is None else pages.fields()
+
+
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
+                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None):
     """attention() straight through the library: (O, LSE or None)."""
     def check(out):
-        problem = check_inputs(q, k, v)
+        problem, pages = check_attention_inputs(q, k, v, page_table, seqused_k)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
                                                                 window_size, chunk_size, softmax_scale, v)
@@ -263,24 +282,26 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale, softcap=cap,
-            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip))
+            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip), **_page_fields(pages))
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
     key = None if snip is not None else _forward_key(
-        (q, k, v, out, alibi_slopes, sinks), (causal, window_size, softmax_scale, softcap, chunk_size), config)
-    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip)
+        (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k),
+        (causal, window_size, softmax_scale, softcap, chunk_size), config)
+    return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,
+                    page_table, seqused_k)
 
 
-
-def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
-                     max_seqlen_k: int, *, causal: bool = False, window_size: Window = NO_WINDOW, chunk_size: int = 0,
-                     softmax_scale: Optional[float] = None, softcap: float = 0.0,
+def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Optional[Tensor],
+                     max_seqlen_q: int, max_seqlen_k: int, *, causal: bool = False, window_size: Window = NO_WINDOW,
+                     chunk_size: int = 0, softmax_scale: Optional[float] = None, softcap: float = 0.0,
                      alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None, return_lse: bool = False,
                      out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
                      window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
                      aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (),
-                     aux_integers: Sequence[int] = (),
-                     alignment: str = "bottom_right") -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                     aux_integers: Sequence[int] = (), alignment: str = "bottom_right",
+                     page_table: Optional[Tensor] = None,
+                     seqused_k: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
     q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
@@ -297,6 +318,14 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (b is the sequence, q_idx and kv_idx positions
     within it), alignment (per sequence), out (like q), config (varlen is set from the problem), stream, window
     (deprecated).
+    Paged keys and values (chunked prefill, prefix caching; flash-attn's block_table): with page_table, torch.int32
+    [batch, max_pages_per_seq] on q's device (last dimension contiguous, rows back to back), k and v are page pools
+    [num_pages, page_size, heads_kv, head_dim] (page_size a power of two in [1, 256]) and key j of sequence b is
+    token j % page_size of page page_table[b, j // page_size]; cu_seqlens_k must be None and seqused_k, torch.int32
+    [batch] on q's device, gives each sequence's key count (never read on the host); max_seqlen_k bounds them, at
+    most max_pages_per_seq * page_size. Each sequence's queries are its last key positions (masks bottom-right per
+    sequence). A page index outside [0, num_pages) reads as zeros (FLASHJIT_CHECK_PAGES=1 checks the table on the
+    host first); the tokens of a sequence's last page past its length are read and masked (finite values there).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
     Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
@@ -311,37 +340,40 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
-                            out, config, stream, softcap, alibi_slopes, sinks)
+                            out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k)
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
-                                    alibi_slopes, sinks, snip)
+                                    alibi_slopes, sinks, snip, page_table, seqused_k)
     return (o, lse) if return_lse else o
 
 
 def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
                            chunk_size, softmax_scale, return_lse, out, config, stream, softcap=0.0, alibi_slopes=None,
-                           sinks=None, snip=None):
+                           sinks=None, snip=None, page_table=None, seqused_k=None):
     """attention_varlen() straight through the library: (O, LSE or None)."""
     def check(out):
-        problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+        problem, pages = check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                       max_seqlen_k, page_table, seqused_k)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
                                                                 chunk_size, softmax_scale, v)
+        # Page pools [num_pages, page_size, Hkv, D] have a page stride (the batch field); packed k and v none.
+        kv_strides = packed_strides if pages is None else bshd_strides
         args = AttentionArgs(
             batch=problem.batch, seqlen_q=problem.max_seqlen_q, seqlen_k=problem.max_seqlen_k, heads_q=problem.heads_q,
             heads_kv=problem.heads_kv, head_dim=problem.head_dim, head_dim_v=problem.head_dim_v, dtype=problem.dtype,
-            q_strides=Strides(*packed_strides(q)), k_strides=Strides(*packed_strides(k)),
-            v_strides=Strides(*packed_strides(v)), o_strides=Strides(*packed_strides(out)),
+            q_strides=Strides(*packed_strides(q)), k_strides=Strides(*kv_strides(k)),
+            v_strides=Strides(*kv_strides(v)), o_strides=Strides(*packed_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale,
             total_q=problem.total_q, total_k=problem.total_k, softcap=cap, alibi_slopes_batch_stride=alibi_stride,
-            **snippet_fields(snip))
+            **snippet_fields(snip), **_page_fields(pages))
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
     key = None if snip is not None else _forward_key(
-        (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks),
+        (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k),
         (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
-                    sinks, snip)
+                    sinks, snip, page_table, seqused_k)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:
@@ -362,14 +394,22 @@ def _scratch(device):
 
 
 def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, address, softcap=0.0, alibi=False,
-                  sinks=False, **fields):
+                  sinks=False, page_size=0, **fields):
     """AttentionArgs of a problem given by shapes, every tensor at `address` (nonzero), alibi_slopes and sinks too
-    when asked for (else NULL)."""
+    when asked for (else NULL). page_size > 0: keys in pages of that many tokens (page_table and seqused_k at
+    `address`, each sequence's seqlen_k keys in its own pages)."""
     b, sq, hq, d = shape4("q_shape", q_shape)
     _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
     code = dtype_code(dtype)
     mask, left, right, chunk = mask_of(causal, window_size, chunk_size)
     cap, alibi, sinks = shape_variants(softcap, alibi, sinks)
+    page_size = _int_arg("page_size", page_size, 0, 256)
+    if page_size:
+        if page_size not in PAGE_SIZES:
+            raise ValueError(f"page_size must be 0 (contiguous keys) or a power of two in [1, 256], got {page_size}")
+        pages_per_seq = -(-sk // page_size)
+        fields.update(page_table=address, seqused_k=address, page_size=page_size, max_pages_per_seq=pages_per_seq,
+                      num_pages=min(b * pages_per_seq, INT32_MAX))
     return AttentionArgs(q=address, k=address, v=address, o=address, batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
                          heads_kv=hkv, head_dim=d, dtype=code, mask=mask, window_left=left, window_right=right,
                          chunk_size=chunk, softcap=cap, alibi_slopes=address if alibi else None,
@@ -377,12 +417,12 @@ def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, addr
 
 
 def set_addresses(args, address):
-    """Moves every tensor of _problem_args' args to `address`: q, k, v, o, and alibi_slopes / sinks when set."""
+    """Moves every tensor of _problem_args' args to `address`: q, k, v, o, and alibi_slopes / sinks / page_table /
+    seqused_k when set."""
     args.q = args.k = args.v = args.o = address
-    if args.alibi_slopes:
-        args.alibi_slopes = address
-    if args.sinks:
-        args.sinks = address
+    for name in ("alibi_slopes", "sinks", "page_table", "seqused_k"):
+        if getattr(args, name):
+            setattr(args, name, address)
 
 
 def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, int, int, int]] = None,
@@ -390,7 +430,7 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
                window_size: Window = NO_WINDOW, chunk_size: int = 0, softcap: Union[float, bool] = 0.0,
                alibi: bool = False, sinks: bool = False, device: Any = None,
                window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
-               alignment: str = "bottom_right") -> dict:
+               alignment: str = "bottom_right", page_size: int = 0) -> dict:
     """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
     cache_hit, ...).
 
@@ -400,8 +440,9 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
     from the cache and loaded on the device (default: the current CUDA device), without running it, so
     that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape. The variants:
     softcap (a number > 0 or True: on), alibi and sinks (True: the kernel attention() uses with alibi_slopes= and
-    sinks=), score_mod and mask_mod (the snippets' text) and alignment, as for attention(). window: the deprecated
-    name of window_size.
+    sinks=), score_mod and mask_mod (the snippets' text) and alignment, as for attention(); page_size > 0: the kernel
+    of a call with page_table= over pages of that many tokens (k_shape's seqlen_k keys per sequence). window: the
+    deprecated name of window_size.
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.precompile")
@@ -412,7 +453,7 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
         return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
     snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, PLACEHOLDER, softcap, alibi, sinks,
-                         config_json=explicit, **snippet_fields(snip))
+                         page_size, config_json=explicit, **snippet_fields(snip))
     lib = _library.load()
     scratch = _scratch(device)
     set_addresses(args, scratch.data_ptr())

@@ -117,9 +117,10 @@ def attention_out_shapes(q, k, v):
 
 
 def varlen_out_shapes(q, k, v):
-    """(O's shape, LSE's shape) of attention_varlen: O [total_q, Hq, D], LSE [Hq, total_q]."""
+    """(O's shape, LSE's shape) of attention_varlen: O [total_q, Hq, Dv], LSE [Hq, total_q] (v packed
+    [total_k, Hkv, Dv] or a page pool [num_pages, page_size, Hkv, Dv]: its last dimension either way)."""
     total_q, hq, _ = _shape(q)
-    return (total_q, hq, _shape(v)[2]), (hq, total_q)
+    return (total_q, hq, _shape(v)[-1]), (hq, total_q)
 
 
 def decode_out_shapes(q, k_cache, v_cache):
@@ -697,3 +698,146 @@ def packed_strides(t):
     none), and 0 (= contiguous) where a dimension has size 1."""
     shape, stride = _shape(t), _strides(t)
     return (0,) + tuple(int(stride[dim]) if shape[dim] > 1 else 0 for dim in range(2))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Paged keys and values (page_table=, seqused_k= of attention() and attention_varlen())
+
+PAGE_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # tokens per page (a power of two, the kernels' limit)
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The page pools' shape for the C ABI (AttentionArgs.page_size, num_pages, max_pages_per_seq)."""
+    page_size: int
+    num_pages: int
+    max_pages_per_seq: int
+
+    @property
+    def capacity(self):
+        """Keys one sequence's row of the table holds."""
+        return self.max_pages_per_seq * self.page_size
+
+    def fields(self):
+        return {"page_size": self.page_size, "num_pages": self.num_pages, "max_pages_per_seq": self.max_pages_per_seq}
+
+
+def check_paged_pair(page_table, seqused_k, cu_seqlens_k=None, varlen=False):
+    """Whether a call is paged (page_table given), after the rules of the pair: seqused_k goes with page_table
+    (and it with seqused_k), and a paged attention_varlen takes no cu_seqlens_k (an unpaged one needs it)."""
+    if page_table is None:
+        if seqused_k is not None:
+            raise ValueError("seqused_k is for paged keys: pass page_table too (k and v as page pools [num_pages, "
+                             "page_size, heads_kv, head_dim]), or leave seqused_k None")
+        if varlen and cu_seqlens_k is None:
+            raise ValueError("cu_seqlens_k is None: pass the keys' offsets (int32 [batch + 1]), or page_table and "
+                             "seqused_k for keys in pages")
+        return False
+    if seqused_k is None:
+        raise ValueError("page_table needs seqused_k: each sequence's key count, torch.int32 [batch] on q's device")
+    if varlen and cu_seqlens_k is not None:
+        raise ValueError("cu_seqlens_k must be None with page_table: seqused_k gives each sequence's key count "
+                         "(flash_attn_varlen_func derives it from cu_seqlens_k)")
+    return True
+
+
+def _check_pages(q, k, v, page_table, seqused_k, batch, traced):
+    """(heads_kv, head_dim, head_dim_v for the C ABI, Pages) of page pools k [num_pages, page_size, Hkv, D] and
+    v [num_pages, page_size, Hkv, Dv] addressed by page_table int32 [batch, max_pages_per_seq] (rows back to back),
+    seqused_k int32 [batch]; q's heads and head dim. The devices and dtypes are checked before."""
+    pools = "[num_pages, page_size, heads_kv, head_dim]"
+    for name, t in (("k", k), ("v", v)):
+        shape = _shape(t)
+        if len(shape) != 4:
+            raise ValueError(f"{name} must be 4-D {pools} with page_table (a page pool), got shape {list(shape)}")
+        if min(shape) < 1:
+            raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
+    num_pages, page_size, hkv, dk = _shape(k)
+    hq, d = _shape(q)[-2], _shape(q)[-1]
+    _require_heads_and_head_dim("k", hq, hkv, d, dk)
+    dv = _value_head_dim(k, v, d)
+    if page_size not in PAGE_SIZES:
+        raise ValueError(f"k: page_size (k.shape[1]) {page_size} must be a power of two in [1, 256]")
+    if num_pages > INT32_MAX:
+        raise ValueError(f"k: at most {INT32_MAX} pages (int32 page indices), got {num_pages}")
+    shape = _shape(page_table)
+    if len(shape) != 2 or shape[0] != batch or shape[1] < 1:
+        raise ValueError(f"page_table must have shape [{batch}, max_pages_per_seq] (one row of page indices per "
+                         f"sequence), got {list(shape)}")
+    if shape[1] > 1 and _strides(page_table)[1] != 1:
+        raise ValueError(f"page_table: the last dimension must be contiguous (stride(-1) == 1), got strides "
+                         f"{list(_strides(page_table))}; pass page_table.contiguous()")
+    _require_dense("page_table", page_table, "int32 [batch, max_pages_per_seq], rows back to back", traced)
+    max_pages = shape[1]
+    if batch * max_pages > INT32_MAX:
+        raise ValueError(f"page_table holds {batch} x {max_pages} entries, more than int32 indexes")
+    if _shape(seqused_k) != (batch,):
+        raise ValueError(f"seqused_k must have shape [{batch}] (one key count per sequence), got "
+                         f"{list(_shape(seqused_k))}")
+    _require_dense("seqused_k", seqused_k, "int32 [batch]", traced)
+    cache_dims = ("page", "token", "head")
+    _require_layout("k", k, cache_dims, traced)
+    _require_layout("v", v, cache_dims, traced)
+    return hkv, d, dv, Pages(page_size, num_pages, max_pages)
+
+
+def check_paged_inputs(q, k, v, page_table, seqused_k, traced=False):
+    """(Problem, Pages) of dense queries q [B, Sq, Hq, D] over page pools k, v [num_pages, page_size, Hkv, D]
+    with page_table int32 [B, max_pages_per_seq] and seqused_k int32 [B]: seqlen_k is the table's capacity,
+    max_pages_per_seq * page_size. ValueError naming the first bad argument."""
+    tensors = (("q", q), ("k", k), ("v", v), ("page_table", page_table), ("seqused_k", seqused_k))
+    _require_devices_and_dtypes(tensors, 3, traced)
+    _require_4d("q", q)
+    b, sq, hq, _ = _shape(q)
+    hkv, d, dv, pages = _check_pages(q, k, v, page_table, seqused_k, b, traced)
+    if pages.capacity > INT32_MAX:
+        raise ValueError(f"page_table: {pages.max_pages_per_seq} pages of {pages.page_size} tokens per sequence are "
+                         f"more keys than int32 counts")
+    _require_layout("q", q, traced=traced)
+    return Problem(b, sq, pages.capacity, hq, hkv, d, DTYPES[str(q.dtype)], dv), pages
+
+
+def check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_seqlen_q, max_seqlen_k,
+                              traced=False):
+    """(VarlenProblem with total_k 0, Pages) of packed queries q [total_q, Hq, D] with cu_seqlens_q int32
+    [batch + 1] over page pools k, v [num_pages, page_size, Hkv, D] with page_table int32 [batch,
+    max_pages_per_seq] and seqused_k int32 [batch]; max_seqlen_k at most max_pages_per_seq * page_size."""
+    tensors = (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q), ("page_table", page_table),
+               ("seqused_k", seqused_k))
+    _require_devices_and_dtypes(tensors, 3, traced)
+    _require_3d("q", q)
+    total_q, hq, _ = _shape(q)
+    if total_q > INT32_MAX:
+        raise ValueError(f"q may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q}")
+    shape_q = _shape(cu_seqlens_q)
+    if len(shape_q) != 1 or shape_q[0] < 2:
+        raise ValueError(f"cu_seqlens_q must have shape [batch + 1] with batch >= 1 (offsets of each sequence in q, "
+                         f"starting at 0), got {list(shape_q)}")
+    batch = shape_q[0] - 1
+    if batch > 65535:
+        raise ValueError(f"cu_seqlens_q: at most 65535 sequences (grid limit), got {batch}")
+    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]", traced)
+    hkv, d, dv, pages = _check_pages(q, k, v, page_table, seqused_k, batch, traced)
+    max_seqlen_q = _int_arg("max_seqlen_q", max_seqlen_q, 1, INT32_MAX)
+    max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
+    if max_seqlen_k > pages.capacity:
+        raise ValueError(f"max_seqlen_k {max_seqlen_k} exceeds what a row of page_table holds: max_pages_per_seq * "
+                         f"page_size = {pages.max_pages_per_seq} * {pages.page_size} = {pages.capacity}")
+    _require_layout("q", q, ("sequence", "head"), traced)
+    return VarlenProblem(batch, total_q, 0, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)], dv), pages
+
+
+def check_attention_inputs(q, k, v, page_table=None, seqused_k=None, traced=False):
+    """attention()'s inputs: (Problem, Pages or None for contiguous k and v)."""
+    if check_paged_pair(page_table, seqused_k):
+        return check_paged_inputs(q, k, v, page_table, seqused_k, traced)
+    return check_inputs(q, k, v, traced), None
+
+
+def check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, page_table=None,
+                                  seqused_k=None, traced=False):
+    """attention_varlen()'s inputs: (VarlenProblem, Pages or None for packed k and v)."""
+    if check_paged_pair(page_table, seqused_k, cu_seqlens_k, varlen=True):
+        return check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_seqlen_q, max_seqlen_k,
+                                         traced)
+    return check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced), None

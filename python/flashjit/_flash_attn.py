@@ -4,8 +4,8 @@ one import: `from flashjit import flash_attn_func, flash_attn_varlen_func, flash
 softcap and alibi_slopes are flash-attn's (softcap > 0: scores become softcap * tanh(scores / softcap); ALiBi slopes
 float32 [heads_q] or [batch, heads_q]); learnable_sink (a keyword after flash-attn 2's arguments) is FA4's name of the
 gpt-oss sinks, float32 [heads_q]: flashjit's sinks=. What flashjit does not have is refused with NotImplementedError
-naming the argument (dropout, attention probabilities, rotary embedding, cache_batch_idx, cache_leftpad, paged
-varlen), never ignored; the forward-only and traced behaviour is that of attention() and decode() (torch.compile and
+naming the argument (dropout, attention probabilities, rotary embedding, cache_batch_idx, cache_leftpad), never
+ignored; the forward-only and traced behaviour is that of attention() and decode() (torch.compile and
 torch.export work)."""
 from __future__ import annotations
 
@@ -60,15 +60,52 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
                            window_size: Window = NO_WINDOW, softcap: float = 0.0,
                            alibi_slopes: Optional[Tensor] = None, deterministic: bool = False,
                            return_attn_probs: bool = False, block_table: Optional[Tensor] = None, *,
+                           seqused_k: Optional[Tensor] = None,
                            learnable_sink: Optional[Tensor] = None) -> Tensor:
     """flash_attn.flash_attn_varlen_func: packed q [total_q, heads_q, head_dim], k, v [total_k, heads_kv,
-    head_dim] with int32 cu_seqlens_q / cu_seqlens_k [batch + 1] -> O like q; see flashjit.attention_varlen.
-    softcap, alibi_slopes and learnable_sink (FA4's keyword) as for flash_attn_func, per sequence.
-    block_table (a paged K/V cache for varlen) is not supported."""
-    _refuse("flash_attn_varlen_func", dropout_p, return_attn_probs, block_table=block_table)
+    head_dim] with int32 cu_seqlens_q / cu_seqlens_k [batch + 1] -> O like q (v's head dim last); see
+    flashjit.attention_varlen. softcap, alibi_slopes and learnable_sink (FA4's keyword) as for flash_attn_func, per
+    sequence.
+    block_table (int32 [batch, max_blocks]): k and v are a paged cache [num_blocks, page_block_size, heads_kv,
+    head_dim] (page_block_size a power of two up to 256), flashjit.attention_varlen's page_table. Each sequence's key
+    count is seqused_k (int32 [batch], FA3's keyword) when given, else the differences of cu_seqlens_k (FA2's
+    convention), taken on the GPU with torch ops (no synchronization; graph-capturable); max_seqlen_k bounds them.
+    seqused_k without block_table is not supported."""
+    _refuse("flash_attn_varlen_func", dropout_p, return_attn_probs)
     variants = _variants(softcap, alibi_slopes, learnable_sink)
+    if block_table is not None:
+        if seqused_k is None:
+            if cu_seqlens_k is None:
+                raise ValueError("flashjit.flash_attn_varlen_func: block_table needs each sequence's key count: pass "
+                                 "seqused_k (int32 [batch]) or cu_seqlens_k (int32 [batch + 1])")
+            seqused_k = _key_counts(cu_seqlens_k, q)
+        return attention_varlen(q, k, v, cu_seqlens_q, None, max_seqlen_q, max_seqlen_k, causal=causal,
+                                window_size=window_size, softmax_scale=softmax_scale, page_table=block_table,
+                                seqused_k=seqused_k, **variants)
+    if seqused_k is not None:
+        raise NotImplementedError("flashjit.flash_attn_varlen_func: seqused_k is supported with block_table only (keys "
+                                  "in pages): pass seqused_k=None for packed k and v")
     return attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
                             window_size=window_size, softmax_scale=softmax_scale, **variants)
+
+
+def _key_counts(cu_seqlens_k, q):
+    """seqused_k from FA2's paged cu_seqlens_k: int32 [batch] differences of the offsets, on their device (torch ops
+    only, so a CUDA graph or torch.compile captures them). A shape, dtype or device that gives no valid counts is a
+    ValueError naming cu_seqlens_k (attention_varlen's, about the derived seqused_k, would name what the caller never
+    passed; an int64 cu_seqlens_k is refused as attention_varlen refuses it, not converted)."""
+    shape = tuple(getattr(cu_seqlens_k, "shape", ()))
+    if len(shape) != 1 or shape[0] < 2:
+        raise ValueError(f"flashjit.flash_attn_varlen_func: cu_seqlens_k must have shape [batch + 1] with batch >= 1 "
+                         f"(it gives the key counts with block_table), got {list(shape)}")
+    import torch
+    if cu_seqlens_k.dtype != torch.int32:
+        raise ValueError(f"flashjit.flash_attn_varlen_func: cu_seqlens_k: dtype {cu_seqlens_k.dtype} must be "
+                         f"torch.int32")
+    if cu_seqlens_k.device != q.device:
+        raise ValueError(f"flashjit.flash_attn_varlen_func: cu_seqlens_k is on {cu_seqlens_k.device} but q is on "
+                         f"{q.device}: all tensors must be on one CUDA device")
+    return cu_seqlens_k[1:] - cu_seqlens_k[:-1]
 
 
 def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Optional[Tensor] = None,

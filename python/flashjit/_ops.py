@@ -79,37 +79,42 @@ def register():
     @torch.library.custom_op("flashjit::attention", mutates_args=())
     def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window_left: int, window_right: int, chunk_size: int,
                   softmax_scale: Optional[float], return_lse: bool, config: Optional[str], softcap: float = 0.0,
-                  alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                  alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
+                  page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.attention_out_shapes(q, k, v))
         o, lse = _attention.attention_eager(q, k, v, causal, (window_left, window_right), chunk_size, softmax_scale,
-                                            return_lse, out, config, None, softcap, alibi_slopes, sinks)
+                                            return_lse, out, config, None, softcap, alibi_slopes, sinks, None,
+                                            page_table, seqused_k)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention.register_fake
     def _(q, k, v, causal, window_left, window_right, chunk_size, softmax_scale, return_lse, config, softcap=0.0,
-          alibi_slopes=None, sinks=None):
-        problem = _checks.check_inputs(q, k, v, traced=True)
+          alibi_slopes=None, sinks=None, page_table=None, seqused_k=None):
+        problem, _pages = _checks.check_attention_inputs(q, k, v, page_table, seqused_k, traced=True)
         _checks.mask_of(causal, (int(window_left), int(window_right)), int(chunk_size))  # options: no symbols
         _checks.check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks, traced=True)
         return _outputs(q, *_checks.attention_out_shapes(q, k, v), return_lse)
 
     @torch.library.custom_op("flashjit::attention_varlen", mutates_args=())
-    def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
-                         max_seqlen_k: int, causal: bool, window_left: int, window_right: int, chunk_size: int,
-                         softmax_scale: Optional[float], return_lse: bool, config: Optional[str], softcap: float = 0.0,
-                         alibi_slopes: Optional[Tensor] = None,
-                         sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Optional[Tensor],
+                         max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
+                         chunk_size: int, softmax_scale: Optional[float], return_lse: bool, config: Optional[str],
+                         softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
+                         page_table: Optional[Tensor] = None,
+                         seqused_k: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.varlen_out_shapes(q, k, v))
         o, lse = _attention.attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                                    causal, (window_left, window_right), chunk_size, softmax_scale,
-                                                   return_lse, out, config, None, softcap, alibi_slopes, sinks)
+                                                   return_lse, out, config, None, softcap, alibi_slopes, sinks, None,
+                                                   page_table, seqused_k)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention_varlen.register_fake
     def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-          chunk_size, softmax_scale, return_lse, config, softcap=0.0, alibi_slopes=None, sinks=None):
-        problem = _checks.check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                                              traced=True)
+          chunk_size, softmax_scale, return_lse, config, softcap=0.0, alibi_slopes=None, sinks=None, page_table=None,
+          seqused_k=None):
+        problem, _pages = _checks.check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                                max_seqlen_k, page_table, seqused_k, traced=True)
         _checks.mask_of(causal, (int(window_left), int(window_right)), int(chunk_size))
         _checks.check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks, traced=True)
         return _outputs(q, *_checks.varlen_out_shapes(q, k, v), return_lse)

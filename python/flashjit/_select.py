@@ -63,7 +63,8 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
            causal: bool = False, window_size: tuple = NO_WINDOW, chunk_size: int = 0, varlen: bool = False,
            arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
            head_dim_v: int = 0, softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False,
-           score_mod: Optional[str] = None, mask_mod: Optional[str] = None, alignment: str = "bottom_right") -> dict:
+           score_mod: Optional[str] = None, mask_mod: Optional[str] = None, alignment: str = "bottom_right",
+           page_size: int = 0) -> dict:
     """The kernel config attention() gets for a problem (the dispatcher's choice: tuned tables, then heuristics),
     as a dict (the config's canonical JSON: algorithm, arch, tiles, ...).
 
@@ -74,20 +75,25 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     alibi_slopes= / sinks=); the config then has "softcap": true, "alibi": true, "sinks": true, and its kernel's
     name (flashjit.precompile(config)["name"]) has _softcap, _alibi, _sinks before the arch. score_mod, mask_mod:
     the snippets' text, as for attention() (the config carries it; the name has _smod<hash>, _mmod<hash>);
-    alignment as for attention(). arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one being present
-    (no GPU, no torch needed), with sms multiprocessors (default 132; the prefill choice does not depend on it
-    today, decode's does) and, with gpu (its name as `flashjit info` shows it), the tuned tables stamped for
-    that GPU; without arch: on the current CUDA device (needs torch and a GPU).
+    alignment as for attention(). page_size > 0: keys in pages of that many tokens (a power of two in [1, 256]: the
+    kernel of a call with page_table=; k_shape's seqlen_k keys per sequence, with varlen ragged queries over
+    pages), the config's "page_size". arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one
+    being present (no GPU, no torch needed), with sms multiprocessors (default 132; the prefill choice does not
+    depend on it today, decode's does) and, with gpu (its name as `flashjit info` shows it), the tuned tables
+    stamped for that GPU; without arch: on the current CUDA device (needs torch and a GPU).
     """
     target = _target(arch, sms, gpu)
     if isinstance(head_dim_v, bool) or not isinstance(head_dim_v, int) or head_dim_v < 0:
         raise ValueError(f"head_dim_v must be 0 (the same as head_dim) or a multiple of 8, got {head_dim_v!r}")
     snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER, softcap, alibi,
-                         sinks, head_dim_v=head_dim_v, **snippet_fields(snip))
-    if varlen:
-        args.cu_seqlens_q = args.cu_seqlens_k = _PLACEHOLDER
-        args.total_q, args.total_k = args.batch * args.seqlen_q, args.batch * args.seqlen_k
+                         sinks, page_size, head_dim_v=head_dim_v, **snippet_fields(snip))
+    paged = bool(args.page_table)
+    if varlen:  # over pages: ragged queries only (seqused_k counts the keys)
+        args.cu_seqlens_q = _PLACEHOLDER
+        args.total_q = args.batch * args.seqlen_q
+        if not paged:
+            args.cu_seqlens_k, args.total_k = _PLACEHOLDER, args.batch * args.seqlen_k
     lib = _library.load()
     if target is not None:
         return json.loads(_runtime.text(lib.flashjit_select_target, _runtime.handle(), ctypes.byref(args),
@@ -95,7 +101,9 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     scratch = _scratch(None)
     set_addresses(args, scratch.data_ptr())
     if varlen:
-        args.cu_seqlens_q = args.cu_seqlens_k = scratch.data_ptr()
+        args.cu_seqlens_q = scratch.data_ptr()
+        if not paged:
+            args.cu_seqlens_k = scratch.data_ptr()
     return json.loads(_runtime.text(lib.flashjit_select_target, _runtime.handle(), ctypes.byref(args), None))
 
 

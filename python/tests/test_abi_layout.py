@@ -107,3 +107,17 @@ def test_variant_fields_default_off():
         assert list(args.aux_pointers) == [None] * 8 and list(args.aux_scalars) == [0.0] * 8
         assert list(args.aux_integers) == [0] * 8
     assert _abi.AttentionArgs().alignment == _abi.ALIGN_BOTTOM_RIGHT
+
+
+def test_paged_fields_default_off(layout):
+    """The paged fields of flashjit_attention_args are its last ones, start where the struct before them ended (its
+    sizeof, so that a caller of the older header covers none of them), and default to contiguous keys."""
+    fields = [name for name, _, _ in layout["flashjit_attention_args"] if name != "sizeof"]
+    paged = ["page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages"]
+    assert fields[-len(paged) - 1:] == ["alignment"] + paged
+    offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
+    alignment_end = offsets["alignment"] + ctypes.sizeof(ctypes.c_int)
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    assert offsets["page_table"] == -(-alignment_end // pointer) * pointer  # the older struct's tail padding
+    args = _abi.AttentionArgs()
+    assert [getattr(args, name) for name in paged] == [None, None, 0, 0, 0, 0]

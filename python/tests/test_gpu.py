@@ -1,8 +1,9 @@
 """GPU tests (skipped without torch or a CUDA GPU): flashjit.attention, attention_varlen and decode against float32
 SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay; torch.compile
 (fullgraph=True, no graph break) and torch.export over the custom ops, flash-attn's names against float64, select
-for the device's arch; the variants (softcap, ALiBi, sinks) against float64. The checks live in gpu_checks.py,
-gpu_torch_checks.py and gpu_variant_checks.py, which also run without pytest."""
+for the device's arch; the variants (softcap, ALiBi, sinks) against float64; paged prefill (page_table=,
+seqused_k=) against float64. The checks live in gpu_checks.py, gpu_torch_checks.py, gpu_variant_checks.py and
+gpu_paged_checks.py, which also run without pytest."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,6 +11,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
 import gpu_checks  # noqa: E402  (needs torch)
+import gpu_paged_checks  # noqa: E402
 import gpu_torch_checks  # noqa: E402
 import gpu_variant_checks  # noqa: E402
 
@@ -70,3 +72,13 @@ def test_decode_variant_matches_float64(case):
                          ids=lambda c: c.__name__.removeprefix("check_"))
 def test_variant_check(check):
     run_or_skip(check)
+
+
+@pytest.mark.parametrize("case", gpu_paged_checks.PAGED_CASES, ids=str)
+def test_paged_matches_float64(case):
+    gpu_paged_checks.check_paged_case(case)
+
+
+@pytest.mark.parametrize("check", gpu_paged_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_paged_check(check):
+    check()

@@ -39,9 +39,10 @@ def test_signatures_are_flash_attns(name):
     parameters = list(inspect.signature(getattr(flashjit, name)).parameters.values())
     positional = [p for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     assert [(p.name, p.default) for p in positional] == FLASH_ATTN_SIGNATURES[name]
-    # Past flash-attn 2's arguments, keywords only: FA4's name of the learnable sinks.
+    # Past flash-attn 2's arguments, keywords only: FA3's seqused_k (paged varlen), FA4's name of the learnable sinks.
+    keywords = [("seqused_k", None)] if name == "flash_attn_varlen_func" else []
     assert [(p.name, p.default, p.kind) for p in parameters[len(positional):]] == [
-        ("learnable_sink", None, inspect.Parameter.KEYWORD_ONLY)]
+        (n, d, inspect.Parameter.KEYWORD_ONLY) for n, d in keywords + [("learnable_sink", None)]]
     assert name in flashjit.__all__
 
 
@@ -68,7 +69,7 @@ def test_flash_attn_func_arguments_reach_attention(captured):
 @pytest.mark.parametrize("function,kwargs,message", [
     ("flash_attn_func", {"dropout_p": 0.1}, "dropout_p=0.1 is not supported"),
     ("flash_attn_func", {"return_attn_probs": True}, "return_attn_probs=True is not supported"),
-    ("flash_attn_varlen_func", {"block_table": object()}, "block_table is not supported: pass block_table=None"),
+    ("flash_attn_varlen_func", {"seqused_k": object()}, "seqused_k is supported with block_table only"),
     ("flash_attn_varlen_func", {"dropout_p": 0.5, "softcap": 1.0}, "dropout_p=0.5"),
     ("flash_attn_with_kvcache", {"rotary_cos": object()}, "rotary_cos is not supported"),
     ("flash_attn_with_kvcache", {"cache_batch_idx": object()}, "cache_batch_idx is not supported"),
@@ -84,6 +85,36 @@ def test_what_flashjit_lacks_is_refused(function, kwargs, message, monkeypatch):
     assert f"flashjit.{function}: " in str(raised.value) and message in str(raised.value)
 
 
+def test_flash_attn_varlen_block_table_reaches_attention_varlen(captured):
+    """block_table is attention_varlen's page_table; FA3's seqused_k is passed on, and without it the key counts
+    are FA2's: the differences of cu_seqlens_k (torch ops, so on real tensors only: here a stand-in with slicing
+    and subtraction)."""
+    q, k, v = qkv()
+    table, used = FakeTensor((2, 8), "torch.int32"), FakeTensor((2,), "torch.int32")
+    flashjit.flash_attn_varlen_func(q, k, v, "cu_q", "cu_k", 64, 96, causal=True, block_table=table, seqused_k=used)
+    assert captured[-1] == (7, dict(causal=True, window_size=(-1, -1), softmax_scale=None, page_table=table,
+                                    seqused_k=used))
+    with pytest.raises(ValueError, match="block_table needs each sequence's key count"):
+        flashjit.flash_attn_varlen_func(q, k, v, "cu_q", None, 64, 96, block_table=table)
+    with pytest.raises(ValueError, match=r"cu_seqlens_k must have shape \[batch \+ 1\]"):
+        flashjit.flash_attn_varlen_func(q, k, v, "cu_q", FakeTensor((1,), "torch.int32"), 64, 96, block_table=table)
+
+
+def test_flash_attn_varlen_block_table_positions_cu_seqlens_k_is_none(monkeypatch):
+    """With block_table and cu_seqlens_k, attention_varlen gets cu_seqlens_k None (positional argument 5) and the
+    derived counts."""
+    calls = []
+    from flashjit import _flash_attn
+    monkeypatch.setattr(_flash_attn, "attention_varlen", lambda *a, **kw: calls.append((a, kw)) or "o")
+    monkeypatch.setattr(_flash_attn, "_key_counts", lambda cu, q: ("counts of", cu))
+    q, k, v = qkv()
+    table = FakeTensor((2, 8), "torch.int32")
+    flashjit.flash_attn_varlen_func(q, k, v, "cu_q", "cu_k", 64, 96, block_table=table)
+    (args, kwargs), = calls
+    assert args[3:] == ("cu_q", None, 64, 96)
+    assert kwargs["page_table"] is table and kwargs["seqused_k"] == ("counts of", "cu_k")
+
+
 def test_select_answers_per_arch_without_a_gpu():
     llama = flashjit.select((1, 4096, 32, 128), (1, 4096, 8, 128), causal=True, arch="sm_90a")
     assert (llama["algorithm"], llama["block_m"], llama["scheduler"], llama["mask"]) == ("fa3", 128, "persistent",
@@ -97,6 +128,18 @@ def test_select_answers_per_arch_without_a_gpu():
     assert chunked["mask"] == "chunked_causal" and chunked["varlen"] is True
     assert flashjit.select((1, 512, 8, 64), arch="sm_90a", gpu="NVIDIA H200") == flashjit.select((1, 512, 8, 64),
                                                                                                 arch="sm_90a")
+
+
+def test_select_of_paged_problems():
+    """page_size= asks for the paged kernel (dense or ragged queries); the config carries the page size."""
+    hopper = flashjit.select((2, 512, 32, 128), (2, 8192, 8, 128), causal=True, page_size=16, arch="sm_90a")
+    assert (hopper["algorithm"], hopper["page_size"], hopper["mask"], hopper["varlen"]) == ("fa3", 16, "causal", False)
+    ampere = flashjit.select((4, 256, 8, 64), (4, 4096, 8, 64), page_size=256, varlen=True, arch="sm_80")
+    assert (ampere["algorithm"], ampere["page_size"], ampere["varlen"]) == ("fa2", 256, True)
+    assert "page_size" not in flashjit.select((2, 512, 32, 128), arch="sm_90a")
+    for bad in (3, 512, -1, True, 1.5):
+        with pytest.raises(ValueError, match="page_size"):
+            flashjit.select((1, 64, 8, 64), page_size=bad, arch="sm_90a")
 
 
 def test_select_decode_answers_per_sm_count():

@@ -132,6 +132,9 @@ def test_a_broken_snippet_names_its_line():
 
 
 def test_struct_size_covers_the_snippets():
-    assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.alignment.offset + 8  # int plus tail padding
+    # The struct holds the snippets and the alignment; the paged fields follow them, from the end of the struct they
+    # ended (the int plus tail padding).
+    assert _abi.AttentionArgs.page_table.offset == _abi.AttentionArgs.alignment.offset + 8
+    assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.check_pages.offset + 4  # no tail padding
     assert ctypes.sizeof(_abi.DecodeArgs) == _abi.DecodeArgs.aux_integers.offset + 8 * 8
     assert _attention.AttentionArgs is _abi.AttentionArgs and _decode.DecodeArgs is _abi.DecodeArgs

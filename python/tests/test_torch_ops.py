@@ -270,3 +270,83 @@ def test_fake_implementations_check_the_variants():
     q, k, v = tensors()[:3]
     with pytest.raises(ValueError, match="alibi_slopes must be a CUDA tensor"):
         flashjit.attention(q, k, v, alibi_slopes=torch.zeros(8))  # meta q, CPU slopes
+
+
+def paged_tensors(device=META, b=2, s=64, hq=8, hkv=2, d=64, pages=20, page=16, max_pages=8):
+    """q [b, s, hq, d], packed q [b * s, hq, d], pools [pages, page, hkv, d], table [b, max_pages], seqused_k [b],
+    cu_seqlens_q [b + 1]."""
+    def t(*shape, dtype=BF16):
+        return torch.empty(*shape, dtype=dtype, device=device)
+    return (t(b, s, hq, d), t(b * s, hq, d), t(pages, page, hkv, d), t(pages, page, hkv, d),
+            t(b, max_pages, dtype=torch.int32), t(b, dtype=torch.int32), t(b + 1, dtype=torch.int32))
+
+
+def paged_block(q, packed, k_pages, v_pages, table, used, cu_q):
+    o = flashjit.attention(q, k_pages, v_pages, causal=True, page_table=table, seqused_k=used)
+    pv, lse = flashjit.attention_varlen(packed, k_pages, v_pages, cu_q, None, q.shape[1], 128, page_table=table,
+                                        seqused_k=used, return_lse=True)
+    # flash-attn 2's paged varlen: key counts from cu_seqlens_k, derived with torch ops inside the graph.
+    fa = flashjit.flash_attn_varlen_func(packed, k_pages, v_pages, cu_q, cu_q, q.shape[1], 128, causal=True,
+                                         block_table=table)
+    return o.sum() + pv.sum() + lse.sum() + fa.sum()
+
+
+def test_paged_calls_trace_into_one_graph():
+    torch._dynamo.reset()
+    args = paged_tensors()
+    explained = torch._dynamo.explain(paged_block)(*args)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        out = torch.compile(paged_block, fullgraph=True, backend="eager", dynamic=dynamic)(*args)
+        assert out.device.type == META
+
+    class Block(torch.nn.Module):
+        def forward(self, *a):
+            return paged_block(*a)
+
+    exported = torch.export.export(Block(), args)
+    targets = [str(n.target) for n in exported.graph.nodes]
+    assert "flashjit.attention.default" in targets and targets.count("flashjit.attention_varlen.default") == 2
+
+
+def test_paged_fake_implementations_give_shapes_and_checks():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q, packed, k_pages, v_pages, table, used, cu_q = paged_tensors("cuda")
+        v_narrow = v_pages[..., :32].contiguous()
+        o, lse = flashjit.attention(q, k_pages, v_narrow, page_table=table, seqused_k=used, return_lse=True)
+        assert o.shape == (2, 64, 8, 32) and lse.shape == (2, 8, 64)
+        o, lse = flashjit.attention_varlen(packed, k_pages, v_narrow, cu_q, None, 64, 100, page_table=table,
+                                           seqused_k=used, return_lse=True)
+        assert o.shape == (128, 8, 32) and lse.shape == (8, 128)
+        with pytest.raises(ValueError, match="page_table: dtype torch.int64 must be torch.int32"):
+            flashjit.attention(q, k_pages, v_pages, page_table=table.long(), seqused_k=used)
+        with pytest.raises(ValueError, match="page_table needs seqused_k"):
+            flashjit.attention(q, k_pages, v_pages, page_table=table)
+        with pytest.raises(ValueError, match="cu_seqlens_k must be None with page_table"):
+            flashjit.attention_varlen(packed, k_pages, v_pages, cu_q, cu_q, 64, 100, page_table=table, seqused_k=used)
+        with pytest.raises(ValueError, match="page_table: the last dimension must be contiguous"):
+            flashjit.attention(q, k_pages, v_pages, page_table=table.t().contiguous().t(), seqused_k=used)
+        with pytest.raises(ValueError, match="max_seqlen_k 129 exceeds"):
+            flashjit.attention_varlen(packed, k_pages, v_pages, cu_q, None, 64, 129, page_table=table, seqused_k=used)
+
+
+def test_op_schemas_take_the_pages_with_defaults():
+    from flashjit import _ops
+    ops = _ops.ops()
+    for name in ("attention", "attention_varlen"):
+        schema = str(getattr(ops, name).default._schema)
+        assert "Tensor? page_table=None" in schema and "Tensor? seqused_k=None" in schema, schema
+    assert "Tensor? cu_seqlens_k" in str(ops.attention_varlen.default._schema)
+
+
+def test_flash_attn_key_counts_are_the_offsets_differences():
+    cu, q = torch.tensor([0, 5, 5, 17], dtype=torch.int32), torch.empty(17, 8, 64, dtype=BF16)
+    counts = _flash_attn._key_counts(cu, q)
+    assert counts.dtype == torch.int32 and counts.tolist() == [5, 0, 12] and counts.is_contiguous()
+    # Offsets that give no valid counts are named as cu_seqlens_k (the caller never passed a seqused_k).
+    with pytest.raises(ValueError, match="cu_seqlens_k: dtype torch.int64 must be torch.int32"):
+        _flash_attn._key_counts(cu.long(), q)
+    with pytest.raises(ValueError, match="cu_seqlens_k is on cpu but q is on meta"):
+        _flash_attn._key_counts(cu, q.to(META))

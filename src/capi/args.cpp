@@ -93,6 +93,9 @@ static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, softcap) 
 static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, score_mod) == 280 &&
                                      offsetof(flashjit_decode_args, score_mod) == 296),
               "a snippet field starts inside the older struct's size");
+// The paged fields followed the alignment, which ended flashjit_attention_args at 464 bytes (LP64).
+static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, page_table) == 464,
+              "a paged field starts inside the older struct's size");
 static_assert(sizeof(flashjit_attention_args::aux_pointers) / sizeof(void*) == ModAux::kPointers &&
                   sizeof(flashjit_attention_args::aux_scalars) / sizeof(float) == ModAux::kScalars &&
                   sizeof(flashjit_attention_args::aux_integers) / sizeof(int64_t) == ModAux::kIntegers,
@@ -285,6 +288,12 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
                      fmt::format("alignment {} is not a flashjit_alignment (0 bottom-right, 1 top-left)", a.alignment));
     }
   }
+  if (FLASHJIT_PRESENT(a, page_table)) p.page_table = a.page_table;
+  if (FLASHJIT_PRESENT(a, seqused_k)) p.seqused_k = a.seqused_k;
+  if (FLASHJIT_PRESENT(a, page_size)) p.page_size = a.page_size;
+  if (FLASHJIT_PRESENT(a, num_pages)) p.num_pages = a.num_pages;
+  if (FLASHJIT_PRESENT(a, max_pages_per_seq)) p.max_pages_per_seq = a.max_pages_per_seq;
+  if (FLASHJIT_PRESENT(a, check_pages)) p.check_pages = a.check_pages != 0;
   return out;
 }
 
@@ -421,6 +430,7 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   from_problem("head_dim_v", problem.head_dim_v == problem.head_dim ? 0 : problem.head_dim_v, config->head_dim_v);
   from_problem("mask", problem.mask, config->mask);
   from_problem("varlen", problem.varlen(), config->varlen);
+  from_problem("page_size", problem.paged() ? problem.page_size : 0, config->page_size);
   from_problem("softcap", problem.softcap > 0.f, config->softcap);
   from_problem("alibi", problem.alibi_slopes != nullptr, config->alibi);
   from_problem("sinks", problem.sinks != nullptr, config->sinks);

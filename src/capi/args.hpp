@@ -32,8 +32,9 @@ Result<Target> read_target(const flashjit_target* target);
 // dispatcher's choice for its arch).
 Result<AnyKernelConfig> read_config(const char* json);
 
-// An explicit prefill config for a problem: the fields the JSON object lacks among dtype, head_dim, mask and
-// varlen are taken from the problem, arch from the problem's device, and the rest by Runtime::resolve.
+// An explicit prefill config for a problem: the fields the JSON object lacks among dtype, head_dim, mask, varlen,
+// page_size and the variants are taken from the problem, arch from the problem's device, and the rest by
+// Runtime::resolve.
 Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& problem, const Runtime& runtime);
 
 }  // namespace flashjit::capi

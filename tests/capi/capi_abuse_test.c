@@ -78,6 +78,24 @@ static void test_struct_size_past_readable_memory(flashjit_runtime* rt) {
            "target past readable memory: refused");
     expect(contains(flashjit_last_error(), "not readable"), "target past readable memory: message says so");
   }
+  /* Attention args of the header before the paged fields, ending at the page end: page_table and what follows it
+   * lie in the unreadable page, and are not read. */
+  {
+    const size_t n = offsetof(flashjit_attention_args, page_table);
+    flashjit_attention_args full = flashjit_attention_args_default();
+    flashjit_attention_args* a = at_page_end(n);
+    full.struct_size = n;
+    full.q = (const void*)0x10000, full.k = (const void*)0x20000, full.v = (const void*)0x30000;
+    full.o = (void*)0x40000;
+    full.batch = 1, full.seqlen_q = full.seqlen_k = 128, full.heads_q = full.heads_kv = 1, full.head_dim = 64;
+    memcpy(a, &full, n);
+    {
+      const int st = flashjit_forward(rt, a);
+      expect(st == FLASHJIT_ERROR_NO_DEVICE || (st == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+                                                contains(flashjit_last_error(), "not a CUDA device pointer")),
+             "attention args ending before page_table at the page end: read up to struct_size only");
+    }
+  }
   /* A struct exactly at the page end with its own size, and an older (shorter) one: fine, nothing past it read. */
   {
     flashjit_runtime* out = NULL;
@@ -117,6 +135,27 @@ static void test_garbage_sizes_and_values(flashjit_runtime* rt) {
   a.k_strides.batch = 0;
   a.batch = -1, a.heads_q = 0, a.head_dim = 1 << 30;
   expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "negative and huge dimensions: refused");
+
+  /* Paged fields at their extremes: errors, never an overflow (batch * max_pages_per_seq past int32, a page
+   * stride past the address space, page_size INT_MAX, negative page counts). */
+  a = flashjit_attention_args_default();
+  a.q = (const void*)0x10000, a.k = (const void*)0x20000, a.v = (const void*)0x30000, a.o = (void*)0x40000;
+  a.batch = 65535, a.seqlen_q = a.seqlen_k = 128, a.heads_q = a.heads_kv = 1, a.head_dim = 64;
+  a.page_table = (const int*)0x50000, a.seqused_k = (const int*)0x60000;
+  a.page_size = 16, a.num_pages = 1, a.max_pages_per_seq = 0x7fffffff;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "int32"),
+         "batch * max_pages_per_seq past int32: refused");
+  a.batch = 1, a.max_pages_per_seq = 8;
+  a.num_pages = 0x7fffffff, a.k_strides.batch = INT64_MAX - 7;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "2^48"),
+         "a page stride past the address space: refused");
+  a.k_strides.batch = 0;
+  a.page_size = 0x7fffffff, a.num_pages = -5, a.max_pages_per_seq = -5;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "page_size"),
+         "page_size INT_MAX and negative page counts: refused");
+  a.page_size = 16, a.num_pages = 1, a.max_pages_per_seq = 8, a.seqused_k = (const int*)0x1;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "seqused_k"),
+         "a seqused_k of odd address: refused");
 
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;

@@ -397,6 +397,153 @@ static void test_forward_varlen(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* A well-formed paged prefill on fake pointers: dense queries [1, 128, 8, 64] over pools of 64 pages of 16 tokens,
+ * 8 pages per sequence (128 keys). */
+static flashjit_attention_args fake_paged_problem(void) {
+  flashjit_attention_args a = fake_problem();
+  a.page_table = (const int*)0x71000;
+  a.seqused_k = (const int*)0x72000;
+  a.page_size = 16, a.num_pages = 64, a.max_pages_per_seq = 8;
+  return a;
+}
+
+/* Paged prefill: the fields appended after alignment reach the problem (its checks name them, no GPU needed), a
+ * caller built before them (struct_size ending at alignment) gets contiguous keys whatever the bytes past its
+ * struct hold, and select's config carries the page size. */
+static void test_forward_paged(const char* root) {
+  char text[4096];
+  flashjit_runtime* rt = runtime_in(root, "create for the paged tests");
+  flashjit_attention_args a;
+  flashjit_target t = flashjit_target_default();
+  if (rt == NULL) return;
+  a = flashjit_attention_args_default();
+  expect(a.page_table == NULL && a.seqused_k == NULL && a.page_size == 0 && a.num_pages == 0 &&
+             a.max_pages_per_seq == 0 && a.check_pages == 0,
+         "flashjit_attention_args_default: contiguous keys, no page check");
+  expect(offsetof(flashjit_attention_args, page_table) >= offsetof(flashjit_attention_args, alignment) + sizeof(int),
+         "attention args: the paged fields come after alignment");
+  expect(offsetof(flashjit_attention_args, check_pages) + sizeof(int) <= sizeof(flashjit_attention_args),
+         "attention args: check_pages is inside the struct");
+
+  /* Valid problems get to the device lookup: dense and ragged queries, a page check, a partial config. */
+  a = fake_paged_problem();
+  expect(failed_at_device(flashjit_forward(rt, &a)), "paged forward of a valid problem on fake pointers");
+  expect(failed_at_device((int)-flashjit_select(rt, &a, text, sizeof text)), "paged select on fake pointers");
+  a.check_pages = 1;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "paged forward with check_pages on fake pointers");
+  a.check_pages = 0;
+  a.config_json = "{\"algorithm\":\"fa2\"}";
+  expect(failed_at_device(flashjit_forward(rt, &a)), "paged forward with a partial config reaches the device lookup");
+  a.config_json = NULL;
+  a.k_strides.batch = 16 * 2 * 64 * 2, a.v_strides.batch = 16 * 2 * 64 * 2; /* pages with room between them */
+  expect(failed_at_device(flashjit_forward(rt, &a)), "paged forward with a page stride");
+  a = fake_paged_problem();
+  a.cu_seqlens_q = (const int*)0x70000;
+  a.batch = 3, a.total_q = 300;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "paged forward of ragged queries on fake pointers");
+
+  /* Each field is read: its checks name it. */
+  a = fake_paged_problem();
+  a.seqused_k = NULL;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "seqused_k is a null pointer"),
+         "paged without seqused_k: names seqused_k");
+  a.seqused_k = (const int*)0x72002;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "seqused_k (0x72002) must be 4-byte aligned"),
+         "paged with a misaligned seqused_k");
+  a = fake_paged_problem();
+  a.page_table = (const int*)0x71001;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "page_table (0x71001) must be 4-byte aligned"),
+         "paged with a misaligned page_table");
+  a = fake_paged_problem();
+  a.page_size = 24;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "page_size must be a power of two in [1, 256], got 24"),
+         "paged with page_size 24");
+  a.page_size = 512;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "got 512"),
+         "paged with page_size 512");
+  a = fake_paged_problem();
+  a.num_pages = 0;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "num_pages"),
+         "paged without pages: names num_pages");
+  a = fake_paged_problem();
+  a.max_pages_per_seq = 4; /* 64 keys, below seqlen_k 128 */
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "seqlen_k (128) is more keys than max_pages_per_seq * page_size"),
+         "paged with too few pages per sequence for seqlen_k");
+  a.max_pages_per_seq = 0;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "max_pages_per_seq"),
+         "paged with max_pages_per_seq 0");
+  a = fake_paged_problem();
+  a.cu_seqlens_q = (const int*)0x70000, a.cu_seqlens_k = (const int*)0x70100;
+  a.total_q = 300, a.total_k = 500;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "cu_seqlens_k must be null for a paged problem") &&
+             contains(flashjit_last_error(), "total_k must be 0 for a paged problem"),
+         "paged with cu_seqlens_k and total_k: both named");
+  a = fake_paged_problem();
+  a.cu_seqlens_q = (const int*)0x70000;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "total_q"),
+         "ragged queries over pages without total_q: names total_q");
+  a.total_q = 300, a.q_strides.batch = 1024;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "q_strides.batch must be 0"),
+         "ragged queries over pages with a batch stride: names q_strides.batch");
+  a = fake_problem();
+  a.seqused_k = (const int*)0x72000, a.page_size = 16;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "are for paged problems"),
+         "seqused_k and page_size without a page table are rejected");
+
+  /* A caller built before the paged fields: struct_size ends at alignment, the (garbage) fields after it are not
+   * read; the full size reads them. */
+  a = fake_problem();
+  a.page_table = (const int*)0x3;
+  a.seqused_k = NULL;
+  a.page_size = 7, a.num_pages = -1, a.max_pages_per_seq = -1, a.check_pages = 5;
+  a.struct_size = offsetof(flashjit_attention_args, page_table);
+  expect(failed_at_device(flashjit_forward(rt, &a)), "args without the paged fields: contiguous keys");
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && !contains(text, "page_size"), "select_target of older args: a contiguous kernel");
+  }
+  a.struct_size = sizeof a;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "page_size"),
+         "full args: the paged fields are read");
+
+  /* select carries the page size into the config, on sm_90a and sm_80, dense and ragged queries; the tensors may
+   * be NULL, page_table and seqused_k any aligned value. */
+  a = flashjit_attention_args_default();
+  a.batch = 4, a.seqlen_q = 1024, a.seqlen_k = 4096, a.heads_q = 32, a.heads_kv = 8, a.head_dim = 128;
+  a.mask = FLASHJIT_MASK_CAUSAL;
+  a.page_table = (const int*)0x100, a.seqused_k = (const int*)0x200;
+  a.page_size = 16, a.num_pages = 1024, a.max_pages_per_seq = 256;
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && contains(text, "\"page_size\":16") && contains(text, "\"mask\":\"causal\""),
+           "select_target: a paged problem on sm_90a has the page size");
+  }
+  t.arch = "sm_80";
+  a.page_size = 256, a.max_pages_per_seq = 16;
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && contains(text, "\"algorithm\":\"fa2\"") && contains(text, "\"page_size\":256"),
+           "select_target: a paged problem on sm_80 is fa2 with the page size");
+  }
+  a.cu_seqlens_q = (const int*)0x300, a.total_q = 2048;
+  a.page_size = 1, a.max_pages_per_seq = 4096;
+  {
+    const int64_t n = flashjit_select_target(rt, &a, &t, text, sizeof text);
+    expect(n > 0 && contains(text, "\"varlen\":true") && contains(text, "\"page_size\":1"),
+           "select_target: ragged queries over pages of one token");
+  }
+  flashjit_runtime_destroy(rt);
+}
+
 /* A well-formed decode over a contiguous cache on fake (aligned, non-null) pointers. */
 static flashjit_decode_args fake_decode(void) {
   flashjit_decode_args a = flashjit_decode_args_default();
@@ -1010,6 +1157,7 @@ int main(void) {
   test_compile(root);
   test_forward(root);
   test_forward_varlen(root);
+  test_forward_paged(root);
   test_decode(root);
   test_merge(root);
   test_select_target(root);

@@ -149,6 +149,10 @@ void run_capi(const std::string& s) {
     a.q = a.k = a.v = fake, a.o = const_cast<void*>(fake), a.lse = nullptr, a.stream = nullptr;
     a.config_json = s.size() > 200 ? s.c_str() + 200 : nullptr;
     a.cu_seqlens_q = a.cu_seqlens_k = nullptr;
+    // Paged: the input decides whether there is a page table and seqused_k; never a pointer of its own.
+    const int* fake_ints = reinterpret_cast<const int*>(0x40000);
+    a.page_table = a.page_table != nullptr ? fake_ints : nullptr;
+    a.seqused_k = a.seqused_k != nullptr ? fake_ints : nullptr;
     // The snippets are host strings the library reads: the input's text (NUL-terminated) or none.
     a.score_mod = s.size() > 300 ? s.c_str() + 300 : nullptr;
     a.mask_mod = s.size() > 400 ? s.c_str() + 400 : nullptr;
