@@ -127,6 +127,13 @@ def measure(run, method, calls, args):
     return time_back_to_back(run, args.iters, args.warmup, max(calls, 8)), "back_to_back"
 
 
+def run_stamp():
+    """The facts of a run: date, GPU, versions, host."""
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(), "flashjit": flashjit.version(), "host": platform.node()}
+
+
 def ceilings():
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -625,9 +632,7 @@ def main():
         print("attention_bench: no CUDA GPU", file=sys.stderr)
         return 1
 
-    stamp = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-             "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
-             "cudnn": torch.backends.cudnn.version(), "flashjit": flashjit.version(), "host": platform.node()}
+    stamp = run_stamp()
     ceil = ceilings()
     print(f"ceilings: bf16 matmul {ceil['matmul_tflops']:.0f} TFLOP/s, copy {ceil['copy_tb_s']:.2f} TB/s", flush=True)
     os.makedirs(args.outdir, exist_ok=True)
