@@ -662,6 +662,19 @@ def _require_3d(name, t):
         raise ValueError(f"{name} is empty (shape {list(shape)}): every dimension must be at least 1")
 
 
+def _check_cu_seqlens_q(cu_seqlens_q, traced):
+    """The batch of a ragged query's offsets (int32 [batch + 1], dense, at most 65535 sequences)."""
+    shape_q = _shape(cu_seqlens_q)
+    if len(shape_q) != 1 or shape_q[0] < 2:
+        raise ValueError(f"cu_seqlens_q must have shape [batch + 1] with batch >= 1 (offsets of each sequence in q, "
+                         f"starting at 0), got {list(shape_q)}")
+    batch = shape_q[0] - 1
+    if batch > 65535:
+        raise ValueError(f"cu_seqlens_q: at most 65535 sequences (grid limit), got {batch}")
+    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]", traced)
+    return batch
+
+
 def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced=False):
     """The VarlenProblem of packed q [total_q, Hq, D], k and v [total_k, Hkv, D] with cu_seqlens_q / cu_seqlens_k
     int32 [batch + 1] on the device (never read on the host); ValueError naming the first bad argument."""
@@ -674,17 +687,10 @@ def check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     dv = _value_head_dim(k, v, d)
     if total_q > INT32_MAX or total_k > INT32_MAX:
         raise ValueError(f"q and k may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q} and {total_k}")
-    shape_q = _shape(cu_seqlens_q)
-    if len(shape_q) != 1 or shape_q[0] < 2:
-        raise ValueError(f"cu_seqlens_q must have shape [batch + 1] with batch >= 1 (offsets of each sequence in q, "
-                         f"starting at 0), got {list(shape_q)}")
-    if _shape(cu_seqlens_k) != shape_q:
+    batch = _check_cu_seqlens_q(cu_seqlens_q, traced)
+    if _shape(cu_seqlens_k) != _shape(cu_seqlens_q):
         raise ValueError(f"cu_seqlens_k: shape {list(_shape(cu_seqlens_k))} differs from cu_seqlens_q's "
-                         f"{list(shape_q)} (one offset per sequence boundary of each)")
-    batch = shape_q[0] - 1
-    if batch > 65535:
-        raise ValueError(f"cu_seqlens_q: at most 65535 sequences (grid limit), got {batch}")
-    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]", traced)
+                         f"{list(_shape(cu_seqlens_q))} (one offset per sequence boundary of each)")
     _require_dense("cu_seqlens_k", cu_seqlens_k, "int32 [batch + 1]", traced)
     max_seqlen_q = _int_arg("max_seqlen_q", max_seqlen_q, 1, INT32_MAX)
     max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
@@ -809,14 +815,7 @@ def check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_
     total_q, hq, _ = _shape(q)
     if total_q > INT32_MAX:
         raise ValueError(f"q may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q}")
-    shape_q = _shape(cu_seqlens_q)
-    if len(shape_q) != 1 or shape_q[0] < 2:
-        raise ValueError(f"cu_seqlens_q must have shape [batch + 1] with batch >= 1 (offsets of each sequence in q, "
-                         f"starting at 0), got {list(shape_q)}")
-    batch = shape_q[0] - 1
-    if batch > 65535:
-        raise ValueError(f"cu_seqlens_q: at most 65535 sequences (grid limit), got {batch}")
-    _require_dense("cu_seqlens_q", cu_seqlens_q, "int32 [batch + 1]", traced)
+    batch = _check_cu_seqlens_q(cu_seqlens_q, traced)
     hkv, d, dv, pages = _check_pages(q, k, v, page_table, seqused_k, batch, traced)
     max_seqlen_q = _int_arg("max_seqlen_q", max_seqlen_q, 1, INT32_MAX)
     max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
