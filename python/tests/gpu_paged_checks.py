@@ -39,6 +39,7 @@ class PagedCase:
     pad: int = -1  # the table's entries past each sequence's pages
     config: str = ""  # "": the dispatcher; "fa2", "naive": that algorithm
     head_dim_v: int = 0  # v's head dim when it differs
+    hnd: bool = False  # FlashInfer's HND pools [num_pages, Hkv, page, D], passed as their transpose(1, 2) view
 
     def __str__(self):
         mask = ("causal" if self.causal else "full") + ("" if self.window == (-1, -1) else
@@ -47,7 +48,7 @@ class PagedCase:
         return (f"paged{self.page_size}-{'varlen' if self.ragged else 'dense'}-q{','.join(map(str, self.lens_q))}-"
                 f"k{','.join(map(str, self.lens_k))}-H{self.heads_q}/{self.heads_kv}-{dims}-"
                 f"{str(self.dtype).replace('torch.', '')}-{mask}{'' if self.shuffle else '-inorder'}-pad{self.pad}-"
-                f"{self.config or 'auto'}")
+                f"{self.config or 'auto'}{'-hnd' if self.hnd else ''}")
 
 
 # Chunked prefill and prefix caching: each sequence's queries are its last keys (lens_q <= lens_k), plus causal rows
@@ -65,21 +66,29 @@ PAGED_CASES = [
     PagedCase((300, 7), (1000, 4097), 16, 8, 2, 64, BF16, window=(37, 5)),
     PagedCase((300, 7, 1), (1000, 40, 1), 16, 8, 2, 128, BF16, causal=True, config="fa2"),
     PagedCase((64, 7), (200, 40), 64, 8, 2, 64, FP16, causal=True, config="naive"),
-    PagedCase((300, 100), (300, 900), 2, 8, 2, 80, BF16, causal=True),  # fa3 needs 4-token pages at d80
+    PagedCase((300, 100), (300, 900), 2, 8, 2, 80, BF16, causal=True),  # fa3 gathers pages under 16 tokens
+    PagedCase((300, 1, 1000), (1000, 17, 4097), 16, 8, 2, 128, BF16, causal=True, hnd=True),
+    PagedCase((1, 64, 200), (130, 64, 257), 4, 8, 2, 64, BF16, hnd=True),
+    PagedCase((300, 7), (1000, 40), 128, 8, 2, 128, BF16, causal=True, config="fa2", hnd=True),
     PagedCase((256, 256), (600, 256), 64, 16, 16, 192, BF16, causal=True, ragged=False, head_dim_v=128),
 ]
 
 
 def paged_pool(case, lens_k, extra_pages=3, generator=None):
-    """(k_pool, v_pool [num_pages, page, Hkv, D], table int32 [B, max_pages] with case.pad past each sequence's
-    pages): every page of the pool random (the unused ones too), so that a wrong page shows."""
+    """(k_pool, v_pool [num_pages, page, Hkv, D] (case.hnd: views of [num_pages, Hkv, page, D] storage), table int32
+    [B, max_pages] with case.pad past each sequence's pages): every page of the pool random (the unused ones too),
+    so that a wrong page shows."""
     page = case.page_size
     needed = [-(-n // page) for n in lens_k]
     max_pages = max(max(needed), 1) + 1  # a column past every sequence
     num_pages = sum(needed) + extra_pages
     dv = case.head_dim_v or case.head_dim
-    k = torch.randn(num_pages, page, case.heads_kv, case.head_dim, device="cuda", dtype=case.dtype)
-    v = torch.randn(num_pages, page, case.heads_kv, dv, device="cuda", dtype=case.dtype)
+    if case.hnd:
+        k = torch.randn(num_pages, case.heads_kv, page, case.head_dim, device="cuda", dtype=case.dtype).transpose(1, 2)
+        v = torch.randn(num_pages, case.heads_kv, page, dv, device="cuda", dtype=case.dtype).transpose(1, 2)
+    else:
+        k = torch.randn(num_pages, page, case.heads_kv, case.head_dim, device="cuda", dtype=case.dtype)
+        v = torch.randn(num_pages, page, case.heads_kv, dv, device="cuda", dtype=case.dtype)
     order = torch.randperm(num_pages, generator=generator) if case.shuffle else torch.arange(num_pages)
     table = torch.full((len(lens_k), max_pages), case.pad, dtype=torch.int32)
     used = 0

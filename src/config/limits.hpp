@@ -28,6 +28,13 @@ inline int shared_memory_per_sm(const Arch& arch) {
 }
 inline constexpr int kSharedMemoryReservedPerBlock = 1024;
 
+// fa3 gathers K/V pages of fewer tokens than this with cp.async (templates/fa3/producer.cuh, kGatherBelow);
+// larger pages are TMA boxes.
+inline constexpr int kFa3GatherBelow = 16;
+inline bool fa3_gathers_pages(const KernelConfig& c) {
+  return c.algorithm == Algorithm::fa3 && c.page_size > 0 && c.page_size < kFa3GatherBelow;
+}
+
 // Shared-memory rows of the fa2 and decode kernels are padded to a multiple of 64 elements so the 128-byte
 // XOR swizzle applies (fa2::SmemTile).
 inline constexpr int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }

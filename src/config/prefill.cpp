@@ -133,9 +133,9 @@ int shared_memory_bytes(const KernelConfig& c) {
   }
 }
 
-// page_size: 0 (contiguous keys) or a power of two in [1, 256]. fa3 (templates/fa3/producer.cuh): a key tile
-// is one page's part or a whole number of pages, and pages smaller than a tile are TMA boxes of their own at
-// 128-byte aligned rows of each column block (64 columns: 128 bytes a row, 32: 64, 16: 32).
+// page_size: 0 (contiguous keys) or a power of two in [1, 256]. fa3 (templates/fa3/producer.cuh): pages of 16
+// tokens or more are TMA boxes, so a key tile is one page's part or a whole number of pages; smaller pages are
+// gathered with cp.async by a lane per row of a quarter of the tile, so tiles of at most 128 keys.
 static void validate_page_size(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   const int ps = c.page_size;
   if (ps == 0) return;
@@ -146,17 +146,10 @@ static void validate_page_size(const KernelConfig& c, std::vector<ConfigIssue>& 
   if (c.algorithm != Algorithm::fa3) return;
   if (c.block_n % ps != 0 && ps % c.block_n != 0)
     out.push_back({"page_size", fmt::format("fa3 needs block_n ({}) and page_size ({}) to divide one another", c.block_n, ps)});
-  if (ps < c.block_n) {
-    auto narrowest = [](int dim) {  // bytes per row of the narrowest column block (fa3/columns.cuh)
-      const int padded = fa3_padded(dim);
-      return padded % 32 == 16 ? 32 : padded % 64 >= 32 ? 64 : 128;
-    };
-    const int row_bytes = std::min(narrowest(c.head_dim), narrowest(value_head_dim(c)));
-    if (ps * row_bytes < 128)
-      out.push_back({"page_size", fmt::format("fa3 at head dims {} / {} needs pages of at least {} tokens (one TMA box "
-                                              "of 128 bytes per column block), got {}",
-                                              c.head_dim, value_head_dim(c), 128 / row_bytes, ps)});
-  }
+  if (ps < config::kFa3GatherBelow && c.block_n > 128)
+    out.push_back({"page_size", fmt::format("fa3 gathers pages of fewer than {} tokens into tiles of at most 128 keys, "
+                                            "got block_n {} for pages of {}",
+                                            config::kFa3GatherBelow, c.block_n, ps)});
 }
 
 // head_dim_v: 0 (the same as head_dim) or a multiple of 8 in [8, 256] for the kernels that take it.

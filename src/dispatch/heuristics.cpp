@@ -218,10 +218,11 @@ void fit_pages(KernelConfig& c, const AttentionProblem& p) {
     while (2 * n <= c.block_n) n *= 2;
     c.block_n = n;
   }
+  if (config::fa3_gathers_pages(c) && c.block_n > 128) c.block_n = 128;
   if (c.page_size >= c.block_n) return;
-  // Pages smaller than a key tile. fa3: the whole producer warp issues their boxes, which with the persistent
-  // scheduler's state needs more than the producer's 24 registers (ptxas spills 4 to 16 bytes); the grid
-  // scheduler keeps it spill-free. fa2: a page lookup per row of every K and V load, for which its 128-row
+  // Pages smaller than a key tile. fa3: the whole producer warp (or warpgroup, gathering) issues their loads,
+  // which with the persistent scheduler's state needs more than the producer's 24 registers (ptxas spills 4 to
+  // 16 bytes); the grid scheduler keeps it spill-free. fa2: a page lookup per row of every K and V load, for which its 128-row
   // tiles (255 registers at head dim 128) have no registers left: 64 rows.
   if (c.algorithm == Algorithm::fa3) c.scheduler = Scheduler::grid;
   if (c.algorithm == Algorithm::fa2 && c.block_m > 64 && 64 % (16 * c.warps) == 0) c.block_m = 64;

@@ -36,10 +36,14 @@
 
 namespace flashjit::fa3 {
 
-template <int kConsumers> struct RegisterSplit;
-template <> struct RegisterSplit<1> { static constexpr int kProducer = 56, kConsumer = 256; };
-template <> struct RegisterSplit<2> { static constexpr int kProducer = 24, kConsumer = 240; };
-template <> struct RegisterSplit<3> { static constexpr int kProducer = 32, kConsumer = 160; };
+// Registers per thread of the producer and of each consumer warpgroup (setmaxnreg; they add up to at most 64K).
+// A producer that gathers pages with cp.async (Producer::kGather) addresses every row itself: with two
+// consumer warpgroups it takes 8 registers of theirs (ptxas spilled 4-8 bytes in it at 24).
+template <int kConsumers, bool kGather = false> struct RegisterSplit;
+template <bool kGather> struct RegisterSplit<1, kGather> { static constexpr int kProducer = 56, kConsumer = 256; };
+template <> struct RegisterSplit<2, false> { static constexpr int kProducer = 24, kConsumer = 240; };
+template <> struct RegisterSplit<2, true> { static constexpr int kProducer = 40, kConsumer = 232; };
+template <bool kGather> struct RegisterSplit<3, kGather> { static constexpr int kProducer = 32, kConsumer = 160; };
 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
@@ -56,6 +60,7 @@ struct Kernel {
   using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V, kPackGqa>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
   using Seq = SeqInfo<kVarlen, kPageSize>;
+  using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize>;
   using RowsT = Rows<kPackGqa, kBM>;
 
   // Whether the work tile has rows: varlen m-blocks past their sequence's length are skipped.
@@ -88,8 +93,8 @@ struct Kernel {
         ptx::mbarrier_init(smem.q_empty(b), kConsumers);
       }
       for (int s = 0; s < kStages; ++s) {
-        ptx::mbarrier_init(smem.k_full(s), 1);
-        ptx::mbarrier_init(smem.v_full(s), 1);
+        ptx::mbarrier_init(smem.k_full(s), ProducerT::kFullArrivals);
+        ptx::mbarrier_init(smem.v_full(s), ProducerT::kFullArrivals);
         ptx::mbarrier_init(smem.k_empty(s), kConsumers);
         ptx::mbarrier_init(smem.v_empty(s), kConsumers);
       }
@@ -100,9 +105,8 @@ struct Kernel {
     const int wg = threadIdx.x / 128;
     const RowsT rows(p);
     if (wg == 0) {
-      ptx::setmaxnreg_dec<RegisterSplit<kConsumers>::kProducer>();
-      using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize>;
-      if (ProducerT::kWarpLoads ? threadIdx.x >= 32 : threadIdx.x != 0) return;
+      ptx::setmaxnreg_dec<RegisterSplit<kConsumers, ProducerT::kGather>::kProducer>();
+      if (threadIdx.x >= (ProducerT::kGather ? 128 : ProducerT::kWarpLoads ? 32 : 1)) return;
       ProducerT::prefetch_descriptors(maps);
       int ring = 0, local = 0;
       for (Scheduler sched(p, rows.positions(), rows.tile_heads(p)); sched.valid(); sched.advance()) {
@@ -112,13 +116,13 @@ struct Kernel {
         int tile_begin, num_tiles;
         key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
         const int* table = kPageSize > 0 ? p.page_table + static_cast<long long>(t.batch) * p.page_table_stride : nullptr;
-        ProducerT::load_tile(smem, maps, local, t.m_block * rows.positions(), t.head, rows.kv_head(p, t.head),
+        ProducerT::load_tile(smem, maps, p, local, t.m_block * rows.positions(), t.head, rows.kv_head(p, t.head),
                              t.batch, tile_begin, num_tiles, ring, seq.q_start, seq.k_start, table, seq.seqlen_k);
         ring += num_tiles;
         ++local;
       }
     } else {
-      ptx::setmaxnreg_inc<RegisterSplit<kConsumers>::kConsumer>();
+      ptx::setmaxnreg_inc<RegisterSplit<kConsumers, ProducerT::kGather>::kConsumer>();
       ConsumerT c;
       c.wg = wg - 1;
       c.consumers = kConsumers;

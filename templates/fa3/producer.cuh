@@ -13,10 +13,19 @@
 // j * kPageSize of the tile, a multiple of 128 bytes of every column block (src/config/prefill.cpp requires
 // it), where the address-based swizzle gives the layout of one whole-tile box. A page past the sequence's
 // keys, or outside the pool, is a box out of the view's bounds: TMA fills it with zeros (and counts its bytes).
+// Pages of fewer than kGatherBelow tokens (kGather): boxes that small are slow to issue (one TMA per page and
+// column block), so all 128 producer threads gather K and V rows with cp.async instead: each lane of warp w
+// looks up the page of one row of the tile (row 4 * lane + w), the warp's lanes then copy the 16-byte chunks of
+// its rows back to back (coalesced), each to its swizzled place (Columns::swizzled, the layout a box writes),
+// zero-filling rows past the keys or outside the pool and the padding columns. Each thread then arrives on the
+// tile's full barrier with cp.async.mbarrier.arrive.noinc, which fires once its copies have landed: the
+// barrier counts one arrival per producer thread and, like a box's bytes, completes only when the tile is in.
 #pragma once
 
 #include "fa3/shared_storage.cuh"
 #include "fa3/tensor_maps.cuh"
+#include "attention/params.cuh"
+#include "ptx/cp_async.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 
@@ -28,8 +37,16 @@ struct Producer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
   static constexpr bool kPaged = kPageSize > 0;
+  static constexpr int kGatherBelow = 16;
+  // All 128 producer threads gather pages of fewer than kGatherBelow tokens with cp.async.
+  static constexpr bool kGather = kPaged && kPageSize < kGatherBelow;
+  static constexpr int kGatherThreads = 128;
   // The lanes of the producer warp issue the boxes of pages smaller than a key tile; otherwise one thread.
-  static constexpr bool kWarpLoads = kPaged && kPageSize < kBN;
+  static constexpr bool kWarpLoads = kPaged && !kGather && kPageSize < kBN;
+  // Threads that arrive on a K or V full barrier per phase.
+  static constexpr int kFullArrivals = kGather ? kGatherThreads : 1;
+  static_assert(!kGather || (kBN <= 128 && kBN % 4 == 0 && kStages >= 2),
+                "gathered pages: a lane per row of a warp's quarter of the tile, and two stages");
   static constexpr int kBoxRows = kPaged && kPageSize < kBN ? kPageSize : kBN;  // K/V box tokens
   enum class View { q, q_packed, kv };
 
@@ -104,6 +121,39 @@ struct Producer {
     }
   }
 
+  // kGather: where this lane's row (4 * lane + warp) of key tile [key0, key0 + kBN) starts in K or V (`base`:
+  // the KV head's row 0 of page 0; page and token strides in 2-byte elements), as an address whose bit 0 is set
+  // when the row is past the keys or its page outside the pool (rows start on 16 bytes: the bit is free). Such
+  // a row's address is `base` itself, never read (its copies write zeros).
+  static __device__ __forceinline__ unsigned long long gather_row(const AttentionParams& p, const int* table,
+                                                                  int key0, int seqlen_k, const void* base,
+                                                                  long long page_stride, long long token_stride) {
+    const int lane = threadIdx.x % 32, row = 4 * lane + threadIdx.x / 32 % 4, key = key0 + row;
+    const auto at = reinterpret_cast<unsigned long long>(base);
+    if (lane >= kBN / 4 || key >= seqlen_k) return at | 1;
+    const int page = table[key / kPageSize];
+    if (static_cast<unsigned>(page) >= static_cast<unsigned>(p.num_pages)) return at | 1;
+    return at + 2 * (static_cast<unsigned long long>(page) * page_stride + (row % kPageSize) * token_stride);
+  }
+
+  // kGather: this thread's cp.async copies of one K or V tile; `row` is this lane's gather_row.
+  template <class Cols>
+  static __device__ __forceinline__ void gather_tile(unsigned dst, unsigned long long row) {
+    constexpr int kChunks = Cols::kPadded / 8;  // 16-byte chunks of a row, padding included
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+    constexpr int kCount = kBN / 4 * kChunks;  // the warp's chunks, 32 a pass (every lane runs every pass: the
+                                               // shuffle needs the whole warp even where the last pass is short)
+#pragma unroll 1
+    for (int first = 0; first < kCount; first += 32) {
+      const int e = first + lane, local = e < kCount ? e / kChunks : 0, chunk = e % kChunks;
+      const unsigned long long src = __shfl_sync(0xffffffffu, row, local);
+      if (e >= kCount) break;
+      const bool valid = (src & 1) == 0 && chunk < Cols::kChunks;
+      ptx::cp_async_16(dst + Cols::swizzled(kBN, 4 * local + warp, chunk),
+                       reinterpret_cast<const char*>(src & ~1ull) + (valid ? 16 * chunk : 0), valid);
+    }
+  }
+
   template <class Cols>
   static __device__ void prefetch(const TensorMap (&maps)[3]) {
     if constexpr (Cols::kWide > 0) ptx::tma_prefetch_descriptor(&maps[0]);
@@ -122,15 +172,28 @@ struct Producer {
   // first position; head its query head (packed GQA: its KV head, the same as kv_head). Paged: table is the
   // sequence's page-table row and seqlen_k its key count. With kWarpLoads every lane of the warp calls this;
   // lane 0 alone arms the barriers and loads Q.
-  static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, int local, int m0, int head,
-                                   int kv_head, int batch, int tile_begin, int num_tiles, int ring, int q_start,
-                                   int k_start, const int* table = nullptr, int seqlen_k = 0) {
-    const bool leader = !kWarpLoads || threadIdx.x % 32 == 0;
+  static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, const AttentionParams& p, int local,
+                                   int m0, int head, int kv_head, int batch, int tile_begin, int num_tiles, int ring,
+                                   int q_start, int k_start, const int* table, int seqlen_k) {
+    const bool leader = (!kWarpLoads && !kGather) || threadIdx.x % (kGather ? kGatherThreads : 32) == 0;
     auto load_kv = [&](int i) {
       const int r = ring + i, stage = r % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
       const unsigned free_parity = ((r / kStages) & 1) ^ 1;
       const int key0 = (tile_begin + i) * kBN, n0 = k_start + key0;
+      if constexpr (kGather) {
+        const unsigned long long k_row = gather_row(p, table, key0, seqlen_k, static_cast<const char*>(p.k) +
+                                                    2 * kv_head * p.k_head, p.k_batch, p.k_seq);
+        ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
+        gather_tile<QK>(smem.k(stage), k_row);
+        ptx::cp_async_mbarrier_arrive_noinc(smem.k_full(stage));
+        const unsigned long long v_row = gather_row(p, table, key0, seqlen_k, static_cast<const char*>(p.v) +
+                                                    2 * kv_head * p.v_head, p.v_batch, p.v_seq);
+        ptx::mbarrier_wait(smem.v_empty(stage), free_parity);
+        gather_tile<VO>(smem.v(stage), v_row);
+        ptx::cp_async_mbarrier_arrive_noinc(smem.v_full(stage));
+        return;
+      }
       const TilePages pages = tile_pages(key0, table, seqlen_k);  // read before the wait: its latency hides
       ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
       if (leader) ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes);
@@ -152,6 +215,7 @@ struct Producer {
       load_tile_boxes<QK, kPackGqa ? View::q_packed : View::q>(smem.q(buf), maps.q, kBM, 0, smem.q_full(buf),
                                                                q_start + m0, head, batch);
     }
+    if constexpr (kGather) __syncwarp();  // the leader's warp converged again for the gathers' shuffles
     for (int i = early; i < num_tiles; ++i) load_kv(i);
   }
 };

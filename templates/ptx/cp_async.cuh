@@ -26,6 +26,12 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
+// An arrival on the mbarrier at `bar` once every cp.async this thread issued so far has landed, without a
+// pending-count increment (.noinc): the barrier counts it as one of its expected arrivals.
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 // Waits until at most N groups issued by this thread are still pending.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

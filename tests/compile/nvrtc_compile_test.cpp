@@ -377,8 +377,9 @@ TEST_CASE("nvrtc: the varlen variants of the heuristic configs compile without s
   }
 }
 
-// The dispatcher's paged configs (fit_pages): fa3 at head dims 64 / 128 / 256 with pages smaller than, equal to
-// and larger than a key tile, ragged queries; fa2 (sm_80 and sm_90a) and the reference kernel.
+// The dispatcher's paged configs (fit_pages): fa3 at head dims 64 / 80 / 128 / 256 with gathered pages (1, 8),
+// boxed pages smaller than a key tile (16) and larger (256), ragged queries; the short-window tiles whose
+// warpgroups pass key tiles (Consumer::pass_tile); fa2 (sm_80 and sm_90a) and the reference kernel.
 std::vector<KernelConfig> paged_configs() {
   std::vector<KernelConfig> out;
   auto paged = [&](KernelConfig c, int page_size, bool varlen) {
@@ -390,8 +391,11 @@ std::vector<KernelConfig> paged_configs() {
     out.push_back(c);
   };
   for (MaskKind m : {MaskKind::none, MaskKind::causal})
-    for (int d : {64, 128, 256})
-      for (int ps : {1, 16, 128, 256}) paged(flashjit::dispatch::fa3_heuristic(DType::bf16, d, m, kSm90a), ps, m == MaskKind::causal);
+    for (int d : {64, 80, 128, 256})
+      for (int ps : {1, 8, 16, 256}) paged(flashjit::dispatch::fa3_heuristic(DType::bf16, d, m, kSm90a), ps, m == MaskKind::causal);
+  KernelConfig window = flashjit::dispatch::fa3_heuristic(DType::bf16, 64, MaskKind::sliding_window, kSm90a);
+  window.block_m = 192, window.consumer_warpgroups = 3, window.block_n = 96;  // the short-window tile (per warpgroup)
+  for (int ps : {1, 4, 32}) paged(window, ps, true);
   for (int ps : {1, 16, 256}) {
     paged(flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a), ps, true);
     paged(flashjit::dispatch::fa2_heuristic(DType::fp16, 64, MaskKind::sliding_window, kSm80), ps, false);
@@ -402,7 +406,7 @@ std::vector<KernelConfig> paged_configs() {
 
 TEST_CASE("nvrtc: the dispatcher's paged configs compile without spills", "[compile][paged]") {
   auto outcomes = CompileCache::get().compile_all(paged_configs());
-  REQUIRE(outcomes.size() == 2 * 3 * 4 + 2 * 3 + 1);
+  REQUIRE(outcomes.size() == 2 * 4 * 4 + 3 + 2 * 3 + 1);
   for (const auto* o : outcomes) {
     check_compiled(*o);
     CHECK(o->config.page_size > 0);

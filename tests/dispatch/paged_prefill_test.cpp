@@ -1,6 +1,7 @@
 // Paged prefill on the host (issue 27): check(AttentionProblem) of page-table problems (fake pointers, never
 // dereferenced), the dispatcher's paged configs (fit_pages, choose, supports), validate()'s page_size rules,
 // and check_page_table over a stand-in driver whose "device" pointers are host memory.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -165,7 +166,7 @@ TEST_CASE("paged prefill: the dispatcher compiles the problem's page size in", "
     CHECK(c->varlen);
     CHECK(c->page_size == 16);
   }
-  SECTION("fa3 key tiles that a page size does not divide take the power of two below") {
+  SECTION("fa3 key tiles that a page size does not divide take the power of two below; gathered pages 128") {
     KernelConfig c = flashjit::dispatch::fa3_heuristic(DType::bf16, 128, MaskKind::causal, kSm90a);
     c.block_n = 112;
     AttentionProblem p = paged_problem();
@@ -178,14 +179,21 @@ TEST_CASE("paged prefill: the dispatcher compiles the problem's page size in", "
     c.block_n = 176, p.page_size = 256, p.max_pages_per_seq = 16;
     flashjit::dispatch::fit_pages(c, p);
     CHECK(c.block_n == 128);
+    c.block_n = 176, p.page_size = 8, p.max_pages_per_seq = 512;  // 8 divides 176, but gathers take 128 at most
+    flashjit::dispatch::fit_pages(c, p);
+    CHECK(c.block_n == 128);
   }
-  SECTION("pages too small for fa3's TMA boxes at d80 go to fa2, every algorithm on request") {
-    AttentionProblem p = paged_problem();
-    p.head_dim = 80, p.page_size = 1, p.max_pages_per_seq = 4096;
-    auto c = flashjit::dispatch::choose(p, kSm90a);
-    REQUIRE(c.ok());
-    CHECK(c->algorithm == Algorithm::fa2);
-    CHECK(c->page_size == 1);
+  SECTION("1-token pages: fa3 gathers them at any head dim, in tiles of at most 128 keys; every algorithm") {
+    for (int d : {64, 80, 128, 256}) {
+      AttentionProblem p = paged_problem();
+      p.head_dim = d, p.page_size = 1, p.max_pages_per_seq = 4096;
+      auto c = flashjit::dispatch::choose(p, kSm90a);
+      REQUIRE(c.ok());
+      INFO(readable_name(*c));
+      CHECK(c->algorithm == Algorithm::fa3);
+      CHECK(c->page_size == 1);
+      CHECK(c->block_n <= 128);
+    }
     for (Algorithm a : {Algorithm::fa2, Algorithm::naive}) {
       auto r = flashjit::dispatch::choose(paged_problem(), kSm80, a);
       REQUIRE(r.ok());
@@ -221,13 +229,15 @@ TEST_CASE("paged prefill: validate() takes page sizes the kernels can read", "[c
   CHECK(contains(first_field(c), "page_size: page_size must be 0 (contiguous) or a power of two in [1, 256]"));
   c.page_size = 32, c.block_n = 80;
   CHECK(contains(first_field(c), "fa3 needs block_n (80) and page_size (32) to divide one another"));
-  // d80's narrowest column block is 16 columns (32 bytes a row): pages of at least 4 tokens.
+  // Pages of fewer than 16 tokens are gathered with cp.async, at any head dim, into tiles of at most 128 keys.
   KernelConfig d80 = flashjit::dispatch::fa3_heuristic(DType::bf16, 80, MaskKind::none, kSm90a);
-  d80.block_n = 64;
-  d80.page_size = 2;
-  CHECK(contains(first_field(d80), "needs pages of at least 4 tokens"));
-  d80.page_size = 4;
+  d80.block_n = 64, d80.page_size = 1;
   CHECK(first_field(d80).empty());
+  d80.block_n = 176, d80.page_size = 8;
+  const auto issues = flashjit::validate(d80);
+  CHECK(std::any_of(issues.begin(), issues.end(), [](const flashjit::ConfigIssue& i) {
+    return i.field == "page_size" && contains(i.message, "fa3 gathers pages of fewer than 16 tokens into tiles of at most 128 keys");
+  }));
   KernelConfig fa2 = flashjit::dispatch::fa2_heuristic(DType::bf16, 80, MaskKind::none, kSm80);
   fa2.page_size = 1;  // fa2 reads rows with cp.async: any power of two
   CHECK(first_field(fa2).empty());

@@ -4,9 +4,10 @@
 // Every pool is built from a shuffled permutation of its pages, with spare pages and the tail of each
 // sequence's last page holding large finite junk (around +-30: a masked key that leaked into a row would wreck
 // it), and table entries past a sequence's pages set to garbage (-7, 1 << 30, INT_MAX, INT_MIN, num_pages) that
-// no kernel may dereference. Every mask, FA3 (page sizes 1 to 256 against its key tiles; narrow head dims where
-// validate() allows them) / FA2 / the reference kernel (short batches only), bf16 and fp16, top-left alignment,
-// padded and interleaved (vLLM [num_pages, 2, page_size, Hkv, D]) pools, the dispatcher's choice, check_pages
+// no kernel may dereference. Every mask, FA3 (page sizes 1 to 256 against its key tiles: gathered, boxed per
+// page, boxed per tile; narrow head dims) / FA2 / the reference kernel (short batches only), bf16 and fp16,
+// top-left alignment, padded, interleaved (vLLM [num_pages, 2, page_size, Hkv, D]) and HND (FlashInfer
+// [num_pages, Hkv, page_size, D]) pools, the dispatcher's choice, check_pages
 // (refusing a bad page index before launching) and unchecked bad page indices (their keys read as zeros).
 // Fresh random data, outputs poisoned (NaN) including guard rows that no kernel may write, float64 CPU
 // reference per sequence.
@@ -54,9 +55,10 @@ struct PagedShape {
   int page_size = 16;
   int spare_pages = 5;   // pool pages no sequence uses (junk)
   int table_slack = 3;   // entries per table row past the longest sequence's pages (garbage)
-  int row_pad = 0;       // K/V token stride: Hkv * D + row_pad elements
+  int row_pad = 0;       // K/V token stride: Hkv * D (HND: D) + row_pad elements
   int page_pad = 0;      // K/V page stride: page_size * token stride + page_pad elements
   bool interleaved = false;  // K and V pages alternate in one buffer (vLLM: [num_pages, 2, page_size, Hkv, D])
+  bool hnd = false;          // FlashInfer's HND pages [num_pages, Hkv, page_size, D] (a head's tokens together)
 
   int batch() const { return static_cast<int>(len_q.size()); }
   int total_q() const { return std::accumulate(len_q.begin(), len_q.end(), 0); }
@@ -74,16 +76,17 @@ struct PagedShape {
     for (int b = 0; b < batch(); ++b) n = std::max(n, pages_of(b));
     return std::max(1, n + table_slack);
   }
-  std::int64_t token_stride() const { return std::int64_t(heads_kv) * head_dim + row_pad; }
-  std::int64_t page_elems() const { return page_size * token_stride() + page_pad; }
+  std::int64_t token_stride() const { return (hnd ? std::int64_t(1) : heads_kv) * head_dim + row_pad; }
+  std::int64_t head_stride() const { return hnd ? page_size * token_stride() : head_dim; }
+  std::int64_t page_elems() const { return (hnd ? heads_kv * head_stride() : page_size * token_stride()) + page_pad; }
   std::int64_t page_stride() const { return interleaved ? 2 * page_elems() : page_elems(); }
   std::string to_string() const {
-    return fmt::format("{} len_q {} len_k {} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {}) page_size {}{}{}{}",
+    return fmt::format("{} len_q {} len_k {} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {}) page_size {}{}{}{}{}",
                        dense ? "dense" : "ragged", fmt::join(len_q, ","), fmt::join(len_k, ","), heads_q, heads_kv,
                        head_dim, flashjit::to_string(dtype), flashjit::to_string(mask), window_left, window_right,
                        chunk_size, page_size, top_left ? " top-left" : "",
                        row_pad || page_pad ? fmt::format(" pads {} {}", row_pad, page_pad) : "",
-                       interleaved ? " interleaved K/V pages" : "");
+                       interleaved ? " interleaved K/V pages" : "", hnd ? " HND" : "");
   }
 };
 
@@ -157,7 +160,7 @@ class PagedCase {
           const int j = slot * ps + t;
           for (int h = 0; h < Hkv; ++h)
             for (int d = 0; d < D; ++d) {
-              const std::size_t at = std::size_t(page) * s.page_stride() + t * s.token_stride() + h * D + d;
+              const std::size_t at = std::size_t(page) * s.page_stride() + t * s.token_stride() + h * s.head_stride() + d;
               const std::size_t key = (std::size_t(j) * Hkv + h) * D + d;
               kbits[at] = half(ukv(rng), c.k_[b][key]);
               vpool[at] = half(ukv(rng), c.v_[b][key]);
@@ -205,8 +208,8 @@ class PagedCase {
       p.cu_seqlens_q = static_cast<const int*>(dcu_q_.get());
       p.total_q = s.total_q();
     }
-    if (s.row_pad || s.page_pad || s.interleaved)
-      p.k_strides = p.v_strides = {s.page_stride(), s.token_stride(), s.head_dim};
+    if (s.row_pad || s.page_pad || s.interleaved || s.hnd)
+      p.k_strides = p.v_strides = {s.page_stride(), s.token_stride(), s.head_stride()};
     p.page_table = static_cast<const int*>(dtable_.get());
     p.page_size = s.page_size;
     p.num_pages = num_pages_;
@@ -427,14 +430,13 @@ struct Job {
 };
 
 struct Tally {
-  int ran = 0, invalid = 0, skipped = 0;  // invalid: validate() refused the config; skipped: not this device
-  int ran_pages_below_block_n = 0;        // fa3 jobs whose pages are smaller than the key tile
+  int ran = 0, skipped = 0;        // skipped: not this device
+  int ran_pages_below_block_n = 0;  // fa3 jobs whose pages are smaller than the key tile
 };
 
 // Each job's config on a fresh case against float64. The kernels are prepared (compiled or loaded) on
-// several threads first; then each runs in turn. Without `allow_invalid`, a config that validate() refuses
-// fails the test (rather than being skipped).
-Tally run_jobs(const std::vector<Job>& jobs, bool allow_invalid = false) {
+// several threads first; then each runs in turn. A config that validate() refuses fails the test.
+Tally run_jobs(const std::vector<Job>& jobs) {
   ensure_context();
   Tally tally;
   struct Ready {
@@ -452,8 +454,7 @@ Tally run_jobs(const std::vector<Job>& jobs, bool allow_invalid = false) {
     KernelConfig config = paged_config(job.algorithm, job.shape);
     if (const auto issues = validate(config); !issues.empty()) {
       INFO(job.shape.to_string() << " with " << readable_name(config) << ": " << issues.front().message);
-      if (!allow_invalid) FAIL_CHECK("validate() refuses the config");
-      ++tally.invalid;
+      FAIL_CHECK("validate() refuses the config");
       continue;
     }
     auto c = PagedCase::make(job.shape, fresh_seed());
@@ -581,20 +582,18 @@ TEST_CASE("paged fa3: every page size from 1 to 256 around block_n at d128 and d
   }
 }
 
-// Head dims whose narrowest column block is 16 columns (d80, d112: 32 bytes a row) or 32 (d96: 64 bytes): fa3
-// refuses pages of fewer than 128 bytes of such a block (validate(), which decides the skips here).
-TEST_CASE("paged fa3: pages at narrow head dims 80 96 112 where validate allows them", "[paged][fa3][gpu]") {
+// Head dims whose narrowest column block is 16 columns (d80, d112) or 32 (d96): pages of 16 tokens or more are
+// TMA boxes of each block, smaller ones gathered with cp.async into the swizzled blocks.
+TEST_CASE("paged fa3: pages at narrow head dims 80 96 112, boxed and gathered", "[paged][fa3][gpu]") {
   const int head_dim = GENERATE(80, 96, 112);
   std::vector<Job> jobs;
   int index = 0;
-  for (int ps : {1, 2, 4, 8, 32, 128})
+  for (int ps : {1, 2, 4, 8, 16, 32, 128})
     jobs.push_back({make_shape(kChunked[index++ % std::size(kChunked)], kMasks[1], ps, head_dim), Algorithm::fa3});
-  const Tally t = run_jobs(jobs, /*allow_invalid=*/true);
+  const Tally t = run_jobs(jobs);
   if (t.skipped == 0 && algorithm_enabled(Algorithm::fa3)) {
-    INFO("ran " << t.ran << ", refused by validate() " << t.invalid);
-    CHECK(t.ran + t.invalid == 6);
-    CHECK(t.ran_pages_below_block_n >= 2);  // at least pages of 32 and 8 tokens run at every narrow head dim
-    CHECK(t.invalid <= 2);                  // only the pages of 1 and 2 tokens may be refused
+    CHECK(t.ran == 7);
+    CHECK(t.ran_pages_below_block_n >= 6);
   }
 }
 
@@ -623,7 +622,7 @@ TEST_CASE("paged: sequences with fewer keys than queries (rows with no visible k
   run_jobs(jobs);
 }
 
-TEST_CASE("paged: fp16 and top-left alignment and padded or interleaved pools match float64",
+TEST_CASE("paged: fp16 and top-left alignment and padded, interleaved or HND pools match float64",
           "[paged][fa3][fa2][reference][gpu]") {
   const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
   const bool naive = algorithm == Algorithm::naive;
@@ -649,6 +648,13 @@ TEST_CASE("paged: fp16 and top-left alignment and padded or interleaved pools ma
   PagedShape interleaved_large = interleaved;
   interleaved_large.page_size = 128, interleaved_large.mask = MaskKind::causal;
   jobs.push_back({interleaved_large, algorithm});
+  // FlashInfer's HND layout is strides: token stride D, head stride page_size * D.
+  for (int ps : {1, 16, 256}) {
+    PagedShape hnd = make_shape(lengths(ps % 3), ps == 16 ? kMasks[0] : kMasks[1], ps, ps == 1 ? 64 : 128);
+    hnd.hnd = true;
+    hnd.row_pad = ps == 256 ? 8 : 0;
+    jobs.push_back({hnd, algorithm});
+  }
   run_jobs(jobs);
 }
 
@@ -691,9 +697,7 @@ TEST_CASE("paged: the dispatcher picks a paged kernel (fa3 on sm_90a where the p
   SECTION("ragged d128 pages of 16") { check_dispatch(make_shape(kChunked[1], kMasks[0], 16, 128)); }
   SECTION("ragged d128 pages of 256") { check_dispatch(make_shape(kChunked[2], kMasks[1], 256, 128)); }
   SECTION("dense d64 pages of 32") { check_dispatch(dense_shape(150, {150, 4097, 1000}, kMasks[1], 32, 64)); }
-  SECTION("ragged d80 pages of 1 (too small for fa3 at d80)") {
-    check_dispatch(make_shape(kChunked[0], kMasks[1], 1, 80));
-  }
+  SECTION("ragged d80 pages of 1 (gathered)") { check_dispatch(make_shape(kChunked[0], kMasks[1], 1, 80)); }
   SECTION("ragged d80 pages of 4") { check_dispatch(make_shape(kChunked[1], kMasks[1], 4, 80)); }
 }
 
