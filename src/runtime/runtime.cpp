@@ -369,7 +369,10 @@ Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem, con
   DecodeProblem p = problem;
   fill(p.q), fill(p.o), fill(p.k_cache), fill(p.v_cache), fill(p.seqlens_k);
   if (p.layout == KvLayout::paged) fill(p.page_table);
-  if (p.new_len > 0) fill(p.k_new), fill(p.v_new);
+  if (p.new_len > 0) {  // the fused append refuses one tensor for both caches: v_cache's stand-in of its own
+    if (problem.v_cache == nullptr) p.v_cache = static_cast<const unsigned char*>(kPlaceholder) + 256;
+    fill(p.k_new), fill(p.v_new);
+  }
   FLASHJIT_TRY(check(p));
   FLASHJIT_TRY(check_fused_append(p));
   const dispatch::DecodePlan plan = dispatch::plan_decode(p, target.arch, target.sms);
