@@ -3,6 +3,7 @@
 
 #include "codegen/frame.hpp"
 #include "codegen/generate.hpp"
+#include "config/occupancy.hpp"
 
 namespace flashjit::codegen {
 
@@ -14,7 +15,7 @@ Result<GeneratedSource> generate(const AppendKernelConfig& c) {
       element_type(c.dtype), c.head_dim, c.page_size, c.warps, c.vectors);
   return render(Frame{readable_name(c), to_json(c), "append/kernel.cuh", kernel,
                       "const __grid_constant__ flashjit::AppendParams params", "params", shared_memory_bytes(c),
-                      threads_per_cta(c)});
+                      threads_per_cta(c), {}, {}, min_ctas_per_sm(c)});
 }
 
 }  // namespace flashjit::codegen

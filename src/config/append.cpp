@@ -2,13 +2,21 @@
 // name.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "config/fields.hpp"
+#include "config/occupancy.hpp"
 #include "flashjit/append.hpp"
 
 namespace flashjit {
 
 int threads_per_cta(const AppendKernelConfig& c) { return 32 * c.warps; }
 int shared_memory_bytes(const AppendKernelConfig&) { return 0; }  // registers only: loads, then stores
+
+int min_ctas_per_sm(const AppendKernelConfig& c) {
+  const int sm_threads = c.arch.sm == 86 || c.arch.sm == 89 || c.arch.sm >= 120 ? 1536 : 2048;
+  return std::max(1, sm_threads / (threads_per_cta(c) * std::max(c.vectors, 1)));
+}
 
 std::vector<ConfigIssue> validate(const AppendKernelConfig& c) {
   std::vector<ConfigIssue> out;

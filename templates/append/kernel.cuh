@@ -56,28 +56,29 @@ struct AppendKernel {
       count = min(max(ptx::load_after_wait(p.cu_seqlens + b + 1) - start, 0), p.new_len);
     }
     const int cached = ptx::load_after_wait(p.cache_seqlens + b);
-    if (p.seqlens_out != nullptr && blockIdx.x == 0 && !values && threadIdx.x == 0) p.seqlens_out[b] = cached + count;
     const int total = count * p.heads_kv * kRowVectors;
 
+    // Every load first: the vectors, and for a paged cache the table entries their stores need (a table load
+    // behind a store would wait for it, as the store might write the table).
     uint4 data[kVectors];
-    int token[kVectors], head[kVectors], column[kVectors];
+    T* dst[kVectors];
 #pragma unroll
     for (int j = 0; j < kVectors; ++j) {
       const int i = first + j * kThreads;
-      const int row = i / kRowVectors;
-      token[j] = row / p.heads_kv, head[j] = row % p.heads_kv, column[j] = (i % kRowVectors) * kVectorElements;
-      if (i < total)
-        data[j] = *reinterpret_cast<const uint4*>(src + b * s_batch + (start + token[j]) * s_seq + head[j] * s_head +
-                                                  column[j]);
+      dst[j] = nullptr;
+      if (i >= total) continue;
+      const int row = i / kRowVectors, token = row / p.heads_kv, head = row % p.heads_kv;
+      const int column = (i % kRowVectors) * kVectorElements;
+      data[j] = *reinterpret_cast<const uint4*>(src + b * s_batch + (start + token) * s_seq + head * s_head + column);
+      T* at = cache_row(p, cache, c_batch, c_seq, b, cached + token);
+      if (at != nullptr) dst[j] = at + head * c_head + column;
     }
     // The kernel behind this one (the fused decode) may launch now: it waits for this grid's completion.
     ptx::launch_dependents();
 #pragma unroll
-    for (int j = 0; j < kVectors; ++j) {
-      if (first + j * kThreads >= total) continue;
-      T* row = cache_row(p, cache, c_batch, c_seq, b, cached + token[j]);
-      if (row != nullptr) *reinterpret_cast<uint4*>(row + head[j] * c_head + column[j]) = data[j];
-    }
+    for (int j = 0; j < kVectors; ++j)
+      if (dst[j] != nullptr) *reinterpret_cast<uint4*>(dst[j]) = data[j];
+    if (p.seqlens_out != nullptr && blockIdx.x == 0 && !values && threadIdx.x == 0) p.seqlens_out[b] = cached + count;
   }
 };
 
