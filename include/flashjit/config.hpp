@@ -1,4 +1,4 @@
-// Kernel configs: what is compiled. One struct per kind of kernel (prefill, decode split, combine), each
+// Kernel configs: what is compiled. One struct per kind of kernel (prefill, decode split, combine, append), each
 // declared once with its fields (src/config/kinds.hpp): the canonical JSON, the parsers with their
 // field-by-field errors, the readable name, equality and hashing all follow from that declaration. Only the
 // canonical JSON (plus the template texts, NVRTC version, compile options and flashjit version) forms a
@@ -138,19 +138,35 @@ struct CombineKernelConfig {
   bool operator==(const CombineKernelConfig&) const = default;
 };
 
-enum class KernelKind { prefill, decode, combine };
+// Append kernel (templates/append/kernel.cuh): the new tokens' keys and values copied into a KV cache, 16 bytes
+// per access. Grid (CTAs over one sequence's new rows, batch, K / V); a CTA moves warps x 32 x vectors 16-byte
+// vectors of (token, head) rows, each thread issuing its `vectors` loads before its first store.
+struct AppendKernelConfig {
+  Arch arch{};
+  DType dtype = DType::bf16;
+  int head_dim = 128;  // a multiple of 8 (whole 16-byte vectors) in [8, 256]
+  KvLayout layout = KvLayout::contiguous;
+  int page_size = 0;   // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
+  int warps = 4;       // warps per CTA
+  int vectors = 4;     // 16-byte vectors each thread has in flight (1, 2, 4 or 8)
+
+  bool operator==(const AppendKernelConfig&) const = default;
+};
+
+enum class KernelKind { prefill, decode, combine, append };
 const char* to_string(KernelKind kind);
 
 // A config of any kind: what the runtime's kernel map, the cache, the CLI, the C ABI and the compile pool
-// pass around. Told apart in JSON by the "kernel" field: absent (or "prefill"), "decode", "combine".
+// pass around. Told apart in JSON by the "kernel" field: absent (or "prefill"), "decode", "combine", "append".
 class AnyKernelConfig {
  public:
-  using Variant = std::variant<KernelConfig, DecodeKernelConfig, CombineKernelConfig>;
+  using Variant = std::variant<KernelConfig, DecodeKernelConfig, CombineKernelConfig, AppendKernelConfig>;
 
   AnyKernelConfig() = default;
   AnyKernelConfig(const KernelConfig& c) : config_(c) {}         // NOLINT: implicit on purpose
   AnyKernelConfig(const DecodeKernelConfig& c) : config_(c) {}   // NOLINT
   AnyKernelConfig(const CombineKernelConfig& c) : config_(c) {}  // NOLINT
+  AnyKernelConfig(const AppendKernelConfig& c) : config_(c) {}   // NOLINT
 
   KernelKind kind() const { return static_cast<KernelKind>(config_.index()); }
   const Variant& variant() const { return config_; }
@@ -178,34 +194,41 @@ struct ConfigIssue {
 std::vector<ConfigIssue> validate(const KernelConfig& config);
 std::vector<ConfigIssue> validate(const DecodeKernelConfig& config);
 std::vector<ConfigIssue> validate(const CombineKernelConfig& config);
+std::vector<ConfigIssue> validate(const AppendKernelConfig& config);
 std::vector<ConfigIssue> validate(const AnyKernelConfig& config);
 // validate() as a Status (invalid_config, one line per issue).
 Status check(const KernelConfig& config);
 Status check(const DecodeKernelConfig& config);
 Status check(const CombineKernelConfig& config);
+Status check(const AppendKernelConfig& config);
 Status check(const AnyKernelConfig& config);
 
 // Resources: dynamic shared memory in bytes, threads per CTA.
 int shared_memory_bytes(const KernelConfig& config);
 int shared_memory_bytes(const DecodeKernelConfig& config);
 int shared_memory_bytes(const CombineKernelConfig& config);
+int shared_memory_bytes(const AppendKernelConfig& config);
 int shared_memory_bytes(const AnyKernelConfig& config);
 int threads_per_cta(const KernelConfig& config);
 int threads_per_cta(const DecodeKernelConfig& config);
 int threads_per_cta(const CombineKernelConfig& config);
+int threads_per_cta(const AppendKernelConfig& config);
 int threads_per_cta(const AnyKernelConfig& config);
 
 // Canonical JSON: every field of the config, by name, in declaration order, no whitespace; decode and
-// combine configs start with their "kernel" field. Round-trips through the parsers.
+// combine and append configs start with their "kernel" field. Round-trips through the parsers.
 std::string to_json(const KernelConfig& config);
 std::string to_json(const DecodeKernelConfig& config);
 std::string to_json(const CombineKernelConfig& config);
+std::string to_json(const AppendKernelConfig& config);
 std::string to_json(const AnyKernelConfig& config);
 // Readable names: fa3_bf16_d128_bm128_bn128_s2_wg2_causal_persistent_sm90a,
-// decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a.
+// decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a,
+// append_bf16_d128_paged16_w4_v4_sm90a.
 std::string readable_name(const KernelConfig& config);
 std::string readable_name(const DecodeKernelConfig& config);
 std::string readable_name(const CombineKernelConfig& config);
+std::string readable_name(const AppendKernelConfig& config);
 std::string readable_name(const AnyKernelConfig& config);
 // Hash over the config's fields (the runtime's loaded-kernel map).
 std::size_t hash_of(const AnyKernelConfig& config);
@@ -235,5 +258,7 @@ Result<DecodeKernelConfig> decode_config_from_json(std::string_view json);
 Result<DecodeKernelConfig> decode_config_from_pairs(const std::vector<std::string>& pairs);
 Result<CombineKernelConfig> combine_config_from_json(std::string_view json);
 Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs);
+Result<AppendKernelConfig> append_config_from_json(std::string_view json);
+Result<AppendKernelConfig> append_config_from_pairs(const std::vector<std::string>& pairs);
 
 }  // namespace flashjit

@@ -11,6 +11,13 @@
 //               page_table [B, max_pages_per_seq] int32: key j of sequence b lives in page
 //               page_table[b * max_pages_per_seq + j / page_size], token j % page_size
 //   seqlens_k   [B] int32, device memory: keys of each sequence (read by the kernels, never by the host)
+//
+// Fused append (flash-attn's flash_attn_with_kvcache(k=, v=, cache_seqlens=)): with new_len > 0, k_new / v_new
+// [B, new_len, Hkv, D] are written into the cache first (the append kernel, append.hpp: token s of sequence b at
+// position seqlens_k[b] + s), and the attention then covers seqlens_k[b] + new_len keys: seqlens_k holds the
+// keys already in the cache, and max_seqlen_k bounds the lengths after the append. Both kernels run on the
+// stream, the decode's lengths read from the device (a workspace buffer, or seqlens_out): no host sync,
+// graph-capturable.
 #pragma once
 
 #include <cstddef>
@@ -97,9 +104,21 @@ struct DecodeProblem {
   std::size_t workspace_bytes = 0;
   // Debug: copy seqlens_k and the page table to the host (synchronizing the stream) and check every page
   // index a sequence uses against num_pages before launching; also on when the runtime's check_pages is
-  // (RuntimeOptions::check_pages, default FLASHJIT_CHECK_PAGES=1).
+  // (RuntimeOptions::check_pages, default FLASHJIT_CHECK_PAGES=1). With new rows, also the positions they go to
+  // (below the capacity, the new lengths at most max_seqlen_k, their pages in [0, num_pages)).
   bool check_pages = false;
   void* stream = nullptr;
+
+  // Fused append (see the top of this file): new_len > 0 new tokens per sequence written into k_cache /
+  // v_cache (which the call then writes) before the attention. A position at or past the cache's capacity, or
+  // on a page index outside [0, num_pages), is not written. The new lengths go to seqlens_out when set (int32
+  // [B] on the device, not seqlens_k itself), else to the workspace (Runtime::decode_workspace_bytes counts
+  // them; the runtime's own workspace when none is given).
+  const void* k_new = nullptr;
+  const void* v_new = nullptr;
+  Strides k_new_strides{}, v_new_strides{};  // zero: contiguous [B, new_len, Hkv, D]
+  int new_len = 0;
+  int* seqlens_out = nullptr;
 };
 
 // Merge of attention states over disjoint key sets (shared-prefix cascades, context parallelism): given

@@ -326,6 +326,19 @@ typedef struct flashjit_decode_args {
   const void* aux_pointers[8];
   float aux_scalars[8];
   int64_t aux_integers[8];
+  /* Fused append (flash_attn_with_kvcache's k=, v=): new_len > 0 new tokens per sequence, k_new / v_new
+   * [B, new_len, Hkv, D] (last dimension contiguous, 16-byte aligned rows), written into k_cache / v_cache at
+   * positions seqlens_k[b] .. seqlens_k[b] + new_len - 1 before the attention, which then covers
+   * seqlens_k[b] + new_len keys (seqlens_k: the keys already cached; max_seqlen_k: a bound on the lengths after
+   * the append). Positions at or past the capacity, or on a page index outside [0, num_pages), are not written.
+   * seqlens_out (int32 [B] on the device, not seqlens_k): receives the new lengths; NULL: they go to the
+   * workspace (flashjit_decode_workspace_bytes counts them). Default 0 / NULL: no append. */
+  const void* k_new;
+  const void* v_new;
+  flashjit_strides k_new_strides; /* default 0: contiguous [B, new_len, Hkv, D] */
+  flashjit_strides v_new_strides;
+  int new_len;
+  int32_t* seqlens_out;
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))
@@ -367,6 +380,61 @@ static inline flashjit_merge_args flashjit_merge_args_default(void) {
   flashjit_merge_args a;
   memset(&a, 0, sizeof a);
   a.struct_size = sizeof(flashjit_merge_args);
+  return a;
+}
+
+/* Append: the new tokens' keys and values written into a KV cache (FlashInfer's append_paged_kv_cache): token s of
+ * sequence b goes to position cache_seqlens[b] + s. Tensors (device pointers, last dimension contiguous, 16-byte
+ * aligned rows, element strides multiples of 8):
+ *   k, v          dense [B, new_len, Hkv, D]; or ragged [total_new, Hkv, D] with cu_seqlens int32 [B + 1]
+ *                 (sequence b brings rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1, at most new_len of them:
+ *                 new_len is then a host bound that sizes the grid; batch strides 0)
+ *   contiguous:   k_cache, v_cache [B, cache_seqlen, Hkv, D]      (strides: batch, seq, head)
+ *   paged:        k_cache, v_cache [num_pages, page_size, Hkv, D] (strides: page, token, head in the batch, seq,
+ *                 head fields; FlashInfer's HND [num_pages, Hkv, page_size, D] is {Hkv*page_size*D, D,
+ *                 page_size*D}); page_table [B, max_pages_per_seq] int32 contiguous
+ *   cache_seqlens [B] int32 on the device: keys already cached (read by the kernel only)
+ * A position at or past the capacity (cache_seqlen, or max_pages_per_seq * page_size), or on a page index outside
+ * [0, num_pages), is not written. */
+typedef struct flashjit_append_args {
+  size_t struct_size; /* sizeof(flashjit_append_args) */
+  const void* k;
+  const void* v;
+  void* k_cache;
+  void* v_cache;
+  const int32_t* cache_seqlens;
+  int batch;
+  int new_len;
+  int heads_kv;
+  int head_dim;
+  int dtype; /* flashjit_dtype */
+  /* -- Fields above are required (FLASHJIT_APPEND_ARGS_MIN_SIZE); those below have defaults. -- */
+  int layout;            /* flashjit_kv_layout; default CONTIGUOUS */
+  int cache_seqlen;      /* contiguous: the cache's sequence capacity (required there) */
+  int num_pages;         /* paged: pages in k_cache and v_cache */
+  int page_size;         /* paged: tokens per page, a power of two in [1, 256] */
+  int max_pages_per_seq; /* paged: columns of page_table */
+  const int32_t* page_table;  /* paged only */
+  const int32_t* cu_seqlens;  /* NULL: dense new rows */
+  int total_new;              /* ragged: rows of k and v */
+  int32_t* seqlens_out;       /* NULL, or int32 [B] on the device (not cache_seqlens): cache_seqlens + new count */
+  flashjit_strides k_strides; /* default 0: contiguous */
+  flashjit_strides v_strides;
+  flashjit_strides k_cache_strides;
+  flashjit_strides v_cache_strides;
+  /* Debug: copy cache_seqlens, cu_seqlens and page_table to the host (synchronizing the stream) and refuse
+   * positions past the capacity or pages outside [0, num_pages) before launching; also on with the runtime's
+   * check_pages (FLASHJIT_CHECK_PAGES=1). Not graph-capturable. */
+  int check_pages;
+  void* stream; /* CUstream; NULL: the legacy default stream */
+} flashjit_append_args;
+
+#define FLASHJIT_APPEND_ARGS_MIN_SIZE (offsetof(flashjit_append_args, layout))
+
+static inline flashjit_append_args flashjit_append_args_default(void) {
+  flashjit_append_args a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof(flashjit_append_args);
   return a;
 }
 
@@ -415,7 +483,8 @@ FLASHJIT_API int flashjit_forward(flashjit_runtime* runtime, const flashjit_atte
 FLASHJIT_API int64_t flashjit_prepare(flashjit_runtime* runtime, const flashjit_attention_args* args, char* info_json_out,
                                       size_t cap);
 
-/* Decode: split-KV attention over the cache, then the combine pass when the keys were split. Asynchronous
+/* Decode: the append of new keys and values when args->new_len > 0, split-KV attention over the cache, then
+ * the combine pass when the keys were split. Asynchronous
  * on args->stream, nothing synchronized (unless check_pages). The first call for a kind of problem compiles
  * or loads its kernels, and without a caller workspace allocates the runtime's for the stream: do that
  * before capturing a CUDA graph (flashjit_prepare_decode), or pass a workspace. */
@@ -446,6 +515,13 @@ FLASHJIT_API int64_t flashjit_decode_workspace_bytes(flashjit_runtime* runtime, 
  * may be captured into a CUDA graph only after one call of the same kind outside capture. */
 FLASHJIT_API int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_args* args);
 
+/* Append (flashjit_append_args). Asynchronous on args->stream, nothing synchronized (unless check_pages) and
+ * nothing allocated. The first call for a kind of problem (dtype, head dim, layout, page size) loads its kernels:
+ * do that before capturing a CUDA graph (flashjit_prepare_append_kv, which loads every kernel of that kind for
+ * any size, or one flashjit_append_kv of the same size). */
+FLASHJIT_API int flashjit_append_kv(flashjit_runtime* runtime, const flashjit_append_args* args);
+FLASHJIT_API int flashjit_prepare_append_kv(flashjit_runtime* runtime, const flashjit_append_args* args);
+
 /* The canonical JSON of the config the dispatcher picks for args on their device. The variants args ask for are
  * in it ("softcap":true, "alibi":true, "sinks":true; the kernel's name, as flashjit_compile's info gives it, has
  * _softcap, _alibi, _sinks before the arch). */
@@ -461,7 +537,7 @@ FLASHJIT_API int64_t flashjit_select_target(flashjit_runtime* runtime, const fla
 
 /* What flashjit_decode would launch for args, as JSON: {"split": the split kernel's config, "num_splits",
  * "keys_per_split", "combine": the combine kernel's config or null (keys not split, or merged in a
- * thread-block cluster), "workspace_bytes"}. target NULL: on the pointers' device; else on a GPU of `target`
+ * thread-block cluster), "append": the append kernel's config or null (no new_len), "workspace_bytes"}. target NULL: on the pointers' device; else on a GPU of `target`
  * without touching a device (the pointers are not read and may be NULL; alibi_slopes and sinks any 4-byte aligned
  * value to ask for those variants). */
 FLASHJIT_API int64_t flashjit_select_decode(flashjit_runtime* runtime, const flashjit_decode_args* args,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "flashjit/append.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/decode.hpp"
 #include "flashjit/error.hpp"
@@ -67,12 +68,14 @@ struct Target {
 
 // What a decode launches (Runtime::select_decode): the split kernel, how the keys are split, the combine kernel
 // when the splits merge through it (none when the keys are not split or the splits merge in a thread-block
-// cluster) and the workspace the partial states take.
+// cluster), the append kernel before them when the problem brings new keys and values (new_len > 0), and the
+// workspace the partial states (and a fused append's new lengths) take.
 struct DecodeSelection {
   DecodeKernelConfig split;
   int num_splits = 1;
   int keys_per_split = 1;
   std::optional<CombineKernelConfig> combine;
+  std::optional<AppendKernelConfig> append;
   std::size_t workspace_bytes = 0;
 };
 
@@ -94,8 +97,8 @@ class Runtime {
   Result<KernelConfig> prepare(const AttentionProblem& problem);
   Result<KernelConfig> prepare(const AttentionProblem& problem, const KernelConfig& config);
 
-  // Token generation against a KV cache (see decode.hpp): split-KV attention, then the combine pass when
-  // the keys were split. Asynchronous on problem.stream; after prepare_decode() (or a first decode()) of
+  // Token generation against a KV cache (see decode.hpp): the append of the new keys and values when the problem
+  // brings them (new_len > 0), split-KV attention, then the combine pass when the keys were split. Asynchronous on problem.stream; after prepare_decode() (or a first decode()) of
   // the same kind of problem on that stream, nothing is compiled, loaded or allocated: graph-capturable.
   // prepare_decode loads the kernels and reserves the workspace of every batch up to problem.batch and any
   // max_seqlen_k (the split kernel's shape and the split count change with both).
@@ -117,6 +120,12 @@ class Runtime {
   Result<std::size_t> decode_workspace_bytes(const DecodeProblem& problem) const;
   // The merge of attention states (see MergeProblem). Asynchronous; graph-capturable after a first call.
   Status merge(const MergeProblem& problem);
+  // The new tokens' keys and values into a KV cache (see AppendProblem), on problem.stream: nothing synchronized
+  // (unless check_pages), nothing allocated. prepare_append_kv loads every append kernel of that kind of problem
+  // (dtype, head dim, layout, page size: one per size class) without launching, after which append_kv of any size
+  // may be captured into a CUDA graph. A decode with new rows (DecodeProblem::new_len) runs the same kernel.
+  Status append_kv(const AppendProblem& problem);
+  Status prepare_append_kv(const AppendProblem& problem);
 
   // The config forward() would use for this problem on its device.
   Result<KernelConfig> select(const AttentionProblem& problem) const;
@@ -129,7 +138,7 @@ class Runtime {
   Result<DecodeSelection> select_decode(const DecodeProblem& problem) const;
   Result<DecodeSelection> select_decode(const DecodeProblem& problem, const Target& target) const;
 
-  // Kernels of any kind (prefill, decode split, combine), without a device.
+  // Kernels of any kind (prefill, decode split, combine, append), without a device.
   // A config as a text gave it (parse_config_json / parse_config_pairs) completed by the dispatcher: fields
   // not given take its choice for the config's arch (the heuristic tiles of the algorithm and head dim;
   // algorithm auto: fa3 where the arch and head dim allow it, else fa2, else naive). Not validated.

@@ -174,11 +174,52 @@ class DecodeArgs(ctypes.Structure):
         ("alibi_slopes", ctypes.c_void_p),
         ("alibi_slopes_batch_stride", ctypes.c_int64),
         ("sinks", ctypes.c_void_p),
-    ] + _SNIPPET_FIELDS
+    ] + _SNIPPET_FIELDS + [
+        ("k_new", ctypes.c_void_p),
+        ("v_new", ctypes.c_void_p),
+        ("k_new_strides", Strides),
+        ("v_new_strides", Strides),
+        ("new_len", ctypes.c_int),
+        ("seqlens_out", ctypes.c_void_p),
+    ]
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(DecodeArgs), "window_left": -1}
         super().__init__(**{**defaults, **fields})
+
+
+class AppendArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("k_cache", ctypes.c_void_p),
+        ("v_cache", ctypes.c_void_p),
+        ("cache_seqlens", ctypes.c_void_p),
+        ("batch", ctypes.c_int),
+        ("new_len", ctypes.c_int),
+        ("heads_kv", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("layout", ctypes.c_int),
+        ("cache_seqlen", ctypes.c_int),
+        ("num_pages", ctypes.c_int),
+        ("page_size", ctypes.c_int),
+        ("max_pages_per_seq", ctypes.c_int),
+        ("page_table", ctypes.c_void_p),
+        ("cu_seqlens", ctypes.c_void_p),
+        ("total_new", ctypes.c_int),
+        ("seqlens_out", ctypes.c_void_p),
+        ("k_strides", Strides),
+        ("v_strides", Strides),
+        ("k_cache_strides", Strides),
+        ("v_cache_strides", Strides),
+        ("check_pages", ctypes.c_int),
+        ("stream", ctypes.c_void_p),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__(**{"struct_size": ctypes.sizeof(AppendArgs), **fields})
 
 
 class MergeArgs(ctypes.Structure):

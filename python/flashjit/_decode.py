@@ -37,7 +37,7 @@ def _torch_stream(stream, device):
 
 
 def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-              max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks):
+              max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv=None):
     if not (_memo.ints(window_left, num_splits, max_seqlen_k, chunk_size) and _memo.number(softmax_scale)
             and softcap is not None and _memo.number(softcap) and type(split_merge) is str):
         return None
@@ -46,34 +46,38 @@ def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, soft
         return (key(q), key(k_cache), key(v_cache), key(seqlens_k), None if page_table is None else key(page_table),
                 None if out is None else key(out), window_left, softmax_scale, num_splits, split_merge, max_seqlen_k,
                 chunk_size, softcap, None if alibi_slopes is None else key(alibi_slopes),
-                None if sinks is None else key(sinks))
+                None if sinks is None else key(sinks), None if new_kv is None else (key(new_kv[0]), key(new_kv[1])))
     except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
         return None
 
 
-def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=None, sinks=None):
-    """The data pointers in _set_addresses' order (0 for a missing out, page table, slopes or sinks)."""
+def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=None, sinks=None, new_kv=None):
+    """The data pointers in _set_addresses' order (0 for a missing out, page table, slopes, sinks or new rows)."""
     return (q.data_ptr(), 0 if out is None else out.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
             seqlens_k.data_ptr(), 0 if page_table is None else page_table.data_ptr(),
-            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr())
+            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr(),
+            0 if new_kv is None else new_kv[0].data_ptr(), 0 if new_kv is None else new_kv[1].data_ptr())
 
 
 def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
-                  split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
+                  split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
+                  new_kv=None):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
-    (allocated like q when None)."""
+    (allocated like q when None). new_kv: (k, v) [B, S_new, Hkv, D] appended to the cache first (the fused call)."""
     args, problem = decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits,
                                 split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, snip)
+    if new_kv is not None:
+        _set_new_rows(args, problem, k_cache, *new_kv)
     if out is not None:
         check_out(out, q)
     out = _output(out, q)
     args.o_strides = Strides(*bshd_strides(out))
     # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
-    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks))
+    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv))
     needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
     if needed < 0:
         _runtime.raise_for(-needed)
-    _set_addresses(args, 0, 0, 0, 0, 0, 0, 0, 0)
+    _set_addresses(args, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     return (bytes(args), needed, (problem.batch, problem.heads_q, problem.q_len)), out
 
 
@@ -98,25 +102,41 @@ def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax
     return args, problem
 
 
-def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=0, sinks=0):
+def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=0, sinks=0, k_new=0, v_new=0):
     (args.q, args.o, args.k_cache, args.v_cache, args.seqlens_k, args.page_table, args.alibi_slopes,
-     args.sinks) = (q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks)
+     args.sinks, args.k_new, args.v_new) = (q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, k_new,
+                                            v_new)
+
+
+def _set_new_rows(args, problem, k_cache, k, v):
+    """The fused append's fields of checked new rows k, v [B, S_new, Hkv, D] (addresses apart)."""
+    from ._append import check_new_rows
+    check_new_rows("k", k, "v", v, k_cache, False)
+    for name, t in (("k", k), ("v", v)):
+        if str(t.dtype) != str(k_cache.dtype) or str(t.device) != str(k_cache.device):
+            raise ValueError(f"{name}: a {t.dtype} tensor on {t.device}, but the cache is {k_cache.dtype} on "
+                             f"{k_cache.device}")
+    if k.shape[0] != problem.batch:
+        raise ValueError(f"k: batch {k.shape[0]} differs from q's {problem.batch}")
+    args.k_new_strides, args.v_new_strides = Strides(*bshd_strides(k)), Strides(*bshd_strides(v))
+    args.new_len = k.shape[1]
 
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
+                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
+                 new_kv=None):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
     every check on the first call of a key (_memo; every call with snippets, snip), the addresses' alignment on
     every call."""
     key = None if snip is not None else _call_key(
         q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks)
+        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
                                      num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks,
-                                     snip),
+                                     snip, new_kv),
         out, lambda: _output(None, q),
-        lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks))
+        lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
     _set_addresses(args, *addresses)
@@ -210,11 +230,14 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
 
 
 def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
-                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
-    """decode() straight through the library, window_left an int: (O, LSE or None)."""
+                 split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
+                 new_kv=None):
+    """decode() straight through the library, window_left an int: (O, LSE or None). new_kv: (k, v) [B, S_new, Hkv,
+    D] written into the cache at seqlens_k first (the library's fused append; seqlens_k then counts the keys
+    before them)."""
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                              return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
-                                             chunk_size, softcap, alibi_slopes, sinks, snip)
+                                             chunk_size, softcap, alibi_slopes, sinks, snip, new_kv)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return out, lse

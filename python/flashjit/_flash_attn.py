@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Tuple, Union
 
-from ._attention import attention, attention_varlen
+from ._attention import _traced_tensors, attention, attention_varlen
 from ._checks import NO_WINDOW, window_pair
-from ._decode import decode
+from ._decode import decode, decode_eager
+
+_KVCACHE_NAMES = ("q", "k", "v", "k_cache", "v_cache")
 
 if TYPE_CHECKING:
     from ._attention import Tensor, Window
@@ -162,17 +164,25 @@ def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Opti
         seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=q.device)
     else:
         seqlens = cache_seqlens
-    if k is not None:
+    variants = _variants(softcap, alibi_slopes, learnable_sink)
+    if k is not None and not _traced_tensors("flash_attn_with_kvcache", _KVCACHE_NAMES, q, k, v, k_cache, v_cache):
+        # The library's fused call: the append kernel, then the decode over seqlens + seqlen_new keys, both on the
+        # stream (the new lengths stay on the device).
+        o, lse = decode_eager(q, k_cache, v_cache, seqlens, block_table, -1 if left < 0 else left, softmax_scale,
+                              return_softmax_lse, None, num_splits, "auto", None, None, 0, variants.get("softcap", 0.0),
+                              variants.get("alibi_slopes"), variants.get("sinks"), new_kv=(k, v))
+        return (o, lse) if return_softmax_lse else o
+    if k is not None:  # traced (torch.compile, torch.export): the append as torch ops the trace sees
         _append(k_cache, v_cache, k, v, seqlens, block_table)
         seqlens = (seqlens + k.shape[1]).to(torch.int32)
     return decode(q, k_cache, v_cache, seqlens, page_table=block_table, window_size=(left, 0),
-                  softmax_scale=softmax_scale, num_splits=num_splits, return_lse=return_softmax_lse,
-                  **_variants(softcap, alibi_slopes, learnable_sink))
+                  softmax_scale=softmax_scale, num_splits=num_splits, return_lse=return_softmax_lse, **variants)
 
 
 def _append(k_cache, v_cache, k, v, cache_seqlens, block_table):
     """k, v [B, S_new, Hkv, D] into the caches at positions cache_seqlens[b] + s (through the page table when
-    paged), with torch's indexing on the GPU: nothing is read on the host."""
+    paged), with torch's indexing on the GPU (what a trace records; eager calls take the library's fused append):
+    nothing is read on the host."""
     import torch
     batch, new = k.shape[0], k.shape[1]
     positions = cache_seqlens.to(torch.long)[:, None] + torch.arange(new, device=k.device)[None, :]

@@ -114,7 +114,8 @@ def select_decode(q_shape: Sequence[int], cache_shape: Sequence[int], *, dtype: 
                   softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False,
                   score_mod: Optional[str] = None, mask_mod: Optional[str] = None) -> dict:
     """What decode() launches for a problem, as a dict: {"split": the split kernel's config, "num_splits",
-    "keys_per_split", "combine": the combine kernel's config or None, "workspace_bytes"}.
+    "keys_per_split", "combine": the combine kernel's config or None, "append": None (the C ABI's fused append
+    kernel, which decode() never runs), "workspace_bytes"}.
 
     The shapes of decode's tensors: q_shape [batch, q_len, heads_q, head_dim]; cache_shape [batch, max_seqlen,
     heads_kv, head_dim] (contiguous) or, with page_table_shape [batch, max_pages], [num_pages, page_size,

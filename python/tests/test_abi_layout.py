@@ -18,6 +18,7 @@ STRUCTS = {
     "flashjit_strides": _abi.Strides,
     "flashjit_attention_args": _abi.AttentionArgs,
     "flashjit_decode_args": _abi.DecodeArgs,
+    "flashjit_append_args": _abi.AppendArgs,
     "flashjit_merge_args": _abi.MergeArgs,
     "flashjit_target": _abi.Target,
 }

@@ -2,15 +2,17 @@
 SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and replay; torch.compile
 (fullgraph=True, no graph break) and torch.export over the custom ops, flash-attn's names against float64, select
 for the device's arch; the variants (softcap, ALiBi, sinks) against float64; paged prefill (page_table=,
-seqused_k=) against float64. The checks live in gpu_checks.py, gpu_torch_checks.py, gpu_variant_checks.py and
-gpu_paged_checks.py, which also run without pytest."""
+seqused_k=) against float64. The checks live in gpu_checks.py, gpu_torch_checks.py, gpu_variant_checks.py,
+gpu_paged_checks.py and gpu_append_checks.py, which also run without pytest. Appending to a KV cache (append_kv,
+the fused flash_attn_with_kvcache) against torch indexing."""
 import pytest
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
-import gpu_checks  # noqa: E402  (needs torch)
+import gpu_append_checks  # noqa: E402  (needs torch)
+import gpu_checks  # noqa: E402
 import gpu_paged_checks  # noqa: E402
 import gpu_torch_checks  # noqa: E402
 import gpu_variant_checks  # noqa: E402
@@ -81,4 +83,14 @@ def test_paged_matches_float64(case):
 
 @pytest.mark.parametrize("check", gpu_paged_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 def test_paged_check(check):
+    check()
+
+
+@pytest.mark.parametrize("case", gpu_append_checks.APPEND_CASES, ids=str)
+def test_append_matches_torch_indexing(case):
+    gpu_append_checks.check_append_case(case)
+
+
+@pytest.mark.parametrize("check", gpu_append_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_append_check(check):
     check()

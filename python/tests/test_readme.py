@@ -672,6 +672,7 @@ def test_readme_python_line(case):
 # The variables the snippets use and do not declare (file scope, so that a snippet may declare its own).
 CPP_DECLARATIONS = """\
 extern void *q, *k, *v, *o;            // device pointers
+extern void *k_cache, *v_cache, *k_new, *v_new;
 extern float* lse;
 extern CUstream stream;
 extern const int *cu_q, *cu_k, *lens;  // device int32

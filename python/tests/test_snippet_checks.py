@@ -136,5 +136,7 @@ def test_struct_size_covers_the_snippets():
     # ended (the int plus tail padding).
     assert _abi.AttentionArgs.page_table.offset == _abi.AttentionArgs.alignment.offset + 8
     assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.check_pages.offset + 4  # no tail padding
-    assert ctypes.sizeof(_abi.DecodeArgs) == _abi.DecodeArgs.aux_integers.offset + 8 * 8
+    # The decode args' fused append follows the snippets' aux values.
+    assert _abi.DecodeArgs.k_new.offset == _abi.DecodeArgs.aux_integers.offset + 8 * 8
+    assert ctypes.sizeof(_abi.DecodeArgs) == _abi.DecodeArgs.seqlens_out.offset + 8
     assert _attention.AttentionArgs is _abi.AttentionArgs and _decode.DecodeArgs is _abi.DecodeArgs

@@ -17,71 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "capi/struct_size.hpp"
 #include "runtime/settings.hpp"
 
 namespace flashjit::capi {
 namespace {
-
-// Beyond this many bytes past the struct this library knows, a struct_size is taken for garbage (an unset
-// field) rather than a newer header's struct.
-constexpr std::size_t kMaxUnknownTail = 4096;
-
-// Copies `n` bytes at `src` (just past the caller's struct) into `dst` without touching memory that is not
-// mapped readable: the bytes in the page of the struct's last byte, src[-1], directly (that page is readable),
-// the rest through the kernel, which reports EFAULT instead of faulting. False when some byte is not readable.
-bool read_tail(const unsigned char* src, std::size_t n, unsigned char* dst) {
-  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(src);
-  const std::uintptr_t page_end = ((addr - 1) / page + 1) * page;  // end of src[-1]'s page
-  const std::size_t direct = std::min<std::size_t>(n, page_end - addr);
-  std::memcpy(dst, src, direct);
-  if (direct == n) return true;
-  iovec local{dst + direct, n - direct}, remote{const_cast<unsigned char*>(src + direct), n - direct};
-  const ssize_t got = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
-  if (got >= 0) return static_cast<std::size_t>(got) == n - direct;
-  if (errno == EFAULT) return false;
-  // process_vm_readv refused (a seccomp filter): a pipe's write() reports EFAULT the same way.
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
-  const bool ok = ::write(fds[1], src + direct, n - direct) == static_cast<ssize_t>(n - direct) &&
-                  ::read(fds[0], dst + direct, n - direct) == static_cast<ssize_t>(n - direct);
-  ::close(fds[0]), ::close(fds[1]);
-  return ok;
-}
-
-// The struct_size rules: at least `min_size`; past sizeof(T) (a newer header) only zero bytes, read without
-// reading past readable memory (a struct_size larger than the caller's memory is an error, not a crash).
-template <class T>
-Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
-  const std::size_t n = s.struct_size;
-  if (n < min_size)
-    return Error(ErrorCode::invalid_argument,
-                 fmt::format("{}.struct_size is {}, below the minimum of {} bytes: set it to sizeof({})", type, n,
-                             min_size, type));
-  if (n > sizeof(T) + kMaxUnknownTail)
-    return Error(ErrorCode::invalid_argument,
-                 fmt::format("{}.struct_size is {}, not a size of this struct (sizeof({}) is {} in this library): "
-                             "set it to sizeof({})",
-                             type, n, type, sizeof(T), type));
-  if (n <= sizeof(T)) return {};
-  unsigned char tail[kMaxUnknownTail];
-  if (!read_tail(reinterpret_cast<const unsigned char*>(&s) + sizeof(T), n - sizeof(T), tail))
-    return Error(ErrorCode::invalid_argument,
-                 fmt::format("{}.struct_size is {}, but the memory past this library's {} bytes is not readable: set "
-                             "it to sizeof({})",
-                             type, n, sizeof(T), type));
-  for (std::size_t i = 0; i < n - sizeof(T); ++i)
-    if (tail[i] != 0)
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("{}.struct_size is {} and fields past this library's {} bytes are set: the caller "
-                               "was built against a newer flashjit.h than this libflashjit ({})",
-                               type, n, sizeof(T), FLASHJIT_VERSION));
-  return {};
-}
-
-// Whether a field lies entirely within the caller's struct (else it takes its default).
-#define FLASHJIT_PRESENT(s, field) \
-  (offsetof(std::remove_cvref_t<decltype(s)>, field) + sizeof((s).field) <= (s).struct_size)
 
 // Fields appended to a struct must start at or past the end of the struct before them, so that a caller built
 // against the older header, whose struct_size is that struct's sizeof (its tail padding included), covers none of
@@ -112,18 +52,6 @@ void read_snippets(const Args& a, Problem& p) {
     for (int i = 0; i < ModAux::kScalars; ++i) p.aux.scalars[i] = a.aux_scalars[i];
   if (FLASHJIT_PRESENT(a, aux_integers))
     for (int i = 0; i < ModAux::kIntegers; ++i) p.aux.integers[i] = a.aux_integers[i];
-}
-
-Strides strides_of(const flashjit_strides& s) { return Strides{s.batch, s.seq, s.head}; }
-
-Result<DType> dtype_of(int v) {
-  switch (v) {
-    case FLASHJIT_DTYPE_BF16: return DType::bf16;
-    case FLASHJIT_DTYPE_FP16: return DType::fp16;
-    default:
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("dtype {} is not a flashjit_dtype (0 bf16, 1 fp16)", v));
-  }
 }
 
 Result<MaskKind> mask_of(int v) {
@@ -184,6 +112,39 @@ LogCallback log_callback_of(flashjit_log_callback callback, void* user) {
 }
 
 }  // namespace
+
+// Copies `n` bytes at `src` (just past the caller's struct) into `dst` without touching memory that is not
+// mapped readable: the bytes in the page of the struct's last byte, src[-1], directly (that page is readable),
+// the rest through the kernel, which reports EFAULT instead of faulting. False when some byte is not readable.
+bool read_tail(const unsigned char* src, std::size_t n, unsigned char* dst) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(src);
+  const std::uintptr_t page_end = ((addr - 1) / page + 1) * page;  // end of src[-1]'s page
+  const std::size_t direct = std::min<std::size_t>(n, page_end - addr);
+  std::memcpy(dst, src, direct);
+  if (direct == n) return true;
+  iovec local{dst + direct, n - direct}, remote{const_cast<unsigned char*>(src + direct), n - direct};
+  const ssize_t got = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+  if (got >= 0) return static_cast<std::size_t>(got) == n - direct;
+  if (errno == EFAULT) return false;
+  // process_vm_readv refused (a seccomp filter): a pipe's write() reports EFAULT the same way.
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  const bool ok = ::write(fds[1], src + direct, n - direct) == static_cast<ssize_t>(n - direct) &&
+                  ::read(fds[0], dst + direct, n - direct) == static_cast<ssize_t>(n - direct);
+  ::close(fds[0]), ::close(fds[1]);
+  return ok;
+}
+
+Result<DType> dtype_of(int v) {
+  switch (v) {
+    case FLASHJIT_DTYPE_BF16: return DType::bf16;
+    case FLASHJIT_DTYPE_FP16: return DType::fp16;
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("dtype {} is not a flashjit_dtype (0 bf16, 1 fp16)", v));
+  }
+}
 
 Result<RuntimeOptions> read_options(const flashjit_runtime_options* options) {
   RuntimeOptions out;
@@ -340,6 +301,7 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   if (FLASHJIT_PRESENT(a, alibi_slopes_batch_stride)) p.alibi_slopes_batch_stride = a.alibi_slopes_batch_stride;
   if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
   read_snippets(a, p);
+  read_fused_append(a, p);
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",

@@ -1,4 +1,4 @@
-// The C ABI's inputs as C++ values: versioned structs of attention, decode and merge (struct_size checks,
+// The C ABI's inputs as C++ values: versioned structs of attention, decode, append and merge (struct_size checks,
 // defaults for the fields a shorter struct from an older header lacks), enum range checks, and explicit
 // configs from JSON.
 #pragma once
@@ -21,6 +21,13 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args);
 // A decode problem from flashjit_decode_args (struct_size and enum checks here; the problem's own checks are
 // the runtime's).
 Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args);
+
+// The fused append's fields of flashjit_decode_args (k_new .. seqlens_out), where the caller's struct has them.
+void read_fused_append(const flashjit_decode_args& args, DecodeProblem& problem);
+
+// An append problem from flashjit_append_args (struct_size and enum checks here; the problem's own checks are the
+// runtime's).
+Result<AppendProblem> read_append_args(const flashjit_append_args* args);
 
 // A merge problem from flashjit_merge_args: num_states is checked before the o_in and lse_in arrays are read.
 Result<MergeProblem> read_merge_args(const flashjit_merge_args* args);

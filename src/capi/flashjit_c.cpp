@@ -254,6 +254,26 @@ int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_args* args) {
   });
 }
 
+int flashjit_append_kv(flashjit_runtime* runtime, const flashjit_append_args* args) {
+  return run_status("flashjit_append_kv", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_append_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    return (*rt)->append_kv(*problem);
+  });
+}
+
+int flashjit_prepare_append_kv(flashjit_runtime* runtime, const flashjit_append_args* args) {
+  return run_status("flashjit_prepare_append_kv", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_append_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    return (*rt)->prepare_append_kv(*problem);
+  });
+}
+
 int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args, char* config_json_out,
                         size_t cap) {
   return flashjit_select_target(runtime, args, nullptr, config_json_out, cap);

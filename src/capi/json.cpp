@@ -33,6 +33,7 @@ std::string decode_selection_json(const DecodeSelection& s) {
       {"num_splits", s.num_splits},
       {"keys_per_split", s.keys_per_split},
       {"combine", s.combine ? nlohmann::ordered_json::parse(to_json(*s.combine)) : nlohmann::ordered_json(nullptr)},
+      {"append", s.append ? nlohmann::ordered_json::parse(to_json(*s.append)) : nlohmann::ordered_json(nullptr)},
       {"workspace_bytes", s.workspace_bytes}};
   return dump(j);
 }

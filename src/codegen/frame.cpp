@@ -79,12 +79,13 @@ GeneratedSource render(const Frame& f) {
       "static_assert(Kernel::kSmemBytes == {smem}, \"host and template disagree on shared memory\");\n"
       "static_assert(Kernel::kThreads == {threads}, \"host and template disagree on the CTA size\");\n"
       "\n"
-      "extern \"C\" __global__ void __launch_bounds__({threads}, 1)\n"
+      "extern \"C\" __global__ void __launch_bounds__({threads}, {min_ctas})\n"
       "{entry}({parameters}) {{\n"
       "  Kernel::run({arguments});\n"
       "}}\n",
       fmt::arg("kernel", f.kernel), fmt::arg("smem", f.smem),
-      fmt::arg("threads", f.threads), fmt::arg("entry", out.entry), fmt::arg("parameters", f.parameters),
+      fmt::arg("threads", f.threads), fmt::arg("min_ctas", f.min_ctas), fmt::arg("entry", out.entry),
+      fmt::arg("parameters", f.parameters),
       fmt::arg("arguments", f.arguments));
   return out;
 }

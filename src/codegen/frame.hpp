@@ -21,6 +21,7 @@ struct Frame {
   int threads = 0;
   std::string score_mod;  // the user snippets (templates/attention/mod.cuh), placed after the include
   std::string mask_mod;
+  int min_ctas = 1;       // __launch_bounds__'s minimum CTAs per SM
 };
 
 GeneratedSource render(const Frame& frame);

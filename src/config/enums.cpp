@@ -34,7 +34,8 @@ constexpr std::pair<Scheduler, const char*> kSchedulers[] = {{Scheduler::grid, "
 constexpr std::pair<KvLayout, const char*> kLayouts[] = {{KvLayout::contiguous, "contiguous"},
                                                          {KvLayout::paged, "paged"}};
 constexpr std::pair<KernelKind, const char*> kKinds[] = {
-    {KernelKind::prefill, "prefill"}, {KernelKind::decode, "decode"}, {KernelKind::combine, "combine"}};
+    {KernelKind::prefill, "prefill"}, {KernelKind::decode, "decode"}, {KernelKind::combine, "combine"},
+    {KernelKind::append, "append"}};
 
 }  // namespace
 

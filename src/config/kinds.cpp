@@ -38,6 +38,7 @@ std::optional<JsonType> field_json_type(const std::string& key) {
   scan(static_cast<const KernelConfig*>(nullptr));
   scan(static_cast<const DecodeKernelConfig*>(nullptr));
   scan(static_cast<const CombineKernelConfig*>(nullptr));
+  scan(static_cast<const AppendKernelConfig*>(nullptr));
   return type;
 }
 
@@ -91,6 +92,7 @@ Result<TextFields> pair_text_fields(const std::vector<std::string>& pairs) {
 const char* kind_name(const KernelConfig&) { return "prefill"; }
 const char* kind_name(const DecodeKernelConfig&) { return "decode"; }
 const char* kind_name(const CombineKernelConfig&) { return "combine"; }
+const char* kind_name(const AppendKernelConfig&) { return "append"; }
 // Who a field belongs to in messages: "fa3 kernels", "decode configs".
 std::string owner(const KernelConfig& c) { return fmt::format("{} kernels", to_string(c.algorithm)); }
 template <class Config>
@@ -121,7 +123,8 @@ Status set_field(Config& c, const std::string& key, const std::string& text) {
     st = parse_value(key, text, c.*f.member);
   });
   if (!found)
-    return bad_field(key, fmt::format("unknown field of a {} config (known: {})", kind_name(c), field_names(c, false)));
+    return bad_field(key, fmt::format("unknown field of {} {} config (known: {})", kind_name(c)[0] == 'a' ? "an" : "a",
+                                      kind_name(c), field_names(c, false)));
   return st;
 }
 
@@ -158,7 +161,8 @@ Result<PartialConfig> parse_any(Result<TextFields> fields) {
   if (kind == "prefill") return parse_fields<KernelConfig>(*fields);
   if (kind == "decode") return parse_fields<DecodeKernelConfig>(*fields);
   if (kind == "combine") return parse_fields<CombineKernelConfig>(*fields);
-  return bad_field("kernel", fmt::format("'{}' is not one of prefill, decode, combine", kind));
+  if (kind == "append") return parse_fields<AppendKernelConfig>(*fields);
+  return bad_field("kernel", fmt::format("'{}' is not one of prefill, decode, combine, append", kind));
 }
 
 // One kind: "kernel", when named, must name it.
@@ -226,6 +230,7 @@ bool PartialConfig::has(std::string_view field) const {
 std::string to_json(const KernelConfig& c) { return config::json_of(c); }
 std::string to_json(const DecodeKernelConfig& c) { return config::json_of(c); }
 std::string to_json(const CombineKernelConfig& c) { return config::json_of(c); }
+std::string to_json(const AppendKernelConfig& c) { return config::json_of(c); }
 std::string to_json(const AnyKernelConfig& c) { return c.visit([](const auto& x) { return to_json(x); }); }
 
 std::size_t hash_of(const AnyKernelConfig& c) {
@@ -265,6 +270,12 @@ Result<CombineKernelConfig> combine_config_from_json(std::string_view json) {
 }
 Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs) {
   return config::parse_one<CombineKernelConfig>(config::pair_text_fields(pairs));
+}
+Result<AppendKernelConfig> append_config_from_json(std::string_view json) {
+  return config::parse_one<AppendKernelConfig>(config::json_text_fields(json));
+}
+Result<AppendKernelConfig> append_config_from_pairs(const std::vector<std::string>& pairs) {
+  return config::parse_one<AppendKernelConfig>(config::pair_text_fields(pairs));
 }
 
 const Arch& AnyKernelConfig::arch() const {

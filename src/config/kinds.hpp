@@ -54,4 +54,14 @@ struct Kind<CombineKernelConfig> {
       Field<C, int>{"warps", &C::warps}, Field<C, bool>{"sinks", &C::sinks, nullptr, true});
 };
 
+template <>
+struct Kind<AppendKernelConfig> {
+  static constexpr const char* tag = "append";
+  using C = AppendKernelConfig;
+  static constexpr auto fields = std::make_tuple(
+      Field<C, Arch>{"arch", &C::arch}, Field<C, DType>{"dtype", &C::dtype}, Field<C, int>{"head_dim", &C::head_dim},
+      Field<C, KvLayout>{"layout", &C::layout}, Field<C, int>{"page_size", &C::page_size},
+      Field<C, int>{"warps", &C::warps}, Field<C, int>{"vectors", &C::vectors});
+};
+
 }  // namespace flashjit::config

@@ -126,6 +126,9 @@ Status check(const DecodeProblem& p) {
   else if (p.split_merge == SplitMerge::cluster && p.num_splits > kMaxDecodeClusterSplits)
     add(fmt::format("split_merge cluster takes at most {} splits (one thread-block cluster), but num_splits is {}",
                     kMaxDecodeClusterSplits, p.num_splits));
+  if (p.new_len < 0) add(fmt::format("new_len must be >= 0 (0: no fused append), got {}", p.new_len));
+  else if (p.new_len == 0 && (p.k_new != nullptr || p.v_new != nullptr || p.seqlens_out != nullptr))
+    add("k_new, v_new or seqlens_out is set but new_len is 0 (the new tokens per sequence to append)");
   if (issues.empty()) return {};
   std::string msg = fmt::format("invalid decode problem ({} cache):", to_string(p.layout));
   for (const auto& i : issues) msg += "\n  " + i;

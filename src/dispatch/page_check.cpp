@@ -96,7 +96,56 @@ Status check_keys(const cuda::Api& api, const PagedKeys& k) {
   return {};
 }
 
+// The pages of positions [first, end) of sequence b's row of the table (first < end).
+Status check_written_pages(const cuda::Api& api, const AppendProblem& p, int b, long long first, long long end) {
+  std::vector<int> pages;
+  const std::size_t row = static_cast<std::size_t>(b) * static_cast<std::size_t>(p.max_pages_per_seq);
+  const std::size_t j_first = static_cast<std::size_t>(first / p.page_size);
+  const std::size_t j_end = static_cast<std::size_t>((end - 1) / p.page_size) + 1;
+  for (std::size_t j0 = j_first; j0 < j_end; j0 += kCheckChunk) {
+    const std::size_t n = std::min(kCheckChunk, j_end - j0);
+    FLASHJIT_TRY(copy_ints(api, p.page_table, row + j0, n, pages, "page_table"));
+    for (std::size_t j = 0; j < n; ++j)
+      if (pages[j] < 0 || pages[j] >= p.num_pages)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("page_table[{}][{}] = {} is outside [0, {}) = [0, num_pages) (sequence {} appends "
+                                 "positions {} .. {})",
+                                 b, j0 + j, pages[j], p.num_pages, b, first, end - 1));
+  }
+  return {};
+}
+
 }  // namespace
+
+Status check_page_table(const cuda::Api& api, const AppendProblem& p, int max_len) {
+  FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
+  if (p.ragged())
+    FLASHJIT_TRY(check_offsets(api, p.cu_seqlens, "cu_seqlens", p.batch, p.total_new, "total_new", p.new_len, "new_len"));
+  const long long capacity = append_capacity(p);
+  std::vector<int> lens, offsets;
+  for (std::size_t first = 0; first < static_cast<std::size_t>(p.batch); first += kCheckChunk) {
+    const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(p.batch) - first);
+    FLASHJIT_TRY(copy_ints(api, p.cache_seqlens, first, count, lens, "cache_seqlens"));
+    if (p.ragged()) FLASHJIT_TRY(copy_ints(api, p.cu_seqlens, first, count + 1, offsets, "cu_seqlens"));
+    for (std::size_t i = 0; i < count; ++i) {
+      const int b = static_cast<int>(first + i);
+      const long long start = lens[i], n = p.ragged() ? offsets[i + 1] - offsets[i] : p.new_len;
+      if (start < 0)
+        return Error(ErrorCode::invalid_argument, fmt::format("cache_seqlens[{}] = {} is negative", b, start));
+      if (start + n > capacity)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("sequence {} appends positions {} .. {}, past the cache's capacity of {} ({})", b,
+                                 start, start + n - 1, capacity,
+                                 p.layout == KvLayout::paged ? "max_pages_per_seq x page_size" : "cache_seqlen"));
+      if (max_len > 0 && start + n > max_len)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("sequence {} has {} keys after appending {}, more than max_seqlen_k = {}", b,
+                                 start + n, n, max_len));
+      if (p.layout == KvLayout::paged && n > 0) FLASHJIT_TRY(check_written_pages(api, p, b, start, start + n));
+    }
+  }
+  return {};
+}
 
 Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));

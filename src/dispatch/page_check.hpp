@@ -7,10 +7,14 @@
 //   paged forward (AttentionProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every seqused_k in [0, seqlen_k] and
 //     every page a sequence uses in [0, num_pages);
 //   varlen forward (AttentionProblem::check_seqlens, FLASHJIT_CHECK_SEQLENS=1): cu_seqlens_q and cu_seqlens_k
-//     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k.
+//     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k;
+//   append (AppendProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every cache_seqlens entry >= 0, ragged counts
+//     in [0, new_len] (cu_seqlens non-decreasing up to total_new), every position written below the capacity and
+//     on a page in [0, num_pages); for a fused decode's append (max_len > 0) also each new length <= max_len.
 #pragma once
 
 #include "cuda/driver.hpp"
+#include "flashjit/append.hpp"
 #include "flashjit/decode.hpp"
 #include "flashjit/problem.hpp"
 
@@ -22,5 +26,6 @@ inline constexpr std::size_t kCheckChunk = 1 << 16;
 Status check_page_table(const cuda::Api& api, const DecodeProblem& problem);
 Status check_page_table(const cuda::Api& api, const AttentionProblem& problem);
 Status check_seqlens(const cuda::Api& api, const AttentionProblem& problem);
+Status check_page_table(const cuda::Api& api, const AppendProblem& problem, int max_len = 0);
 
 }  // namespace flashjit::dispatch

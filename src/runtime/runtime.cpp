@@ -13,13 +13,16 @@
 #include "codegen/generate.hpp"
 #include "compile/key.hpp"
 #include "compile/nvrtc.hpp"
+#include "dispatch/append_plan.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "dispatch/page_check.hpp"
 #include "dispatch/resolve.hpp"
+#include "launch/append_launch.hpp"
 #include "launch/decode_launch.hpp"
 #include "launch/launch.hpp"
 #include "runtime/compiler.hpp"
+#include "runtime/decode_checks.hpp"
 #include "runtime/devices.hpp"
 #include "runtime/kernels.hpp"
 #include "runtime/settings.hpp"
@@ -30,19 +33,9 @@ namespace {
 
 using runtime::Device;
 using runtime::Devices;
-
-// A forced cluster merge the plan could not honour (the planner falls back to the combine kernel there); `where`
-// names the device ("device 0 (sm_90a)") or the target.
-Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& plan, const std::string& where) {
-  if (p.split_merge != SplitMerge::cluster || plan.splits.num_splits < 2 || plan.split.cluster_merge) return {};
-  return Error(ErrorCode::invalid_argument,
-               fmt::format("split_merge cluster cannot run {} in {} splits on {}: thread-block "
-                           "clusters need sm_90 or newer, and the kernel's cluster buffer must fit its shared memory",
-                           readable_name(plan.split), plan.splits.num_splits, where));
-}
-Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& plan, const Device& dev) {
-  return check_forced_merge(p, plan, fmt::format("device {} ({})", dev.info.ordinal, dev.info.arch.to_string()));
-}
+using runtime::check_forced_merge;
+using runtime::check_fused_append;
+using runtime::selection_of;
 
 // Stands in for the pointers a selection for a target does not read (check() wants them set and aligned).
 void* const kPlaceholder = reinterpret_cast<void*>(std::uintptr_t{256});
@@ -61,16 +54,6 @@ Status check_target(const Target& target) {
 std::string describe(const Target& target) {
   return fmt::format("a {} target with {} SMs{}", target.arch.to_string(), target.sms,
                      target.gpu.empty() ? "" : fmt::format(" ({})", target.gpu));
-}
-
-DecodeSelection selection_of(const dispatch::DecodePlan& plan) {
-  DecodeSelection s;
-  s.split = plan.split;
-  s.num_splits = plan.splits.num_splits;
-  s.keys_per_split = plan.splits.keys_per_split;
-  if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) s.combine = plan.combine;
-  s.workspace_bytes = plan.workspace_bytes;
-  return s;
 }
 
 }  // namespace
@@ -114,10 +97,13 @@ struct Runtime::Impl {
 
   Status run_decode(const DecodeProblem& p, bool launch_it) {
     FLASHJIT_TRY(check(p));
+    FLASHJIT_TRY(check_fused_append(p));
     auto ordinal = Devices::common_device({p.q, "q"}, {{p.o, "o"}, {p.k_cache, "k_cache"}, {p.v_cache, "v_cache"},
                                                        {p.seqlens_k, "seqlens_k"}, {p.page_table, "page_table"},
                                                        {p.lse, "lse"}, {p.workspace, "workspace"},
-                                                       {p.alibi_slopes, "alibi_slopes"}, {p.sinks, "sinks"}});
+                                                       {p.alibi_slopes, "alibi_slopes"}, {p.sinks, "sinks"},
+                                                       {p.k_new, "k_new"}, {p.v_new, "v_new"},
+                                                       {p.seqlens_out, "seqlens_out"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     auto found = devices.get(*ordinal);
     if (!found.ok()) return std::move(found).error();
@@ -125,19 +111,30 @@ struct Runtime::Impl {
     const dispatch::DecodePlan plan = dispatch::plan_decode(p, dev.info.arch, dev.info.sms);
     FLASHJIT_TRY(check_forced_merge(p, plan, dev));
     const auto stream = static_cast<CUstream>(p.stream);
+    // A fused append writes the new lengths to seqlens_out, else to the first `lengths` bytes of the workspace
+    // (the split partials behind them); the decode reads them from there.
+    const bool fused = p.new_len > 0;
+    const std::size_t lengths = dispatch::fused_lengths_bytes(p);
+    AppendProblem append = fused ? dispatch::append_of(p, p.seqlens_out) : AppendProblem{};
+    const AppendKernelConfig append_config = dispatch::append_kernel(append, dev.info.arch, dev.info.sms);
     Status st = Devices::in_context(dev, [&]() -> Status {
       auto split = function(plan.split, dev, stream);
       if (!split.ok()) return std::move(split).error();
-      CUfunction combine = nullptr;
+      CUfunction combine = nullptr, append_fn = nullptr;
       if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
         auto fn = function(plan.combine, dev, stream);
         if (!fn.ok()) return std::move(fn).error();
         combine = *fn;
       }
+      if (fused) {
+        auto fn = function(append_config, dev, stream);
+        if (!fn.ok()) return std::move(fn).error();
+        append_fn = *fn;
+      }
       // prepare: the split kernels and the workspace of any batch up to this one and any max_seqlen_k (the
-      // kernel and the split count change with both), and the combine kernel even when this problem needs no
-      // split, so that any of them may then be captured.
-      std::size_t reserve = plan.workspace_bytes;
+      // kernel and the split count change with both), the combine kernel even when this problem needs no
+      // split, and the append kernels of any size, so that any of them may then be captured.
+      std::size_t reserve = plan.workspace_bytes + lengths;
       if (!launch_it) {
         for (const DecodeKernelConfig& c : dispatch::decode_prepare_kernels(p, dev.info.arch, dev.info.sms)) {
           auto fn = function(c, dev, stream);
@@ -148,33 +145,80 @@ struct Runtime::Impl {
           auto fn = function(plan.combine, dev, stream);
           if (!fn.ok()) return std::move(fn).error();
         }
+        reserve += lengths;
+        if (fused) FLASHJIT_TRY(load_append_kernels(append, dev, stream));
       }
-      // Before the workspace is held: the check synchronizes the stream.
-      if (launch_it && (p.check_pages || settings.check_pages))
+      // Before the workspace is held: the checks synchronize the stream.
+      if (launch_it && (p.check_pages || settings.check_pages)) {
         FLASHJIT_TRY(dispatch::check_page_table(**cuda::api(), p));
-      void* ws = nullptr;
+        if (fused) FLASHJIT_TRY(dispatch::check_page_table(**cuda::api(), append, p.max_seqlen_k));
+      }
+      unsigned char* ws = nullptr;
       runtime::WorkspacePool::Lease lease;  // held until the kernels are launched
       if (reserve > 0) {
         if (p.workspace != nullptr) {
-          if (p.workspace_bytes < plan.workspace_bytes)
+          if (p.workspace_bytes < plan.workspace_bytes + lengths)
             return Error(ErrorCode::invalid_argument,
-                         fmt::format("workspace holds {} bytes but {} splits need {} (Runtime::decode_workspace_bytes)",
-                                     p.workspace_bytes, plan.splits.num_splits, plan.workspace_bytes));
-          ws = p.workspace;
+                         fmt::format("workspace holds {} bytes but {} splits{} need {} (Runtime::decode_workspace_bytes)",
+                                     p.workspace_bytes, plan.splits.num_splits,
+                                     lengths > 0 ? " and the appended lengths" : "", plan.workspace_bytes + lengths));
+          ws = static_cast<unsigned char*>(p.workspace);
         } else {
           auto w = workspaces.lease(dev, stream, reserve);
           if (!w.ok()) return std::move(w).error();
           lease = std::move(*w);
-          ws = lease.buffer;
+          ws = static_cast<unsigned char*>(lease.buffer);
         }
       }
       if (!launch_it) return {};
-      return launch::launch_decode(*split, combine, p, plan, ws, settings.pdl);
+      if (!fused) return launch::launch_decode(*split, combine, p, plan, ws, settings.pdl);
+      if (append.seqlens_out == nullptr) append.seqlens_out = reinterpret_cast<int*>(ws);
+      FLASHJIT_TRY(launch::launch_append(append_fn, append_config, append, settings.pdl));
+      DecodeProblem after = p;  // the attention over the lengths the append wrote
+      after.seqlens_k = append.seqlens_out;
+      return launch::launch_decode(*split, combine, after, plan, ws == nullptr ? nullptr : ws + lengths, settings.pdl);
     });
     if (!st.ok())
-      return std::move(st).error().with(fmt::format("while {} {} ({} split{})", launch_it ? "running" : "preparing",
+      return std::move(st).error().with(fmt::format("while {} {} ({} split{}{})", launch_it ? "running" : "preparing",
                                                     readable_name(plan.split), plan.splits.num_splits,
-                                                    plan.splits.num_splits == 1 ? "" : "s"));
+                                                    plan.splits.num_splits == 1 ? "" : "s",
+                                                    fused ? fmt::format(", after {}", readable_name(append_config)) : ""));
+    return {};
+  }
+
+  // Every append kernel of the problem's kind (one per size class), loaded; the device's context is current.
+  Status load_append_kernels(const AppendProblem& p, const Device& dev, CUstream stream) {
+    for (const AppendKernelConfig& c :
+         dispatch::append_prepare_kernels(p.dtype, p.head_dim, p.layout, p.page_size, dev.info.arch)) {
+      auto fn = function(c, dev, stream);
+      if (!fn.ok()) return std::move(fn).error();
+    }
+    return {};
+  }
+
+  Status run_append(const AppendProblem& p, bool launch_it) {
+    FLASHJIT_TRY(check(p));
+    auto ordinal = Devices::common_device({p.k_cache, "k_cache"}, {{p.v_cache, "v_cache"}, {p.k, "k"}, {p.v, "v"},
+                                                                   {p.cache_seqlens, "cache_seqlens"},
+                                                                   {p.seqlens_out, "seqlens_out"},
+                                                                   {p.cu_seqlens, "cu_seqlens"},
+                                                                   {p.page_table, "page_table"}});
+    if (!ordinal.ok()) return std::move(ordinal).error();
+    auto found = devices.get(*ordinal);
+    if (!found.ok()) return std::move(found).error();
+    const Device& dev = **found;
+    const AppendKernelConfig config = dispatch::append_kernel(p, dev.info.arch, dev.info.sms);
+    const auto stream = static_cast<CUstream>(p.stream);
+    Status st = Devices::in_context(dev, [&]() -> Status {
+      if (!launch_it) return load_append_kernels(p, dev, stream);
+      auto fn = function(config, dev, stream);
+      if (!fn.ok()) return std::move(fn).error();
+      if (p.check_pages || settings.check_pages) FLASHJIT_TRY(dispatch::check_page_table(**cuda::api(), p));
+      return launch::launch_append(*fn, config, p, settings.pdl);
+    });
+    if (!st.ok())
+      return std::move(st).error().with(fmt::format("while {} {}", launch_it ? "running" : "preparing",
+                                                    readable_name(config)));
     return {};
   }
 
@@ -284,6 +328,8 @@ Result<std::size_t> Runtime::decode_workspace_bytes(const DecodeProblem& problem
 }
 
 Status Runtime::merge(const MergeProblem& problem) { return impl_->run_merge(problem); }
+Status Runtime::append_kv(const AppendProblem& problem) { return impl_->run_append(problem, true); }
+Status Runtime::prepare_append_kv(const AppendProblem& problem) { return impl_->run_append(problem, false); }
 
 Status Runtime::release_decode_workspace(void* stream) {
   return impl_->workspaces.release(static_cast<CUstream>(stream), impl_->devices);
@@ -308,13 +354,14 @@ Result<KernelConfig> Runtime::select(const AttentionProblem& problem, const Targ
 
 Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem) const {
   FLASHJIT_TRY(check(problem));
+  FLASHJIT_TRY(check_fused_append(problem));
   auto ordinal = cuda::device_of_pointer(problem.q, "q");
   if (!ordinal.ok()) return std::move(ordinal).error();
   auto dev = impl_->devices.get(*ordinal);
   if (!dev.ok()) return std::move(dev).error();
   const dispatch::DecodePlan plan = dispatch::plan_decode(problem, (*dev)->info.arch, (*dev)->info.sms);
   FLASHJIT_TRY(check_forced_merge(problem, plan, **dev));
-  return selection_of(plan);
+  return selection_of(problem, plan, (*dev)->info.arch, (*dev)->info.sms);
 }
 
 Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem, const Target& target) const {
@@ -322,10 +369,15 @@ Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem, con
   DecodeProblem p = problem;
   fill(p.q), fill(p.o), fill(p.k_cache), fill(p.v_cache), fill(p.seqlens_k);
   if (p.layout == KvLayout::paged) fill(p.page_table);
+  if (p.new_len > 0) {  // the fused append refuses one tensor for both caches: v_cache's stand-in of its own
+    if (problem.v_cache == nullptr) p.v_cache = static_cast<const unsigned char*>(kPlaceholder) + 256;
+    fill(p.k_new), fill(p.v_new);
+  }
   FLASHJIT_TRY(check(p));
+  FLASHJIT_TRY(check_fused_append(p));
   const dispatch::DecodePlan plan = dispatch::plan_decode(p, target.arch, target.sms);
   FLASHJIT_TRY(check_forced_merge(p, plan, describe(target)));
-  return selection_of(plan);
+  return selection_of(p, plan, target.arch, target.sms);
 }
 
 AnyKernelConfig Runtime::resolve(const PartialConfig& config) { return dispatch::resolve(config); }

@@ -804,6 +804,100 @@ static void test_merge(const char* root) {
 
 /* Selection for a GPU that is not there: the dispatcher's choice per arch, the decode plan per SM count, no
  * device touched (the pointers may be NULL), errors naming the target's fields. */
+/* Append: the args struct's rules and the problem's checks, reached without a device; the fused append's fields
+ * of flashjit_decode_args (a header from before them: no append), and "append" in select_decode's JSON. */
+static flashjit_append_args fake_append(void) {
+  flashjit_append_args a = flashjit_append_args_default();
+  a.k = (const void*)0x10000, a.v = (const void*)0x20000;
+  a.k_cache = (void*)0x30000, a.v_cache = (void*)0x40000;
+  a.cache_seqlens = (const int32_t*)0x50000;
+  a.batch = 2, a.new_len = 3, a.heads_kv = 8, a.head_dim = 128, a.dtype = FLASHJIT_DTYPE_BF16;
+  a.cache_seqlen = 1024;
+  return a;
+}
+
+static void expect_append_rejected(flashjit_runtime* rt, const flashjit_append_args* a, const char* part,
+                                   const char* what) {
+  char text[256];
+  snprintf(text, sizeof text, "append_kv with %s: invalid argument naming %s", what, part);
+  expect(flashjit_append_kv(rt, a) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), part), text);
+  snprintf(text, sizeof text, "prepare_append_kv with %s: invalid argument", what);
+  expect(flashjit_prepare_append_kv(rt, a) == FLASHJIT_ERROR_INVALID_ARGUMENT, text);
+}
+
+static void test_append(const char* root) {
+  char text[4096];
+  flashjit_runtime* rt = runtime_in(root, "create for the append tests");
+  flashjit_append_args a;
+  flashjit_decode_args d;
+  flashjit_target t = flashjit_target_default();
+  if (rt == NULL) return;
+  expect(FLASHJIT_APPEND_ARGS_MIN_SIZE == offsetof(flashjit_append_args, layout), "append args: required up to layout");
+  a = flashjit_append_args_default();
+  expect(a.struct_size == sizeof a && a.layout == FLASHJIT_KV_CONTIGUOUS && a.cu_seqlens == NULL &&
+             a.seqlens_out == NULL && a.check_pages == 0,
+         "flashjit_append_args_default");
+  a = fake_append();
+  expect(flashjit_append_kv(NULL, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT, "append_kv without runtime");
+  expect(flashjit_append_kv(rt, NULL) == FLASHJIT_ERROR_INVALID_ARGUMENT && contains(flashjit_last_error(), "args is NULL"),
+         "append_kv without args");
+  expect(failed_at_device(flashjit_append_kv(rt, &a)), "append_kv of a valid contiguous problem on fake pointers");
+  expect(failed_at_device(flashjit_prepare_append_kv(rt, &a)), "prepare_append_kv on fake pointers");
+  a.layout = FLASHJIT_KV_PAGED, a.cache_seqlen = 0;
+  a.page_table = (const int32_t*)0x60000, a.num_pages = 64, a.page_size = 16, a.max_pages_per_seq = 32;
+  a.cu_seqlens = (const int32_t*)0x70000, a.total_new = 5;
+  a.k_cache_strides.batch = 8 * 16 * 128, a.k_cache_strides.seq = 128, a.k_cache_strides.head = 16 * 128;  /* HND */
+  expect(failed_at_device(flashjit_append_kv(rt, &a)), "append_kv of a valid ragged HND paged problem on fake pointers");
+
+  a = fake_append();
+  a.struct_size = FLASHJIT_APPEND_ARGS_MIN_SIZE - 1;
+  expect_append_rejected(rt, &a, "flashjit_append_args.struct_size", "a too small struct_size");
+  a = fake_append();
+  a.layout = 7;
+  expect_append_rejected(rt, &a, "layout 7", "an unknown layout");
+  a.struct_size = FLASHJIT_APPEND_ARGS_MIN_SIZE;  /* an older header: contiguous, but no capacity given */
+  expect_append_rejected(rt, &a, "cache_seqlen", "the minimum struct_size");
+  a = fake_append();
+  a.dtype = 5;
+  expect_append_rejected(rt, &a, "dtype 5", "an unknown dtype");
+  a = fake_append();
+  a.head_dim = 12;
+  expect_append_rejected(rt, &a, "head_dim", "head_dim 12");
+  a = fake_append();
+  a.seqlens_out = (int32_t*)0x50000;
+  expect_append_rejected(rt, &a, "seqlens_out is cache_seqlens", "seqlens_out aliasing cache_seqlens");
+  a = fake_append();
+  a.k_strides.seq = 1028;
+  expect_append_rejected(rt, &a, "k token stride", "a token stride of 1028 elements");
+
+  /* The fused append's fields of flashjit_decode_args. */
+  d = fake_decode();
+  d.k_new = (const void*)0x70000, d.v_new = (const void*)0x80000, d.new_len = 1;
+  expect(failed_at_device(flashjit_decode(rt, &d)), "decode with a fused append on fake pointers");
+  d.v_new = (const void*)0x80008;
+  expect_decode_rejected(rt, &d, "v (0x80008) must be 16-byte aligned", "a misaligned v_new");
+  d.struct_size = offsetof(flashjit_decode_args, k_new);  /* a header from before them: no append, no check */
+  expect(failed_at_device(flashjit_decode(rt, &d)), "decode args from before the fused append");
+  d = fake_decode();
+  d.new_len = 1;
+  expect_decode_rejected(rt, &d, "k is a null pointer", "new_len without k_new");
+  d = fake_decode();
+  d.k_new = (const void*)0x70000;
+  expect_decode_rejected(rt, &d, "new_len is 0", "k_new without new_len");
+
+  d = flashjit_decode_args_default();
+  d.batch = 64, d.q_len = 1, d.heads_q = 32, d.heads_kv = 8, d.head_dim = 128, d.max_seqlen_k = 8192;
+  d.dtype = FLASHJIT_DTYPE_BF16, d.layout = FLASHJIT_KV_PAGED, d.page_size = 16, d.num_pages = 64 * 512;
+  d.max_pages_per_seq = 512;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 && contains(text, "\"append\":null"),
+         "select_decode without new rows: no append kernel");
+  d.new_len = 1;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 &&
+             contains(text, "\"append\":{\"kernel\":\"append\"") && contains(text, "\"page_size\":16,\"warps\":4"),
+         "select_decode with a fused append: its kernel");
+  flashjit_runtime_destroy(rt);
+}
+
 static void test_select_target(const char* root) {
   char text[4096];
   flashjit_runtime* rt = NULL;
@@ -1161,6 +1255,7 @@ int main(void) {
   test_decode(root);
   test_merge(root);
   test_select_target(root);
+  test_append(root);
   test_variants(root);
   test_snippets(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

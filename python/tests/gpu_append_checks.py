@@ -1,0 +1,211 @@
+"""Appending to a KV cache on a GPU: flashjit.append_kv against torch indexing (the whole cache compared exactly,
+untouched slots included), contiguous and paged caches with shuffled pages of 1, 16 and 256 tokens, NHD and HND
+pools, dense and ragged new rows, chunks starting mid-page, a page outside the pool and positions past the capacity
+skipped, seqlens_out; flash_attn_with_kvcache(k=, v=) (the library's fused append + decode) against the append
+done with torch indexing followed by decode, and captured in a CUDA graph.
+
+Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine:
+    PYTHONPATH=python python3 python/tests/gpu_append_checks.py"""
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import flashjit  # noqa: E402
+from gpu_checks import BF16, FP16, expect_close, run_all  # noqa: E402
+
+
+@dataclass(frozen=True)
+class AppendCase:
+    cached: tuple  # keys already cached per sequence
+    counts: tuple  # new tokens per sequence (dense: all equal)
+    page_size: int  # 0: contiguous
+    dtype: torch.dtype = BF16
+    heads_kv: int = 4
+    head_dim: int = 128
+    hnd: bool = False
+    ragged: bool = False
+
+    def __str__(self):
+        layout = f"paged{self.page_size}{'_hnd' if self.hnd else ''}" if self.page_size else "contiguous"
+        return (f"{layout}_{'ragged' if self.ragged else 'dense'}_{str(self.dtype)[6:]}_h{self.heads_kv}_d"
+                f"{self.head_dim}_cached{'-'.join(map(str, self.cached))}_new{'-'.join(map(str, self.counts))}")
+
+
+APPEND_CASES = [
+    AppendCase((1, 7, 300, 4097), (7, 7, 7, 7), 0),
+    AppendCase((1, 7, 300, 4097), (7, 7, 7, 7), 1),
+    AppendCase((1, 7, 300, 4097), (300, 300, 300, 300), 16),
+    AppendCase((1, 7, 300, 4097), (300, 300, 300, 300), 16, hnd=True),
+    AppendCase((4097, 1, 300, 7), (4097, 1, 7, 0), 256, ragged=True),
+    AppendCase((5, 0), (33, 1), 0, ragged=True, dtype=FP16, head_dim=64),
+    AppendCase((3, 17), (1, 1), 16, dtype=FP16, heads_kv=8, head_dim=256),
+]
+
+
+def make_cache(case, capacity):
+    """(k_cache, v_cache, page_table or None): random contents; pools of shuffled pages with spare ones."""
+    b, h, d, ps = len(case.cached), case.heads_kv, case.head_dim, case.page_size
+    if not ps:
+        return (*(torch.randn(b, capacity, h, d, device="cuda", dtype=case.dtype) for _ in range(2)), None)
+    per_row = (capacity + ps - 1) // ps
+    pages = b * per_row + 5
+    table = torch.randperm(pages, device="cuda", dtype=torch.int32)[: b * per_row].view(b, per_row).contiguous()
+    if case.hnd:
+        pools = [torch.randn(pages, h, ps, d, device="cuda", dtype=case.dtype).transpose(1, 2) for _ in range(2)]
+    else:
+        pools = [torch.randn(pages, ps, h, d, device="cuda", dtype=case.dtype) for _ in range(2)]
+    return (*pools, table)
+
+
+def torch_append(k_cache, v_cache, rows_k, rows_v, cached, table, ps, capacity):
+    """The expected cache: each sequence's rows (lists of [n, H, D]) at cached[b] + s, those below capacity."""
+    for b, (rk, rv) in enumerate(zip(rows_k, rows_v)):
+        pos = cached[b] + torch.arange(rk.shape[0], device="cuda")
+        keep = pos < capacity
+        pos, rk, rv = pos[keep], rk[keep], rv[keep]
+        if table is None:
+            k_cache[b, pos], v_cache[b, pos] = rk, rv
+        else:
+            pages = table[b].long()[pos // ps]
+            k_cache[pages, pos % ps], v_cache[pages, pos % ps] = rk, rv
+
+
+def check_append_case(case):
+    b, h, d = len(case.cached), case.heads_kv, case.head_dim
+    capacity = max(c + n for c, n in zip(case.cached, case.counts)) + 3
+    k_cache, v_cache, table = make_cache(case, capacity)
+    capacity = capacity if table is None else table.shape[1] * case.page_size
+    if case.ragged:
+        k = torch.randn(sum(case.counts), h, d, device="cuda", dtype=case.dtype)
+        v = torch.randn_like(k)
+        offsets = [0]
+        for n in case.counts:
+            offsets.append(offsets[-1] + n)
+        cu = torch.tensor(offsets, device="cuda", dtype=torch.int32)
+        rows_k = [k[offsets[i]:offsets[i + 1]] for i in range(b)]
+        rows_v = [v[offsets[i]:offsets[i + 1]] for i in range(b)]
+    else:
+        k = torch.randn(b, case.counts[0], h, d, device="cuda", dtype=case.dtype)
+        v = torch.randn_like(k)
+        cu = None
+        rows_k, rows_v = list(k), list(v)
+    cached = torch.tensor(case.cached, device="cuda", dtype=torch.int32)
+    expected_k, expected_v = k_cache.clone(), v_cache.clone()
+    torch_append(expected_k, expected_v, rows_k, rows_v, case.cached, table, case.page_size, capacity)
+    out = torch.full((b,), -1, device="cuda", dtype=torch.int32)
+    flashjit.append_kv(k_cache, v_cache, k, v, cached, page_table=table, cu_seqlens=cu, seqlens_out=out,
+                       max_new_len=max(case.counts) if case.ragged else None)
+    assert torch.equal(k_cache, expected_k), f"{case}: k_cache differs"
+    assert torch.equal(v_cache, expected_v), f"{case}: v_cache differs"
+    assert out.tolist() == [c + n for c, n in zip(case.cached, case.counts)], out.tolist()
+
+
+def check_skips_outside_pool_and_capacity():
+    """A page index outside the pool and positions past the capacity are not written; check_pages refuses both."""
+    case = AppendCase((0, 14), (4, 4), 8)
+    k_cache, v_cache, table = make_cache(case, 16)  # two pages per sequence: capacity 16
+    table[0, 0] = -1
+    k = torch.randn(2, 4, 4, 128, device="cuda", dtype=BF16)
+    v = torch.randn_like(k)
+    cached = torch.tensor([0, 14], device="cuda", dtype=torch.int32)
+    expected_k, expected_v = k_cache.clone(), v_cache.clone()
+    pages = table[1].long()
+    expected_k[pages[1], 6:8], expected_v[pages[1], 6:8] = k[1, :2], v[1, :2]  # positions 14, 15; 16, 17 skipped
+    try:
+        flashjit.append_kv(k_cache, v_cache, k, v, cached, page_table=table, check_pages=True)
+        raise AssertionError("check_pages let a page outside the pool through")
+    except flashjit.FlashjitError as e:
+        assert "page_table[0][0] = -1" in str(e), str(e)
+    flashjit.append_kv(k_cache, v_cache, k, v, cached, page_table=table)
+    assert torch.equal(k_cache, expected_k) and torch.equal(v_cache, expected_v)
+
+
+def check_bad_arguments_raise_before_launch():
+    """ValueError naming what is wrong, and nothing written."""
+    k_cache = torch.zeros(2, 64, 4, 128, device="cuda", dtype=BF16)
+    v_cache = torch.zeros_like(k_cache)
+    k = torch.ones(2, 3, 4, 128, device="cuda", dtype=BF16)
+    v = torch.ones_like(k)
+    lens = torch.zeros(2, device="cuda", dtype=torch.int32)
+    calls = [(lambda: flashjit.append_kv(k_cache, v_cache, k.float(), v.float(), lens), "dtype"),
+             (lambda: flashjit.append_kv(k_cache, v_cache, k[:, :, :2], v[:, :, :2], lens), "heads_kv"),
+             (lambda: flashjit.append_kv(k_cache, v_cache, k, v, lens.long()), "torch.int32"),
+             (lambda: flashjit.append_kv(k_cache, v_cache, k, v, lens, seqlens_out=lens), "seqlens_out is cache_seqlens"),
+             (lambda: flashjit.append_kv(k_cache, v_cache, k, v[:, :2], lens), "differs")]
+    for call, message in calls:
+        try:
+            call()
+            raise AssertionError(f"no error for {message}")
+        except ValueError as e:
+            assert message in str(e), str(e)
+    assert not k_cache.any() and not v_cache.any(), "a refused call wrote the cache"
+
+
+def decode_inputs(page_size, new):
+    torch.manual_seed(1)
+    b, hq, hkv, d, cache = 3, 16, 4, 128, 1024
+    q = torch.randn(b, new, hq, d, device="cuda", dtype=BF16)
+    k = torch.randn(b, new, hkv, d, device="cuda", dtype=BF16)
+    v = torch.randn_like(k)
+    lens = torch.tensor([0, 700, 1024 - new], device="cuda", dtype=torch.int32)
+    case = AppendCase((0, 0, 0), (new,) * 3, page_size, heads_kv=hkv)
+    k_cache, v_cache, table = make_cache(case, cache)
+    return q, k, v, lens, k_cache, v_cache, table
+
+
+def check_flash_attn_with_kvcache_fused():
+    """The fused call's O and cache equal torch's append followed by decode over the new lengths."""
+    for page_size in (0, 16):
+        for new in (1, 3):
+            q, k, v, lens, k_cache, v_cache, table = decode_inputs(page_size, new)
+            ref_k, ref_v = k_cache.clone(), v_cache.clone()
+            capacity = k_cache.shape[1] if table is None else table.shape[1] * page_size
+            torch_append(ref_k, ref_v, list(k), list(v), lens.tolist(), table, page_size, capacity)
+            ref_o = flashjit.decode(q, ref_k, ref_v, lens + new, page_table=table)
+            o = flashjit.flash_attn_with_kvcache(q, k_cache, v_cache, k=k, v=v, cache_seqlens=lens,
+                                                 block_table=table, causal=True)
+            assert torch.equal(k_cache, ref_k) and torch.equal(v_cache, ref_v), f"page {page_size}: cache differs"
+            expect_close(o.float(), None, ref_o.float(), None, BF16, f"fused page {page_size} new {new}")
+
+
+def check_fused_graph_capture_and_replay():
+    """flash_attn_with_kvcache(k=, v=) captured in a CUDA graph, replayed with new lengths and rows."""
+    q, k, v, lens, k_cache, v_cache, table = decode_inputs(16, 1)
+    call = lambda: flashjit.flash_attn_with_kvcache(q, k_cache, v_cache, k=k, v=v, cache_seqlens=lens,  # noqa: E731
+                                                    block_table=table, causal=True)
+    call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o = call()
+    lens.copy_(torch.tensor([5, 100, 1000], device="cuda", dtype=torch.int32))
+    k.normal_(), v.normal_(), q.normal_()
+    ref_k, ref_v = k_cache.clone(), v_cache.clone()
+    torch_append(ref_k, ref_v, list(k), list(v), lens.tolist(), table, 16, table.shape[1] * 16)
+    ref_o = flashjit.decode(q, ref_k, ref_v, lens + 1, page_table=table)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(k_cache, ref_k) and torch.equal(v_cache, ref_v), "replayed append differs"
+    expect_close(o.float(), None, ref_o.float(), None, BF16, "replayed fused call")
+
+
+CHECKS = [check_skips_outside_pool_and_capacity, check_bad_arguments_raise_before_launch,
+          check_flash_attn_with_kvcache_fused, check_fused_graph_capture_and_replay]
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("no CUDA GPU: nothing to check")
+        return 0
+    torch.manual_seed(0)
+    runs = [(str(c), lambda c=c: check_append_case(c)) for c in APPEND_CASES]
+    runs += [(check.__name__, check) for check in CHECKS]
+    return run_all(runs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
