@@ -227,6 +227,13 @@ typedef struct flashjit_attention_args {
    * it captures a graph) and refuse lengths above seqlen_k and page indices outside [0, num_pages); also on with
    * the runtime's check_pages (FLASHJIT_CHECK_PAGES=1) */
   int check_pages;
+  /* FlashInfer's CSR page table instead of the dense one (default NULL): with page_indptr (device int32
+   * [batch + 1], non-decreasing from >= 0) page_table is the flat page index array and sequence b's pages are
+   * page_table[page_indptr[b] .. page_indptr[b + 1]), at most max_pages_per_seq of them. Its key count is
+   * seqused_k[b], or with last_page_len (device int32 [batch], its last page's tokens in [1, page_size];
+   * seqused_k NULL then) (pages - 1) * page_size + last_page_len[b]. Both 4-byte aligned. */
+  const int* page_indptr;
+  const int* last_page_len;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))

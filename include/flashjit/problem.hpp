@@ -121,6 +121,14 @@ struct AttentionProblem {
   int num_pages = 0;
   int max_pages_per_seq = 0;
   const int* seqused_k = nullptr;
+  // FlashInfer's CSR page table instead of the dense one: with page_indptr (device int32 [batch + 1],
+  // non-decreasing from >= 0) page_table is the flat page index array (paged_kv_indices) and sequence b's pages
+  // are page_table[page_indptr[b] .. page_indptr[b + 1]), at most max_pages_per_seq of them (the host bound that
+  // stays required). Its key count is seqused_k[b], or with last_page_len (device int32 [batch], the tokens of
+  // its last page, in [1, page_size]; seqused_k null then) (pages - 1) * page_size + last_page_len[b], 0 without
+  // pages. Read on the device only (check_pages checks them too).
+  const int* page_indptr = nullptr;
+  const int* last_page_len = nullptr;
   // Paged: copy seqused_k and the page table to the host before launching (synchronizes the stream; refused
   // while it captures a graph) and refuse lengths above seqlen_k and page indices outside [0, num_pages).
   // A debug check; RuntimeOptions::check_pages turns it on for every paged forward.

@@ -128,6 +128,9 @@ class AttentionArgs(ctypes.Structure):
         ("num_pages", ctypes.c_int),
         ("max_pages_per_seq", ctypes.c_int),
         ("check_pages", ctypes.c_int),
+        # FlashInfer's CSR page table (page_indptr NULL: the dense table).
+        ("page_indptr", ctypes.c_void_p),
+        ("last_page_len", ctypes.c_void_p),
     ]
 
     def __init__(self, **fields):

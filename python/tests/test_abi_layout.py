@@ -115,10 +115,14 @@ def test_paged_fields_default_off(layout):
     sizeof, so that a caller of the older header covers none of them), and default to contiguous keys."""
     fields = [name for name, _, _ in layout["flashjit_attention_args"] if name != "sizeof"]
     paged = ["page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages"]
-    assert fields[-len(paged) - 1:] == ["alignment"] + paged
+    csr = ["page_indptr", "last_page_len"]
+    assert fields[-len(paged) - len(csr) - 1:] == ["alignment"] + paged + csr
     offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
     alignment_end = offsets["alignment"] + ctypes.sizeof(ctypes.c_int)
     pointer = ctypes.sizeof(ctypes.c_void_p)
     assert offsets["page_table"] == -(-alignment_end // pointer) * pointer  # the older struct's tail padding
     args = _abi.AttentionArgs()
-    assert [getattr(args, name) for name in paged] == [None, None, 0, 0, 0, 0]
+    assert [getattr(args, name) for name in paged + csr] == [None, None, 0, 0, 0, 0, None, None]
+    # The CSR fields start where the struct ended before them (after check_pages, rounded to a pointer).
+    check_pages_end = offsets["check_pages"] + ctypes.sizeof(ctypes.c_int)
+    assert offsets["page_indptr"] == -(-check_pages_end // pointer) * pointer

@@ -36,6 +36,9 @@ static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, score_mod
 // The paged fields followed the alignment, which ended flashjit_attention_args at 464 bytes (LP64).
 static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, page_table) == 464,
               "a paged field starts inside the older struct's size");
+// The CSR page-table fields followed check_pages, which ended flashjit_attention_args at 496 bytes (LP64).
+static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, page_indptr) == 496,
+              "a CSR field starts inside the older struct's size");
 static_assert(sizeof(flashjit_attention_args::aux_pointers) / sizeof(void*) == ModAux::kPointers &&
                   sizeof(flashjit_attention_args::aux_scalars) / sizeof(float) == ModAux::kScalars &&
                   sizeof(flashjit_attention_args::aux_integers) / sizeof(int64_t) == ModAux::kIntegers,
@@ -255,6 +258,8 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, num_pages)) p.num_pages = a.num_pages;
   if (FLASHJIT_PRESENT(a, max_pages_per_seq)) p.max_pages_per_seq = a.max_pages_per_seq;
   if (FLASHJIT_PRESENT(a, check_pages)) p.check_pages = a.check_pages != 0;
+  if (FLASHJIT_PRESENT(a, page_indptr)) p.page_indptr = a.page_indptr;
+  if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
   return out;
 }
 

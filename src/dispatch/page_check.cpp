@@ -96,6 +96,52 @@ Status check_keys(const cuda::Api& api, const PagedKeys& k) {
   return {};
 }
 
+// A CSR page table (page_indptr set): offsets non-decreasing from >= 0, at most max_pages_per_seq pages a
+// sequence, each key count (seqused_k, or from last_page_len in [1, page_size]) within its pages and seqlen_k,
+// and every page index a sequence uses in [0, num_pages).
+Status check_csr_keys(const cuda::Api& api, const AttentionProblem& p) {
+  std::vector<int> indptr, lens, pages;
+  const std::size_t batch = static_cast<std::size_t>(p.batch);
+  FLASHJIT_TRY(copy_ints(api, p.page_indptr, 0, batch + 1, indptr, "page_indptr"));
+  const bool from_last = p.last_page_len != nullptr;
+  FLASHJIT_TRY(copy_ints(api, from_last ? p.last_page_len : p.seqused_k, 0, batch, lens,
+                         from_last ? "last_page_len" : "seqused_k"));
+  if (indptr[0] < 0)
+    return Error(ErrorCode::invalid_argument, fmt::format("page_indptr[0] = {} is negative", indptr[0]));
+  for (std::size_t b = 0; b < batch; ++b) {
+    const long long count = static_cast<long long>(indptr[b + 1]) - indptr[b];
+    if (count < 0 || count > p.max_pages_per_seq)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("page_indptr[{}] - page_indptr[{}] = {} pages is outside [0, {} = max_pages_per_seq]",
+                               b + 1, b, count, p.max_pages_per_seq));
+    long long keys = lens[b];
+    if (from_last) {
+      if (count > 0 && (lens[b] < 1 || lens[b] > p.page_size))
+        return Error(ErrorCode::invalid_argument, fmt::format("last_page_len[{}] = {} is outside [1, {} = page_size]",
+                                                              b, lens[b], p.page_size));
+      keys = count > 0 ? (count - 1) * p.page_size + lens[b] : 0;
+    } else if (keys < 0 || keys > count * p.page_size) {
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("seqused_k[{}] = {} is outside [0, {}] (sequence {} has {} pages of {} tokens)", b,
+                               keys, count * p.page_size, b, count, p.page_size));
+    }
+    if (keys > p.seqlen_k)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("sequence {} has {} keys, more than seqlen_k = {}", b, keys, p.seqlen_k));
+    const std::size_t used = static_cast<std::size_t>((keys + p.page_size - 1) / p.page_size);
+    for (std::size_t j0 = 0; j0 < used; j0 += kCheckChunk) {
+      const std::size_t n = std::min(kCheckChunk, used - j0);
+      FLASHJIT_TRY(copy_ints(api, p.page_table, static_cast<std::size_t>(indptr[b]) + j0, n, pages, "page_table"));
+      for (std::size_t j = 0; j < n; ++j)
+        if (pages[j] < 0 || pages[j] >= p.num_pages)
+          return Error(ErrorCode::invalid_argument,
+                       fmt::format("page_table[{}] = {} (page {} of sequence {}) is outside [0, {}) = [0, num_pages)",
+                                   indptr[b] + j0 + j, pages[j], j0 + j, b, p.num_pages));
+    }
+  }
+  return {};
+}
+
 // The pages of positions [first, end) of sequence b's row of the table (first < end).
 Status check_written_pages(const cuda::Api& api, const AppendProblem& p, int b, long long first, long long end) {
   std::vector<int> pages;
@@ -156,6 +202,7 @@ Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
 
 Status check_page_table(const cuda::Api& api, const AttentionProblem& p) {
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
+  if (p.page_indptr != nullptr) return check_csr_keys(api, p);
   return check_keys(api, PagedKeys{p.seqused_k, "seqused_k", p.batch, p.seqlen_k, "seqlen_k", p.page_table,
                                    p.max_pages_per_seq, p.page_size, p.num_pages});
 }

@@ -110,7 +110,20 @@ Status check(const AttentionProblem& p) {
   };
   if (paged) {
     // Paged keys: a page table, per-sequence key counts, the pool's shape; queries dense or ragged.
-    check_int_array(p.seqused_k, "seqused_k", "a paged problem needs each sequence's key count (int32 [batch])");
+    if (p.page_indptr != nullptr) {  // CSR: seqused_k or last_page_len gives the key counts
+      check_int_array(p.page_indptr, "page_indptr", "");
+      if ((p.seqused_k == nullptr) == (p.last_page_len == nullptr))
+        add("a CSR page table (page_indptr) needs exactly one of seqused_k (key counts) and last_page_len (tokens "
+            "of each sequence's last page)");
+      else if (p.last_page_len != nullptr)
+        check_int_array(p.last_page_len, "last_page_len", "");
+      else
+        check_int_array(p.seqused_k, "seqused_k", "");
+    } else {
+      check_int_array(p.seqused_k, "seqused_k", "a paged problem needs each sequence's key count (int32 [batch])");
+      if (p.last_page_len != nullptr)
+        add("last_page_len is for CSR page tables: set page_indptr too, or give seqused_k");
+    }
     check_int_array(p.page_table, "page_table", "");
     if (p.page_size < 1 || p.page_size > 256 || (p.page_size & (p.page_size - 1)) != 0)
       add(fmt::format("page_size must be a power of two in [1, 256], got {}", p.page_size));
@@ -125,9 +138,10 @@ Status check(const AttentionProblem& p) {
     if (p.cu_seqlens_k != nullptr)
       add("cu_seqlens_k must be null for a paged problem (seqused_k gives each sequence's key count)");
     if (p.total_k != 0) add(fmt::format("total_k must be 0 for a paged problem, got {}", p.total_k));
-  } else if (p.seqused_k != nullptr || p.page_size != 0 || p.num_pages != 0 || p.max_pages_per_seq != 0) {
-    add("seqused_k, page_size, num_pages and max_pages_per_seq are for paged problems: set page_table, or leave "
-        "them null and 0");
+  } else if (p.seqused_k != nullptr || p.page_indptr != nullptr || p.last_page_len != nullptr || p.page_size != 0 ||
+             p.num_pages != 0 || p.max_pages_per_seq != 0) {
+    add("seqused_k, page_indptr, last_page_len, page_size, num_pages and max_pages_per_seq are for paged problems: "
+        "set page_table, or leave them null and 0");
   }
   if (varlen && paged) {
     // Ragged queries over pages: cu_seqlens_q and total_q.

@@ -14,7 +14,7 @@
 namespace flashjit::launch {
 
 static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8 +
-                                              2 * 8 + 2 * 4,
+                                              2 * 8 + 2 * 4 + 2 * 8,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
@@ -63,6 +63,7 @@ AttentionParams make_params(const AttentionProblem& p) {
   if (p.paged()) {
     a.page_table = p.page_table, a.seqused_k = p.seqused_k;
     a.page_table_stride = p.max_pages_per_seq, a.num_pages = p.num_pages;
+    a.page_indptr = p.page_indptr, a.last_page_len = p.last_page_len;
   }
   return a;
 }

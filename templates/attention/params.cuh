@@ -48,11 +48,15 @@ struct AttentionParams {
 
   // Paged kernels only: K and V are page pools [num_pages, page_size, Hkv, D] (k_batch / v_batch: the page
   // stride); key j of sequence b is in page page_table[b * page_table_stride + j / page_size], which has
-  // seqused_k[b] keys. The page size is compiled in.
+  // seqused_k[b] keys. The page size is compiled in. CSR tables (FlashInfer's; page_indptr set): sequence b's
+  // pages are page_table[page_indptr[b] + j / page_size], and with last_page_len set it has (pages - 1) *
+  // page_size + last_page_len[b] keys (seqused_k is null then).
   const int* page_table;
   const int* seqused_k;
   int page_table_stride;  // max_pages_per_seq
   int num_pages;
+  const int* page_indptr;    // [B + 1] or null (dense table)
+  const int* last_page_len;  // [B] or null (seqused_k)
 };
 
 }  // namespace flashjit

@@ -39,7 +39,14 @@ struct SeqInfo {
       seqlen_q = p.seqlen_q, q_start = 0;
     }
     if constexpr (kPaged) {
-      seqlen_k = load(p.seqused_k + batch, fresh), k_start = 0;
+      k_start = 0;
+      if (p.last_page_len != nullptr) {  // CSR pages: the count of the last page (clamped to one page)
+        const int pages = load(p.page_indptr + batch + 1, fresh) - load(p.page_indptr + batch, fresh);
+        const int last = min(max(load(p.last_page_len + batch, fresh), 0), kPageSize);
+        seqlen_k = pages > 0 ? (pages - 1) * kPageSize + last : 0;
+      } else {
+        seqlen_k = load(p.seqused_k + batch, fresh);
+      }
     } else if constexpr (kVarlen) {
       k_start = load(p.cu_seqlens_k + batch, fresh);
       seqlen_k = load(p.cu_seqlens_k + batch + 1, fresh) - k_start;
@@ -55,9 +62,15 @@ struct SeqInfo {
     return p.causal_offset;
   }
 
+  // Paged: the entry's row of the page table (dense [B, page_table_stride], or CSR from page_indptr).
+  static __device__ __forceinline__ const int* page_row(const AttentionParams& p, int batch) {
+    if (p.page_indptr != nullptr) return p.page_table + __ldg(p.page_indptr + batch);
+    return p.page_table + static_cast<long long>(batch) * p.page_table_stride;
+  }
+
   // Paged: the element offsets (head 0) of key j's row in K and V, from the entry's page-table row `table`
-  // (p.page_table + batch * p.page_table_stride); false when its page is outside [0, num_pages) (the caller
-  // then reads zeros, never that address).
+  // (page_row); false when its page is outside [0, num_pages) (the caller then reads zeros, never that
+  // address).
   __device__ __forceinline__ bool key_offset(const AttentionParams& p, const int* table, int j, long long& k_off,
                                              long long& v_off) const {
     const int page = table[j / kPageSize], token = j % kPageSize;

@@ -92,7 +92,7 @@ struct Kernel {
       const int n0 = (tile_begin + tile) * kBN;
       const int valid = min(kBN, seqlen_k - n0);
       if constexpr (kPageSize > 0) {
-        const int* table = p.page_table + static_cast<long long>(batch) * p.page_table_stride;
+        const int* table = SeqInfo<kVarlen, kPageSize>::page_row(p, batch);
         KTile::template load_async_paged<kThreads, kPageSize>(s_k + stage * KTile::kBytes, k, p.k_batch, p.k_seq,
                                                               table, p.num_pages, n0, valid, tid);
         VTile::template load_async_paged<kThreads, kPageSize>(s_v + stage * VTile::kBytes, v, p.v_batch, p.v_seq,

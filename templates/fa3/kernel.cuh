@@ -115,7 +115,7 @@ struct Kernel {
         if (!has_rows(seq, rows, t.m_block)) continue;
         int tile_begin, num_tiles;
         key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
-        const int* table = kPageSize > 0 ? p.page_table + static_cast<long long>(t.batch) * p.page_table_stride : nullptr;
+        const int* table = kPageSize > 0 ? Seq::page_row(p, t.batch) : nullptr;
         ProducerT::load_tile(smem, maps, p, local, t.m_block * rows.positions(), t.head, rows.kv_head(p, t.head),
                              t.batch, tile_begin, num_tiles, ring, seq.q_start, seq.k_start, table, seq.seqlen_k);
         ring += num_tiles;

@@ -52,7 +52,7 @@ struct Kernel {
     const T* k = static_cast<const T*>(p.k) + kv_head * p.k_head;
     const T* v = static_cast<const T*>(p.v) + kv_head * p.v_head;
     if constexpr (kPageSize == 0) k += seq.k_offset(p, batch), v += seq.v_offset(p, batch);
-    const int* table = kPageSize > 0 ? p.page_table + static_cast<long long>(batch) * p.page_table_stride : nullptr;
+    const int* table = kPageSize > 0 ? SeqInfo<kVarlen, kPageSize>::page_row(p, batch) : nullptr;
     // Key `key`'s rows of K and V (null: its page is outside the pool, zeros).
     auto key_rows = [&](int key, const T*& kr, const T*& vr) {
       if constexpr (kPageSize > 0) {

@@ -498,6 +498,20 @@ static void test_forward_paged(const char* root) {
   expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
              contains(flashjit_last_error(), "are for paged problems"),
          "seqused_k and page_size without a page table are rejected");
+  a = fake_paged_problem();
+  a.page_indptr = (const int*)0x73000, a.last_page_len = (const int*)0x74000;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "needs exactly one of seqused_k (key counts) and last_page_len"),
+         "a CSR page table with both seqused_k and last_page_len is rejected");
+  a.page_indptr = NULL;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "last_page_len is for CSR page tables"),
+         "last_page_len without page_indptr is rejected");
+  a.struct_size = offsetof(flashjit_attention_args, page_indptr);
+  a.page_indptr = (const int*)0x3, a.last_page_len = (const int*)0x3;
+  expect(flashjit_forward(rt, &a) != FLASHJIT_ERROR_INVALID_ARGUMENT ||
+             !contains(flashjit_last_error(), "last_page_len"),
+         "a caller built before the CSR fields: they are not read");
 
   /* A caller built before the paged fields: struct_size ends at alignment, the (garbage) fields after it are not
    * read; the full size reads them. */

@@ -73,6 +73,12 @@ TEST_CASE("paged prefill: check() takes dense and ragged queries over pages", "[
     p.v_strides = {2 * page, token, p.head_dim};
     CHECK(check(p).ok());
   }
+  SECTION("a CSR table (FlashInfer's indptr / indices) with seqused_k or last_page_len") {
+    p.page_indptr = fake_ints(0x900000);
+    CHECK(check(p).ok());
+    p.seqused_k = nullptr, p.last_page_len = fake_ints(0xa00000);
+    CHECK(check(p).ok());
+  }
 }
 
 TEST_CASE("paged prefill: check() refuses what a page-table problem cannot be", "[dispatch][paged]") {
@@ -113,6 +119,23 @@ TEST_CASE("paged prefill: check() refuses what a page-table problem cannot be", 
   SECTION("the page fields without a page table") {
     p.page_table = nullptr;
     CHECK(contains(message(check(p)), "are for paged problems: set page_table"));
+  }
+  SECTION("a CSR table needs exactly one of seqused_k and last_page_len, 4-byte aligned; last_page_len needs CSR") {
+    p.page_indptr = fake_ints(0x900000), p.last_page_len = fake_ints(0xa00000);
+    CHECK(contains(message(check(p)), "needs exactly one of seqused_k (key counts) and last_page_len"));
+    p.seqused_k = nullptr, p.last_page_len = nullptr;
+    CHECK(contains(message(check(p)), "needs exactly one of seqused_k"));
+    p.last_page_len = fake_ints(0xa00001);
+    CHECK(contains(message(check(p)), "last_page_len"));
+    CHECK(contains(message(check(p)), "must be 4-byte aligned"));
+    p = paged_problem();
+    p.page_indptr = fake_ints(0x900002);
+    CHECK(contains(message(check(p)), "page_indptr"));
+    p = paged_problem();
+    p.last_page_len = fake_ints(0xa00000);
+    CHECK(contains(message(check(p)), "last_page_len is for CSR page tables: set page_indptr too"));
+    p.page_table = nullptr, p.seqused_k = nullptr;
+    CHECK(contains(message(check(p)), "are for paged problems"));
   }
   SECTION("ragged queries without total_q, or with a batch stride") {
     p = ragged_paged_problem();
@@ -276,4 +299,31 @@ TEST_CASE("paged prefill: check_page_table reads seqused_k and the pages in use"
   CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)), "seqused_k[0] = 41 is outside [0, seqlen_k = 40]"));
   lens[0] = -1;
   CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)), "seqused_k[0] = -1"));
+}
+
+TEST_CASE("paged prefill: check_page_table reads a CSR table's offsets, counts and pages", "[dispatch][paged]") {
+  flashjit::cuda::Api api;
+  api.cuMemcpyDtoH = host_copy, api.cuStreamSynchronize = no_sync, api.cuStreamIsCapturing = not_capturing;
+  // Three sequences of 3, 0 and 1 pages of 16 tokens (33, 0 and 16 keys) in a 6-page pool.
+  std::vector<int> indptr{0, 3, 3, 4}, last{1, 7, 16}, indices{5, 0, 2, 4};
+  AttentionProblem p;
+  p.batch = 3, p.seqlen_k = 40;
+  p.page_table = indices.data(), p.page_indptr = indptr.data(), p.last_page_len = last.data();
+  p.page_size = 16, p.num_pages = 6, p.max_pages_per_seq = 3;
+  CHECK(flashjit::dispatch::check_page_table(api, p).ok());
+  indices[3] = 6;
+  CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)),
+                 "page_table[3] = 6 (page 0 of sequence 2) is outside [0, 6) = [0, num_pages)"));
+  indices[3] = 4, last[2] = 17;
+  CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)), "last_page_len[2] = 17 is outside [1, 16 = page_size]"));
+  last[2] = 16, last[0] = 9;  // 41 keys
+  CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)), "sequence 0 has 41 keys, more than seqlen_k = 40"));
+  last[0] = 1, indptr[2] = 2;
+  CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)), "page_indptr[2] - page_indptr[1] = -1 pages"));
+  indptr[2] = 3;
+  std::vector<int> used{33, 0, 17};  // seqused_k instead of last_page_len: 17 keys do not fit one page
+  p.last_page_len = nullptr, p.seqused_k = used.data();
+  CHECK(contains(message(flashjit::dispatch::check_page_table(api, p)), "seqused_k[2] = 17 is outside [0, 16]"));
+  used[2] = 16;
+  CHECK(flashjit::dispatch::check_page_table(api, p).ok());
 }

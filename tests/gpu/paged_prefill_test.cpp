@@ -59,6 +59,7 @@ struct PagedShape {
   int page_pad = 0;      // K/V page stride: page_size * token stride + page_pad elements
   bool interleaved = false;  // K and V pages alternate in one buffer (vLLM: [num_pages, 2, page_size, Hkv, D])
   bool hnd = false;          // FlashInfer's HND pages [num_pages, Hkv, page_size, D] (a head's tokens together)
+  enum class Table { dense, csr_seqused, csr_last_page } table = Table::dense;  // CSR: FlashInfer's indptr/indices
 
   int batch() const { return static_cast<int>(len_q.size()); }
   int total_q() const { return std::accumulate(len_q.begin(), len_q.end(), 0); }
@@ -81,12 +82,13 @@ struct PagedShape {
   std::int64_t page_elems() const { return (hnd ? heads_kv * head_stride() : page_size * token_stride()) + page_pad; }
   std::int64_t page_stride() const { return interleaved ? 2 * page_elems() : page_elems(); }
   std::string to_string() const {
-    return fmt::format("{} len_q {} len_k {} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {}) page_size {}{}{}{}{}",
+    return fmt::format("{} len_q {} len_k {} Hq{} Hkv{} D{} {} {} (w {} {}, chunk {}) page_size {}{}{}{}{}{}",
                        dense ? "dense" : "ragged", fmt::join(len_q, ","), fmt::join(len_k, ","), heads_q, heads_kv,
                        head_dim, flashjit::to_string(dtype), flashjit::to_string(mask), window_left, window_right,
                        chunk_size, page_size, top_left ? " top-left" : "",
                        row_pad || page_pad ? fmt::format(" pads {} {}", row_pad, page_pad) : "",
-                       interleaved ? " interleaved K/V pages" : "", hnd ? " HND" : "");
+                       interleaved ? " interleaved K/V pages" : "", hnd ? " HND" : "",
+                       table == Table::dense ? "" : table == Table::csr_seqused ? " CSR+seqused_k" : " CSR+last_page_len");
   }
 };
 
@@ -187,6 +189,23 @@ class PagedCase {
     FLASHJIT_TRY(c.dseqused_.upload(s.len_k.data(), std::size_t(B) * 4));
     FLASHJIT_TRY(allocate(c.dtable_, c.table_.size() * 4));
     FLASHJIT_TRY(c.upload_table());
+    if (s.table != PagedShape::Table::dense) {
+      // CSR: each sequence's used pages back to back (its row's first pages_of(b) entries), the offsets, and
+      // the last page's token count (a sequence without keys has no pages).
+      std::vector<int> indptr{0}, indices, last;
+      for (int b = 0; b < B; ++b) {
+        for (int slot = 0; slot < s.pages_of(b); ++slot) indices.push_back(c.table_[std::size_t(b) * row + slot]);
+        indptr.push_back(static_cast<int>(indices.size()));
+        last.push_back(s.len_k[b] == 0 ? 0 : s.len_k[b] - (s.pages_of(b) - 1) * ps);
+      }
+      indices.push_back(-1);  // past the last sequence's pages: never read
+      FLASHJIT_TRY(allocate(c.dindptr_, indptr.size() * 4));
+      FLASHJIT_TRY(c.dindptr_.upload(indptr.data(), indptr.size() * 4));
+      FLASHJIT_TRY(allocate(c.dindices_, indices.size() * 4));
+      FLASHJIT_TRY(c.dindices_.upload(indices.data(), indices.size() * 4));
+      FLASHJIT_TRY(allocate(c.dlast_, last.size() * 4));
+      FLASHJIT_TRY(c.dlast_.upload(last.data(), last.size() * 4));
+    }
     FLASHJIT_TRY(c.poison());
     return c;
   }
@@ -215,6 +234,12 @@ class PagedCase {
     p.num_pages = num_pages_;
     p.max_pages_per_seq = s.max_pages_per_seq();
     p.seqused_k = static_cast<const int*>(dseqused_.get());
+    if (s.table != PagedShape::Table::dense) {
+      p.page_table = static_cast<const int*>(dindices_.get());
+      p.page_indptr = static_cast<const int*>(dindptr_.get());
+      if (s.table == PagedShape::Table::csr_last_page)
+        p.seqused_k = nullptr, p.last_page_len = static_cast<const int*>(dlast_.get());
+    }
     p.mask = s.mask;
     p.window_left = s.window_left, p.window_right = s.window_right, p.chunk_size = s.chunk_size;
     p.alignment = s.top_left ? Alignment::top_left : Alignment::bottom_right;
@@ -323,7 +348,7 @@ class PagedCase {
   std::vector<int> cu_q_, table_;
   std::vector<float> q_;
   std::vector<std::vector<float>> k_, v_;  // per sequence [len_k][Hkv][D]
-  cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dcu_q_, dseqused_, dtable_;
+  cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dcu_q_, dseqused_, dtable_, dindptr_, dindices_, dlast_;
 };
 
 struct PagedComparison {
@@ -622,7 +647,7 @@ TEST_CASE("paged: sequences with fewer keys than queries (rows with no visible k
   run_jobs(jobs);
 }
 
-TEST_CASE("paged: fp16 and top-left alignment and padded, interleaved or HND pools match float64",
+TEST_CASE("paged: fp16, top-left alignment, padded, interleaved or HND pools and CSR tables match float64",
           "[paged][fa3][fa2][reference][gpu]") {
   const Algorithm algorithm = GENERATE(Algorithm::fa3, Algorithm::fa2, Algorithm::naive);
   const bool naive = algorithm == Algorithm::naive;
@@ -648,6 +673,15 @@ TEST_CASE("paged: fp16 and top-left alignment and padded, interleaved or HND poo
   PagedShape interleaved_large = interleaved;
   interleaved_large.page_size = 128, interleaved_large.mask = MaskKind::causal;
   jobs.push_back({interleaved_large, algorithm});
+  // FlashInfer's CSR tables (indptr / indices) with seqused_k or last_page_len, dense and ragged queries.
+  for (int ps : {1, 16, 256}) {
+    PagedShape csr = make_shape(lengths(ps % 3), ps == 256 ? kMasks[0] : kMasks[1], ps, ps == 1 ? 64 : 128);
+    csr.table = ps == 16 ? PagedShape::Table::csr_seqused : PagedShape::Table::csr_last_page;
+    jobs.push_back({csr, algorithm});
+  }
+  PagedShape csr_dense = dense_shape(100, {100, 300, 777}, kMasks[1], 16, 64);
+  csr_dense.table = PagedShape::Table::csr_last_page;
+  jobs.push_back({csr_dense, algorithm});
   // FlashInfer's HND layout is strides: token stride D, head stride page_size * D.
   for (int ps : {1, 16, 256}) {
     PagedShape hnd = make_shape(lengths(ps % 3), ps == 16 ? kMasks[0] : kMasks[1], ps, ps == 1 ? 64 : 128);
