@@ -14,6 +14,7 @@ namespace {
 bool uses_window(MaskKind m) { return m == MaskKind::sliding_window; }
 // What a shape's problem points its variants' arrays at (never read).
 const float kStandIn[1] = {0.f};
+const int kStandInInts[1] = {0};
 bool uses_chunk(MaskKind m) { return m == MaskKind::chunked || m == MaskKind::chunked_causal; }
 
 Error field_error(const std::string& field, const std::string& why) {
@@ -65,6 +66,11 @@ AttentionProblem to_problem(const ProblemShape& s) {
   if (s.sinks) p.sinks = kStandIn;
   if (!s.score_mod.empty()) p.score_mod = s.score_mod.c_str();
   if (!s.mask_mod.empty()) p.mask_mod = s.mask_mod.c_str();
+  if (s.page_size > 0) {
+    p.page_table = kStandInInts, p.seqused_k = kStandInInts, p.page_size = s.page_size;
+    p.max_pages_per_seq = (s.seqlen_k + s.page_size - 1) / s.page_size;
+    p.num_pages = s.batch * p.max_pages_per_seq;
+  }
   return p;
 }
 
@@ -96,6 +102,8 @@ std::vector<ConfigIssue> check_shape(const ProblemShape& s) {
       out.push_back({"window_right", fmt::format("must be >= 0 or -1 (unbounded), got {}", s.window_right)});
   }
   config::validate_snippets(s.score_mod, s.mask_mod, out);
+  if (s.page_size != 0 && (s.page_size < 1 || s.page_size > 256 || (s.page_size & (s.page_size - 1)) != 0))
+    out.push_back({"page_size", fmt::format("must be 0 (contiguous) or a power of two in [1, 256], got {}", s.page_size)});
   if (uses_chunk(s.mask) && s.chunk_size < 1)
     out.push_back({"chunk_size", fmt::format("must be >= 1 for a {} mask, got {}", to_string(s.mask), s.chunk_size)});
   return out;
@@ -111,6 +119,7 @@ nlohmann::ordered_json to_json(const ProblemShape& s) {
     if (on) j[field] = true;
   if (!s.score_mod.empty()) j["score_mod"] = s.score_mod;
   if (!s.mask_mod.empty()) j["mask_mod"] = s.mask_mod;
+  if (s.page_size > 0) j["page_size"] = s.page_size;
   return j;
 }
 
@@ -119,7 +128,7 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
   static const char* const known[] = {"dtype",      "batch",        "seqlen_q",   "seqlen_k", "heads_q",
                                       "heads_kv",   "head_dim",     "mask",       "window_left",
                                       "window_right", "chunk_size", "softcap",    "alibi",    "sinks",
-                                      "score_mod",  "mask_mod"};
+                                      "score_mod",  "mask_mod",     "page_size"};
   for (const auto& [key, value] : j.items())
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       return field_error(key, "unknown field");
@@ -129,7 +138,7 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
   for (auto [field, dst] : {std::pair{"batch", &s.batch}, {"seqlen_q", &s.seqlen_q}, {"seqlen_k", &s.seqlen_k},
                             {"heads_q", &s.heads_q}, {"heads_kv", &s.heads_kv}, {"head_dim", &s.head_dim},
                             {"window_left", &s.window_left}, {"window_right", &s.window_right},
-                            {"chunk_size", &s.chunk_size}})
+                            {"chunk_size", &s.chunk_size}, {"page_size", &s.page_size}})
     FLASHJIT_TRY(read_int(j, field, *dst));
   for (auto [field, dst] : {std::pair{"softcap", &s.softcap}, {"alibi", &s.alibi}, {"sinks", &s.sinks}})
     FLASHJIT_TRY(read_bool(j, field, *dst));
@@ -152,8 +161,9 @@ std::string describe(const ProblemShape& s) {
   if (uses_chunk(s.mask)) mask += fmt::format("({})", s.chunk_size);
   std::string variants = config::variant_tag(s.softcap, s.alibi, s.sinks, s.score_mod, s.mask_mod);
   std::replace(variants.begin(), variants.end(), '_', ' ');
-  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
-                     s.heads_q, s.heads_kv, s.head_dim, mask, variants);
+  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
+                     s.heads_q, s.heads_kv, s.head_dim, mask, variants,
+                     s.page_size > 0 ? fmt::format(" paged{}", s.page_size) : "");
 }
 
 }  // namespace flashjit::dispatch

@@ -34,6 +34,9 @@ struct ProblemShape {
   // when given. to_problem's problem points at these strings (keep the shape alive while it is used).
   std::string score_mod;
   std::string mask_mod;
+  // Paged keys and values (AttentionProblem::page_table): tokens per page, 0 contiguous; in the JSON only when
+  // paged. to_problem's problem has stand-in tables (the dispatcher and precompile need only the page size).
+  int page_size = 0;
 
   bool operator==(const ProblemShape&) const = default;
 };

@@ -163,7 +163,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim",
                           "mask", "window_left", "window_right", "chunk_size", "softcap", "alibi", "sinks", "score_mod",
-                          "mask_mod"},
+                          "mask_mod", "page_size"},
                          where));
   for (const char* required : {"heads_q", "head_dim"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -206,6 +206,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   FLASHJIT_TRY(axes.int_field("window_left", [](ProblemShape& s, int x) { s.window_left = x; }));
   FLASHJIT_TRY(axes.int_field("window_right", [](ProblemShape& s, int x) { s.window_right = x; }));
   FLASHJIT_TRY(axes.int_field("chunk_size", [](ProblemShape& s, int x) { s.chunk_size = x; }));
+  FLASHJIT_TRY(axes.int_field("page_size", [](ProblemShape& s, int x) { s.page_size = x; }));  // 0: contiguous
   return cross_product(axes.list, where);
 }
 

@@ -201,6 +201,22 @@ TEST_CASE("cli: emit of decode and combine configs", "[cli][decode]") {
   CHECK(run.has("run takes a prefill config"));
 }
 
+TEST_CASE("cli: autotune refuses paged prefill problems, which precompile compiles", "[cli][autotune][paged]") {
+  Cli cli;
+  const std::string paged = write(cli, "paged.json", R"({"problems": [
+    {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen_q": 64, "seqlen_k": 256, "page_size": [0, 16]}]})");
+  const std::string out = quote((cli.root() / "out.json").string());
+  auto rejected = cli("autotune --sweep " + paged + " -o " + out);
+  INFO(rejected);
+  CHECK(rejected.code == 2);
+  CHECK(rejected.has("paged16 is paged, and paged problems are not autotuned"));
+  CHECK_FALSE(fs::exists(cli.root() / "out.json"));
+  auto compiled = cli("precompile --sweep " + paged + " --arch sm_90a");
+  INFO(compiled);
+  CHECK(compiled.code == 0);
+  CHECK(compiled.has("_paged16_sm90a"));
+}
+
 TEST_CASE("cli: autotune skips decode problems", "[cli][autotune][decode]") {
   Cli cli;
   const std::string only_decode = write(cli, "decode.json", kDecodeSweep);

@@ -1,9 +1,12 @@
 // Tests of what precompile compiles: the dispatcher's picks per problem and arch (deduplicated), the picks
 // with each GPU's tuned tables, and the whole candidate space; for decode problems the planner's split kernel,
-// the combine kernel when the keys are split, the merge kernel per (dtype, head dim, arch), all deduplicated.
+// the combine kernel when the keys are split, the merge kernel per (dtype, head dim, arch), all deduplicated;
+// paged prefill problems their page sizes' kernels.
 #include <algorithm>
 #include <set>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
@@ -190,4 +193,29 @@ TEST_CASE("precompile plan: decode kernels dedupe across problems, mixed with pr
   CHECK(all.decode == plan.decode);
   CHECK(all.combine == plan.combine);
   CHECK(all.merge == plan.merge);
+}
+
+TEST_CASE("precompile plan: paged prefill problems give kernels with their page sizes", "[tune][plan][paged]") {
+  auto sweep = parse_sweep(R"({"problems": [{"heads_q": 32, "heads_kv": 8, "head_dim": 128, "batch": 4,
+                                             "seqlen_q": 1024, "seqlen_k": 8192, "mask": "causal",
+                                             "page_size": [0, 1, 16, 256]}]})", "paged.json");
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->problems.size() == 4);
+  CHECK(sweep->problems[1].page_size == 1);
+  const auto plan = precompile_plan(*sweep, {kSm90a, kSm80}, {}, false);
+  std::set<int> sm90a_pages, sm80_pages;
+  for (const KernelConfig& c : plan.configs) {
+    INFO(readable_name(c));
+    (c.arch == kSm90a ? sm90a_pages : sm80_pages).insert(c.page_size);
+    if (c.page_size > 0) CHECK(readable_name(c).find(fmt::format("_paged{}_", c.page_size)) != std::string::npos);
+    if (c.page_size > 0 && c.page_size < 16 && c.arch == kSm90a) CHECK(c.block_n <= 128);  // gathered pages
+  }
+  CHECK(sm90a_pages == std::set<int>{0, 1, 16, 256});
+  CHECK(sm80_pages == std::set<int>{0, 1, 16, 256});
+  // The shape's JSON carries page_size only when paged, and reads back.
+  CHECK(!to_json(sweep->problems[0]).contains("page_size"));
+  auto back = shape_from_json(to_json(sweep->problems[2]));
+  REQUIRE(back.ok());
+  CHECK(*back == sweep->problems[2]);
+  CHECK(describe(sweep->problems[2]).find("paged16") != std::string::npos);
 }

@@ -148,6 +148,7 @@ TEST_CASE("sweep: errors name the entry and the field", "[tune][sweep]") {
       {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "mask": ["none", "diagonal"]})"), {"problems[1].mask[1]", "diagonal"}},
       {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "window_left": 4})"), {"problems[1].window_left", "sliding_window"}},
       {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "chunk_size": 4, "mask": "causal"})"), {"problems[1].chunk_size"}},
+      {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "page_size": [16, 24]})"), {"problems[1]", "page_size", "power of two in [1, 256]"}},
       {in_second(R"({"heads_q": 8, "head_dim": 64, "seqlen": 64, "mask": "chunked"})"), {"problems[1].chunk_size", ">= 1"}},
       {in_second(R"({"heads_q": 8, "heads_kv": [2, 3], "head_dim": 64, "seqlen": 64})"), {"problems[1].heads_kv", "multiple"}},
       {in_second(R"({"heads_q": 8, "head_dim": 60, "seqlen": 64})"), {"problems[1].head_dim", "multiple of 8"}},

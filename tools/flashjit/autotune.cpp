@@ -74,6 +74,15 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
                sweep->decode.size(), sweep->decode.size() == 1 ? "" : "s");
     std::fflush(stdout);
   }
+  // Paged prefill problems take the tiles of their contiguous twins (the tuned tables hold contiguous problems;
+  // the dispatcher fits the tiles to the pages): precompile compiles their kernels, autotune refuses them.
+  for (const auto& shape : sweep->problems)
+    if (shape.page_size > 0)
+      return report_input(Error(ErrorCode::invalid_argument,
+                                fmt::format("sweep {}: {} is paged, and paged problems are not autotuned (tune its "
+                                            "contiguous twin, without page_size; `flashjit precompile` compiles the "
+                                            "paged kernels)",
+                                            sweep->name, dispatch::describe(shape))));
   auto device = gpu();
   if (!device.ok()) return report(device.error());
   auto scope = cuda::ContextScope::enter(0);
