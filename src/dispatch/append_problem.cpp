@@ -7,15 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/arg_checks.hpp"
 #include "flashjit/append.hpp"
 
 namespace flashjit {
-namespace {
 
-bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
-bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
-
-}  // namespace
+using dispatch::aligned;
+using dispatch::is_power_of_two;
 
 Strides resolved_new_strides(const AppendProblem& p, const Strides& s) {
   if (!p.ragged()) return contiguous_bshd(s, p.new_len, p.heads_kv, p.head_dim);

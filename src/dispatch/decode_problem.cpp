@@ -6,17 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/arg_checks.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/variant_check.hpp"
 #include "flashjit/decode.hpp"
 
 namespace flashjit {
-namespace {
 
-bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
-bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
-
-}  // namespace
+using dispatch::aligned;
+using dispatch::is_power_of_two;
 
 const char* to_string(SplitMerge merge) {
   switch (merge) {
