@@ -148,7 +148,7 @@ struct AppendKernelConfig {
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;   // paged: tokens per page (a power of two in [1, 256], compiled in); contiguous: 0
   int warps = 4;       // warps per CTA
-  int vectors = 4;     // 16-byte vectors each thread has in flight (1, 2, 4 or 8)
+  int vectors = 2;     // 16-byte vectors each thread has in flight (1, 2, 4 or 8)
 
   bool operator==(const AppendKernelConfig&) const = default;
 };

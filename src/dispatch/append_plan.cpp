@@ -23,13 +23,13 @@ AppendKernelConfig append_kernel_config(DType dtype, int head_dim, KvLayout layo
   // Four warps: CTAs small enough that a sequence of one new token (Hkv * D / 8 vectors per K or V, 128 for
   // llama3's 8 x 128) fills about one CTA, and sixteen of them fill an SM.
   c.warps = kAppendWarps;
-  // Vectors per thread: a copy reaches HBM bandwidth with tens of KB in flight per SM, which all the threads
-  // of an SM give with one 16-byte vector each (32 KB) when there is work for all of them. With work for every
-  // thread of the GPU twice over or more, two or four loads per thread before the first store keep more in
-  // flight and halve or quarter the CTAs to schedule; below that, one vector per thread spreads a small append
-  // over the most SMs (it is bound by latency, not bandwidth).
+  // Vectors per thread: a copy reaches HBM bandwidth with about 64 KB in flight per SM. With work for every
+  // thread of the GPU twice over or more, two loads per thread before the first store at full occupancy (32
+  // registers) give that: measured on the H200 (bench/results/2026-12-03-session26), 0.97-1.04 of cudaMemcpy's
+  // bandwidth, where four per thread (68 registers, 7 CTAs of 4 warps) reach 0.79-0.89 and eight 0.57-0.66.
+  // Below that, one vector per thread spreads a small append over the most SMs (it is bound by latency).
   const std::int64_t wave = std::max(sms, 1) * kThreadsPerSm;
-  c.vectors = vectors >= 4 * wave ? 4 : vectors >= 2 * wave ? 2 : 1;
+  c.vectors = vectors >= 2 * wave ? 2 : 1;
   return c;
 }
 
@@ -40,7 +40,7 @@ AppendKernelConfig append_kernel(const AppendProblem& p, const Arch& arch, int s
 std::vector<AppendKernelConfig> append_prepare_kernels(DType dtype, int head_dim, KvLayout layout, int page_size,
                                                        const Arch& arch) {
   std::vector<AppendKernelConfig> out;
-  for (int vectors : {1, 2, 4}) {
+  for (int vectors : {1, 2}) {
     AppendKernelConfig c = append_kernel_config(dtype, head_dim, layout, page_size, arch, 0, 1);
     c.vectors = vectors;
     out.push_back(c);

@@ -21,7 +21,7 @@ TEST_CASE("generate: the source of an append config", "[codegen][append]") {
   CHECK(contains(g->text, "flashjit::append::AppendKernel<\n    /*element=*/flashjit::fp16, /*head_dim=*/64, "
                           "/*page_size=*/32, /*warps=*/2, /*vectors=*/8>"));
   CHECK(contains(g->text, "static_assert(Kernel::kThreads == 64"));
-  CHECK(contains(g->text, "__launch_bounds__(64, 4)"));  // 2048 threads / (64 x 8 vectors)
+  CHECK(contains(g->text, "__launch_bounds__(64, 8)"));  // 2048 threads / (64 x 8 / 2 vectors)
   CHECK(contains(g->text, "static_assert(Kernel::kSmemBytes == 0"));
   CHECK(contains(g->text, "const __grid_constant__ flashjit::AppendParams params"));
   CHECK(contains(g->text, "// config: " + to_json(c)));

@@ -73,12 +73,13 @@ TEST_CASE("nvrtc append: the planned kernels compile without spills or ld.global
     INFO(o.compiled->log);
     CHECK(o.compiled->cubin.compare(0, 4, "\x7f" "ELF") == 0);
     CHECK(o.compiled->ptxas.registers > 0);
-    // The bytes in flight per SM a copy needs (tens of KB): CTAs the register file holds x threads x vectors x 16
-    // bytes at least 32 KB (the one-vector kernels: every thread of the SM, 32 registers each).
+    // The bytes in flight per SM a copy needs (about 64 KB, measured): CTAs the register file holds x threads x
+    // vectors x 16 bytes at least 64 KB, 32 KB for the one-vector kernels of small appends (every thread of the
+    // SM, 32 registers each).
     const int allocated = (o.compiled->ptxas.registers + 7) / 8 * 8, threads = flashjit::threads_per_cta(configs[i]);
     const int ctas = std::min(64 * 1024 / (allocated * threads), 2048 / threads);
     INFO(o.compiled->ptxas.registers << " registers: " << ctas << " CTAs per SM");
-    CHECK(ctas * threads * configs[i].vectors * 16 >= 32 * 1024);
+    CHECK(ctas * threads * configs[i].vectors * 16 >= (configs[i].vectors == 1 ? 32 : 64) * 1024);
     CHECK(o.compiled->ptxas.spill_stores == 0);
     CHECK(o.compiled->ptxas.spill_loads == 0);
     CHECK(o.compiled->ptxas.stack_frame == 0);

@@ -24,10 +24,10 @@ std::string first_field(const AppendKernelConfig& c) {
 TEST_CASE("append config: canonical JSON round-trips and names the kernel", "[config][append]") {
   AppendKernelConfig c;
   c.arch = Arch{80, false}, c.dtype = DType::fp16, c.head_dim = 64, c.layout = KvLayout::paged, c.page_size = 16;
-  c.warps = 8, c.vectors = 2;
+  c.warps = 8, c.vectors = 4;
   const std::string json = to_json(c);
   CHECK(json == R"({"kernel":"append","arch":"sm_80","dtype":"fp16","head_dim":64,"layout":"paged","page_size":16,)"
-                R"("warps":8,"vectors":2})");
+                R"("warps":8,"vectors":4})");
   auto back = flashjit::append_config_from_json(json);
   REQUIRE(back.ok());
   CHECK(*back == c);
@@ -37,11 +37,11 @@ TEST_CASE("append config: canonical JSON round-trips and names the kernel", "[co
   CHECK(*any == AnyKernelConfig(c));
   CHECK(to_string(any->kind()) == std::string("append"));
   auto pairs = flashjit::append_config_from_pairs({"kernel=append", "head_dim=64", "layout=paged", "page_size=16",
-                                                   "arch=sm_80", "dtype=fp16", "warps=8", "vectors=2"});
+                                                   "arch=sm_80", "dtype=fp16", "warps=8", "vectors=4"});
   REQUIRE(pairs.ok());
   CHECK(*pairs == c);
-  CHECK(readable_name(c) == "append_fp16_d64_paged16_w8_v2_sm80");
-  CHECK(readable_name(AppendKernelConfig{}) == "append_bf16_d128_contiguous_w4_v4_sm90a");
+  CHECK(readable_name(c) == "append_fp16_d64_paged16_w8_v4_sm80");
+  CHECK(readable_name(AppendKernelConfig{}) == "append_bf16_d128_contiguous_w4_v2_sm90a");
   CHECK(readable_name(AnyKernelConfig(c)) == readable_name(c));
   CHECK(threads_per_cta(AnyKernelConfig(c)) == 256);
   CHECK(shared_memory_bytes(AnyKernelConfig(c)) == 0);
@@ -98,13 +98,13 @@ TEST_CASE("append config: validate names the field", "[config][append]") {
   CHECK(first_field(bad) == "arch");
   const auto st = check(bad);
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().message.find("append_bf16_d128_contiguous_w4_v4_sm80a") != std::string::npos);
+  CHECK(st.error().message.find("append_bf16_d128_contiguous_w4_v2_sm80a") != std::string::npos);
 }
 
 TEST_CASE("append config: kinds compare and hash apart, fields change the hash", "[config][append]") {
   AppendKernelConfig a, b;
   CHECK(hash_of(AnyKernelConfig(a)) == hash_of(AnyKernelConfig(b)));
-  b.vectors = 2;
+  b.vectors = 4;
   CHECK(hash_of(AnyKernelConfig(a)) != hash_of(AnyKernelConfig(b)));
   CHECK_FALSE(AnyKernelConfig(a) == AnyKernelConfig(flashjit::CombineKernelConfig{}));
   CHECK(hash_of(AnyKernelConfig(a)) != hash_of(AnyKernelConfig(flashjit::CombineKernelConfig{})));

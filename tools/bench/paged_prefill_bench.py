@@ -116,6 +116,8 @@ def runners(c, sets):
         tiles = {k: chosen[k] for k in ("algorithm", "block_m", "block_n", "stages", "consumer_warpgroups") if k in chosen}
         if chosen.get("scheduler") == "grid" and c["page_size"] >= 16:  # boxed pages smaller than a key tile
             out["flashjit_paged_persistent"] = fj_paged(dict(tiles, scheduler="persistent"))
+            # A stage more: the lanes' boxes of the next tile go out a tile earlier.
+            out["flashjit_paged_stages3"] = fj_paged(dict(tiles, stages=3, scheduler="grid"))
         if c["page_size"] < 16:  # gathered pages: against fa2's cp.async loads
             out["flashjit_paged_fa2"] = fj_paged({"algorithm": "fa2", "block_m": 64, "block_n": 64, "warps": 4,
                                                   "stages": 2})
@@ -197,7 +199,7 @@ def bench_case(c, args):
     return row
 
 
-COLUMNS = ["flashjit_paged", "flashjit_paged_persistent", "flashjit_paged_fa2", "flashjit_contiguous", "fa4_paged", "fa4_contiguous", "cudnn"]
+COLUMNS = ["flashjit_paged", "flashjit_paged_persistent", "flashjit_paged_stages3", "flashjit_paged_fa2", "flashjit_contiguous", "fa4_paged", "fa4_contiguous", "cudnn"]
 
 
 def markdown(rows, ceil, stamp):
