@@ -10,7 +10,9 @@
 //   paged:      k_cache, v_cache [num_pages, page_size, Hkv, D]   (strides: page, token, head)
 //               page_table [B, max_pages_per_seq] int32: key j of sequence b lives in page
 //               page_table[b * max_pages_per_seq + j / page_size], token j % page_size
-//   seqlens_k   [B] int32, device memory: keys of each sequence (read by the kernels, never by the host)
+//               or FlashInfer's CSR table (page_indptr set): page_table[page_indptr[b] + j / page_size]
+//   seqlens_k   [B] int32, device memory: keys of each sequence (read by the kernels, never by the host); with a
+//               CSR table it may be left null and the counts come from last_page_len
 //
 // Fused append (flash-attn's flash_attn_with_kvcache(k=, v=, cache_seqlens=)): with new_len > 0, k_new / v_new
 // [B, new_len, Hkv, D] are written into the cache first (the append kernel, append.hpp: token s of sequence b at
@@ -75,6 +77,15 @@ struct DecodeProblem {
   int num_pages = 0;
   int page_size = 0;  // tokens per page: a power of two in [1, 256]
   int max_pages_per_seq = 0;
+  // FlashInfer's CSR page table instead of the dense one (as AttentionProblem's, problem.hpp): with page_indptr
+  // (device int32 [batch + 1], non-decreasing from >= 0) page_table is the flat page index array (paged_kv_indices)
+  // and sequence b's pages are page_table[page_indptr[b] .. page_indptr[b + 1]), at most max_pages_per_seq of them
+  // (the host bound that stays required, with max_seqlen_k). Its key count is seqlens_k[b], or with last_page_len
+  // (device int32 [batch], the tokens of its last page, in [1, page_size]; seqlens_k null then) (pages - 1) *
+  // page_size + last_page_len[b], 0 without pages; the kernels clamp it to the sequence's pages and to max_seqlen_k.
+  // Read on the device only (check_pages checks them too).
+  const int* page_indptr = nullptr;
+  const int* last_page_len = nullptr;
 
   int window_left = -1;  // -1: no sliding window; else keys a - window_left .. a (a = the query's position)
   int chunk_size = 0;    // 0: no chunks; else keys of a's chunk up to a (chunked-causal; not with a window)

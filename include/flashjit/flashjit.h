@@ -270,7 +270,8 @@ typedef enum flashjit_split_merge {
  *   contiguous:   k_cache, v_cache [B, cache_seqlen, Hkv, D]   (strides: batch, seq, head)
  *   paged:        k_cache, v_cache [num_pages, page_size, Hkv, D] (strides: page, token, head, in the
  *                 batch, seq, head fields); page_table [B, max_pages_per_seq] int32 contiguous: key j of
- *                 sequence b is token j % page_size of page page_table[b * max_pages_per_seq + j / page_size]
+ *                 sequence b is token j % page_size of page page_table[b * max_pages_per_seq + j / page_size];
+ *                 or FlashInfer's CSR table (page_indptr, last_page_len: the fields at the end)
  *   seqlens_k     [B] int32 on the device, read by the kernels only (never by the host, unless check_pages)
  * max_seqlen_k is a host-side bound on every seqlens_k entry (the split planner divides this many keys;
  * the kernels clamp each length to it): at most cache_seqlen, or max_pages_per_seq * page_size, and 2^30.
@@ -346,6 +347,14 @@ typedef struct flashjit_decode_args {
   flashjit_strides v_new_strides;
   int new_len;
   int32_t* seqlens_out;
+  /* FlashInfer's CSR page table instead of the dense one (paged layout; default NULL), as in
+   * flashjit_attention_args: with page_indptr (device int32 [batch + 1], non-decreasing from >= 0) page_table is the
+   * flat page index array and sequence b's pages are page_table[page_indptr[b] .. page_indptr[b + 1]), at most
+   * max_pages_per_seq of them. Its key count is seqlens_k[b], or with last_page_len (device int32 [batch], its last
+   * page's tokens in [1, page_size]; seqlens_k NULL then) (pages - 1) * page_size + last_page_len[b]; the kernels
+   * clamp it to the sequence's pages and to max_seqlen_k. Both 4-byte aligned. */
+  const int32_t* page_indptr;
+  const int32_t* last_page_len;
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))

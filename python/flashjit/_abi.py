@@ -184,6 +184,9 @@ class DecodeArgs(ctypes.Structure):
         ("v_new_strides", Strides),
         ("new_len", ctypes.c_int),
         ("seqlens_out", ctypes.c_void_p),
+        # FlashInfer's CSR page table (page_indptr NULL: the dense table).
+        ("page_indptr", ctypes.c_void_p),
+        ("last_page_len", ctypes.c_void_p),
     ]
 
     def __init__(self, **fields):

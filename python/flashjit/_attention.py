@@ -96,17 +96,18 @@ def _forward_key(tensors, options, config):
 
 
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
-             sinks=None, snip=None, page_table=None, seqused_k=None):
+             sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
     snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
-        lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k))
+        lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k,
+                             page_indptr, last_page_len))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
     (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes, args.sinks,
-     args.page_table, args.seqused_k) = addresses
+     args.page_table, args.seqused_k, args.page_indptr, args.last_page_len) = addresses
     if snip is not None:
         snip.set_aux_pointers(args)
     args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
@@ -127,14 +128,13 @@ def _call(function, args, out, like, lse_shape, stream):
 
 
 def _addresses(q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes=None, sinks=None, page_table=None,
-               seqused_k=None):
-    """Data pointers (0 for a missing out, offsets, slopes, sinks, page table or key counts): q, k, v and out
-    (16-byte aligned), then the 4-byte aligned ones."""
-    return (q.data_ptr(), k.data_ptr(), v.data_ptr(), 0 if out is None else out.data_ptr(),
-            0 if cu_seqlens_q is None else cu_seqlens_q.data_ptr(),
-            0 if cu_seqlens_k is None else cu_seqlens_k.data_ptr(),
-            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr(),
-            0 if page_table is None else page_table.data_ptr(), 0 if seqused_k is None else seqused_k.data_ptr())
+               seqused_k=None, page_indptr=None, last_page_len=None):
+    """Data pointers (0 for a missing out, offsets, slopes, sinks, page table, key counts or CSR arrays): q, k, v
+    and out (16-byte aligned), then the 4-byte aligned ones."""
+    def ptr(t):
+        return 0 if t is None else t.data_ptr()
+    return (q.data_ptr(), k.data_ptr(), v.data_ptr(), ptr(out), ptr(cu_seqlens_q), ptr(cu_seqlens_k),
+            ptr(alibi_slopes), ptr(sinks), ptr(page_table), ptr(seqused_k), ptr(page_indptr), ptr(last_page_len))
 
 
 def _checked_options(q, out, out_dims, causal, window, chunk_size, softmax_scale, v=None):
@@ -175,16 +175,16 @@ def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scal
 
 
 def _traced_call(op_name, function, tensors, options, causal, window_size, chunk_size, softmax_scale, return_lse,
-                 out, config, stream, softcap, alibi_slopes, sinks, page_table=None, seqused_k=None):
+                 out, config, stream, softcap, alibi_slopes, sinks, page_table=None, seqused_k=None, csr=()):
     """A forward through the custom op (torch.compile, torch.export, fake tensors): the op returns a new O, which
-    fills out= by a copy."""
+    fills out= by a copy. csr: attention_varlen's (page_indptr, last_page_len)."""
     from . import _ops
     _ops.refuse_stream(function, stream)
     left, right = window_pair(window_size)
     scale = scale_of(softmax_scale)
     o, lse = getattr(_ops.ops(), op_name)(*tensors, *options, bool(causal), left, right, int(chunk_size),
                                           scale if scale > 0 else None, bool(return_lse), _ops.config_text(config),
-                                          softcap_of(softcap), alibi_slopes, sinks, page_table, seqused_k)
+                                          softcap_of(softcap), alibi_slopes, sinks, page_table, seqused_k, *csr)
     if out is not None:
         out.copy_(o)
         o = out
@@ -300,8 +300,9 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                      window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
                      aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (),
                      aux_integers: Sequence[int] = (), alignment: str = "bottom_right",
-                     page_table: Optional[Tensor] = None,
-                     seqused_k: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                     page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
+                     page_indptr: Optional[Tensor] = None,
+                     last_page_len: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
     q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
@@ -326,6 +327,12 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     most max_pages_per_seq * page_size. Each sequence's queries are its last key positions (masks bottom-right per
     sequence). A page index outside [0, num_pages) reads as zeros (FLASHJIT_CHECK_PAGES=1 checks the table on the
     host first); the tokens of a sequence's last page past its length are read and masked (finite values there).
+    FlashInfer's CSR page table (paged_kv_indptr / paged_kv_indices / paged_kv_last_page_len): with page_indptr,
+    torch.int32 [batch + 1] on q's device (non-decreasing from >= 0), page_table is the flat page index array,
+    torch.int32 [num_indices], and sequence b's pages are page_table[page_indptr[b]:page_indptr[b + 1]]; its key
+    count is seqused_k[b], or with last_page_len (torch.int32 [batch], the tokens of its last page, in [1,
+    page_size]; seqused_k None then) (pages - 1) * page_size + last_page_len[b]. max_seqlen_k bounds the counts
+    (at most num_indices * page_size). Neither array is read on the host (FLASHJIT_CHECK_PAGES=1 checks them).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
     Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
@@ -340,20 +347,23 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
-                            out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k)
+                            out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k,
+                            (page_indptr, last_page_len))
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
-                                    alibi_slopes, sinks, snip, page_table, seqused_k)
+                                    alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len)
     return (o, lse) if return_lse else o
 
 
 def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
                            chunk_size, softmax_scale, return_lse, out, config, stream, softcap=0.0, alibi_slopes=None,
-                           sinks=None, snip=None, page_table=None, seqused_k=None):
+                           sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None,
+                           last_page_len=None):
     """attention_varlen() straight through the library: (O, LSE or None)."""
     def check(out):
         problem, pages = check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                                       max_seqlen_k, page_table, seqused_k)
+                                                       max_seqlen_k, page_table, seqused_k, False, page_indptr,
+                                                       last_page_len)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
                                                                 chunk_size, softmax_scale, v)
@@ -370,10 +380,11 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
     key = None if snip is not None else _forward_key(
-        (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k),
+        (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k, page_indptr,
+         last_page_len),
         (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
-                    sinks, snip, page_table, seqused_k)
+                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:

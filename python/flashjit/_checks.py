@@ -484,15 +484,23 @@ def _int_arg(name, value, low, high=None):
     return value
 
 
-def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seqlen_k=None, traced=False):
+def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seqlen_k=None, traced=False,
+                        page_indptr=None, last_page_len=None):
     """The DecodeProblem of q [B, q_len, Hq, D] over a contiguous cache [B, max_seq, Hkv, D] (page_table None) or
-    a paged one [num_pages, page_size, Hkv, D] with page_table [B, max_pages] int32; seqlens_k [B] int32 on the
-    device. Kernel limits (q_len, head_dim, page_size, group * q_len) are the library's checks."""
+    a paged one [num_pages, page_size, Hkv, D] with page_table [B, max_pages] int32, or with FlashInfer's CSR table
+    (page_indptr [B + 1], page_table [num_indices], and last_page_len [B] instead of seqlens_k or not); seqlens_k
+    [B] int32 on the device. Kernel limits (q_len, head_dim, page_size, group * q_len) are the library's checks."""
     paged = page_table is not None
-    tensors = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("seqlens_k", seqlens_k)]
+    csr = check_csr_pair("seqlens_k", page_table, page_indptr, seqlens_k, last_page_len)
+    if seqlens_k is None and not csr:
+        raise ValueError("seqlens_k is None: pass each sequence's key count (int32 [batch]), or with a CSR page table "
+                         "(page_indptr) last_page_len")
+    tensors = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)]
+    if seqlens_k is not None:
+        tensors.append(("seqlens_k", seqlens_k))
     if paged:
         tensors.append(("page_table", page_table))
-    _require_devices_and_dtypes(tensors, 3, traced)
+    _require_devices_and_dtypes(tensors + list(csr_tensors(page_indptr, last_page_len)), 3, traced)
     _require_4d("q", q)
     cache_dims = "[num_pages, page_size, heads_kv, head_dim]" if paged else "[batch, max_seqlen, heads_kv, head_dim]"
     for name, t in tensors[1:3]:
@@ -507,11 +515,15 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
     if not paged and n0 != b:
         raise ValueError(f"k_cache: batch {n0} differs from q's {b} (a paged cache needs page_table)")
     _require_heads_and_head_dim("k_cache", hq, hkv, d, dk)
-    if _shape(seqlens_k) != (b,):
-        raise ValueError(f"seqlens_k must have shape [{b}] (one length per sequence of q), got {list(_shape(seqlens_k))}")
-    _require_dense("seqlens_k", seqlens_k, "int32 [batch]", traced)
+    if seqlens_k is not None:
+        if _shape(seqlens_k) != (b,):
+            raise ValueError(f"seqlens_k must have shape [{b}] (one length per sequence of q), got "
+                             f"{list(_shape(seqlens_k))}")
+        _require_dense("seqlens_k", seqlens_k, "int32 [batch]", traced)
     max_pages = 0
-    if paged:
+    if csr:
+        max_pages = check_csr_table(page_table, page_indptr, last_page_len, b, traced)
+    elif paged:
         shape = _shape(page_table)
         if len(shape) != 2 or shape[0] != b or shape[1] < 1:
             raise ValueError(f"page_table must have shape [{b}, max_pages_per_seq] (one row per sequence of q), got "
@@ -528,7 +540,8 @@ def check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table=None, max_seq
         if max_seqlen_k > MAX_DECODE_SEQLEN:
             raise ValueError(f"the cache holds {capacity} keys per sequence, beyond 2^30: pass max_seqlen_k")
     else:
-        what = "max_pages_per_seq * page_size" if paged else "the cache's sequence capacity k_cache.shape[1]"
+        what = ("num_indices (page_table.shape[0]) * page_size" if csr else
+                "max_pages_per_seq * page_size" if paged else "the cache's sequence capacity k_cache.shape[1]")
         max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, MAX_DECODE_SEQLEN)
         if max_seqlen_k > capacity:
             raise ValueError(f"max_seqlen_k {max_seqlen_k} exceeds {what} = {capacity}")
@@ -728,9 +741,60 @@ class Pages:
         return {"page_size": self.page_size, "num_pages": self.num_pages, "max_pages_per_seq": self.max_pages_per_seq}
 
 
-def check_paged_pair(page_table, seqused_k, cu_seqlens_k=None, varlen=False):
+def check_csr_pair(counts_name, page_table, page_indptr, counts, last_page_len):
+    """Whether a paged call's table is FlashInfer's CSR one (page_indptr given), after the rules of its arguments:
+    page_indptr goes with page_table (the flat page indices), last_page_len with page_indptr, and a CSR table takes
+    exactly one of `counts_name` (counts, each sequence's key count) and last_page_len."""
+    if page_indptr is None:
+        if last_page_len is not None:
+            raise ValueError(f"last_page_len is for a CSR page table: pass page_indptr too (int32 [batch + 1]), or "
+                             f"{counts_name} instead")
+        return False
+    if page_table is None:
+        raise ValueError("page_indptr needs page_table: the CSR table's flat page indices, torch.int32 [num_indices] "
+                         "on q's device")
+    if (counts is None) == (last_page_len is None):
+        raise ValueError(f"a CSR page table (page_indptr) takes exactly one of {counts_name} (each sequence's key "
+                         f"count) and last_page_len (the tokens of its last page), got "
+                         f"{'both' if counts is not None else 'neither'}")
+    return True
+
+
+def check_csr_table(page_table, page_indptr, last_page_len, batch, traced):
+    """max_pages_per_seq for the C ABI of FlashInfer's CSR table: page_table int32 [num_indices] (the flat page
+    indices, contiguous), page_indptr int32 [batch + 1] (sequence b's pages are page_table[page_indptr[b] :
+    page_indptr[b + 1]]) and last_page_len int32 [batch] or None. Every sequence has at most num_indices pages: that
+    is the bound (the offsets and counts are read on the device only). Devices and dtypes are checked before."""
+    shape = _shape(page_table)
+    if len(shape) != 1 or shape[0] < 1:
+        raise ValueError(f"page_table must have shape [num_indices] with page_indptr (FlashInfer's CSR table: the "
+                         f"flat page indices of every sequence), got {list(shape)}")
+    _require_dense("page_table", page_table, "int32 [num_indices]", traced)
+    if shape[0] > INT32_MAX:
+        raise ValueError(f"page_table holds {shape[0]} page indices, more than int32 offsets (page_indptr) address")
+    if _shape(page_indptr) != (batch + 1,):
+        raise ValueError(f"page_indptr must have shape [{batch + 1}] (batch + 1 offsets into page_table), got "
+                         f"{list(_shape(page_indptr))}")
+    _require_dense("page_indptr", page_indptr, "int32 [batch + 1]", traced)
+    if last_page_len is not None:
+        if _shape(last_page_len) != (batch,):
+            raise ValueError(f"last_page_len must have shape [{batch}] (the tokens of each sequence's last page), got "
+                             f"{list(_shape(last_page_len))}")
+        _require_dense("last_page_len", last_page_len, "int32 [batch]", traced)
+    return shape[0]
+
+
+def csr_tensors(page_indptr, last_page_len):
+    """(name, tensor) pairs of a call's CSR arguments that are given, for the device and dtype checks."""
+    return tuple((name, t) for name, t in (("page_indptr", page_indptr), ("last_page_len", last_page_len))
+                 if t is not None)
+
+
+def check_paged_pair(page_table, seqused_k, cu_seqlens_k=None, varlen=False, page_indptr=None, last_page_len=None):
     """Whether a call is paged (page_table given), after the rules of the pair: seqused_k goes with page_table
-    (and it with seqused_k), and a paged attention_varlen takes no cu_seqlens_k (an unpaged one needs it)."""
+    (and it with seqused_k, or with a CSR table's last_page_len: check_csr_pair), and a paged attention_varlen takes
+    no cu_seqlens_k (an unpaged one needs it)."""
+    csr = check_csr_pair("seqused_k", page_table, page_indptr, seqused_k, last_page_len)
     if page_table is None:
         if seqused_k is not None:
             raise ValueError("seqused_k is for paged keys: pass page_table too (k and v as page pools [num_pages, "
@@ -739,18 +803,20 @@ def check_paged_pair(page_table, seqused_k, cu_seqlens_k=None, varlen=False):
             raise ValueError("cu_seqlens_k is None: pass the keys' offsets (int32 [batch + 1]), or page_table and "
                              "seqused_k for keys in pages")
         return False
-    if seqused_k is None:
-        raise ValueError("page_table needs seqused_k: each sequence's key count, torch.int32 [batch] on q's device")
+    if seqused_k is None and not csr:
+        raise ValueError("page_table needs seqused_k: each sequence's key count, torch.int32 [batch] on q's device "
+                         "(or, with a CSR table's page_indptr, last_page_len)")
     if varlen and cu_seqlens_k is not None:
         raise ValueError("cu_seqlens_k must be None with page_table: seqused_k gives each sequence's key count "
                          "(flash_attn_varlen_func derives it from cu_seqlens_k)")
     return True
 
 
-def _check_pages(q, k, v, page_table, seqused_k, batch, traced):
+def _check_pages(q, k, v, page_table, seqused_k, batch, traced, page_indptr=None, last_page_len=None):
     """(heads_kv, head_dim, head_dim_v for the C ABI, Pages) of page pools k [num_pages, page_size, Hkv, D] and
     v [num_pages, page_size, Hkv, Dv] addressed by page_table int32 [batch, max_pages_per_seq] (rows back to back),
-    seqused_k int32 [batch]; q's heads and head dim. The devices and dtypes are checked before."""
+    or by a CSR table (page_indptr given: check_csr_table), seqused_k int32 [batch] (None with last_page_len); q's
+    heads and head dim. The devices and dtypes are checked before."""
     pools = "[num_pages, page_size, heads_kv, head_dim]"
     for name, t in (("k", k), ("v", v)):
         shape = _shape(t)
@@ -766,21 +832,25 @@ def _check_pages(q, k, v, page_table, seqused_k, batch, traced):
         raise ValueError(f"k: page_size (k.shape[1]) {page_size} must be a power of two in [1, 256]")
     if num_pages > INT32_MAX:
         raise ValueError(f"k: at most {INT32_MAX} pages (int32 page indices), got {num_pages}")
-    shape = _shape(page_table)
-    if len(shape) != 2 or shape[0] != batch or shape[1] < 1:
-        raise ValueError(f"page_table must have shape [{batch}, max_pages_per_seq] (one row of page indices per "
-                         f"sequence), got {list(shape)}")
-    if shape[1] > 1 and _strides(page_table)[1] != 1:
-        raise ValueError(f"page_table: the last dimension must be contiguous (stride(-1) == 1), got strides "
-                         f"{list(_strides(page_table))}; pass page_table.contiguous()")
-    _require_dense("page_table", page_table, "int32 [batch, max_pages_per_seq], rows back to back", traced)
-    max_pages = shape[1]
-    if batch * max_pages > INT32_MAX:
-        raise ValueError(f"page_table holds {batch} x {max_pages} entries, more than int32 indexes")
-    if _shape(seqused_k) != (batch,):
-        raise ValueError(f"seqused_k must have shape [{batch}] (one key count per sequence), got "
-                         f"{list(_shape(seqused_k))}")
-    _require_dense("seqused_k", seqused_k, "int32 [batch]", traced)
+    if page_indptr is not None:
+        max_pages = check_csr_table(page_table, page_indptr, last_page_len, batch, traced)
+    else:
+        shape = _shape(page_table)
+        if len(shape) != 2 or shape[0] != batch or shape[1] < 1:
+            raise ValueError(f"page_table must have shape [{batch}, max_pages_per_seq] (one row of page indices per "
+                             f"sequence), got {list(shape)}")
+        if shape[1] > 1 and _strides(page_table)[1] != 1:
+            raise ValueError(f"page_table: the last dimension must be contiguous (stride(-1) == 1), got strides "
+                             f"{list(_strides(page_table))}; pass page_table.contiguous()")
+        _require_dense("page_table", page_table, "int32 [batch, max_pages_per_seq], rows back to back", traced)
+        max_pages = shape[1]
+        if batch * max_pages > INT32_MAX:
+            raise ValueError(f"page_table holds {batch} x {max_pages} entries, more than int32 indexes")
+    if seqused_k is not None:
+        if _shape(seqused_k) != (batch,):
+            raise ValueError(f"seqused_k must have shape [{batch}] (one key count per sequence), got "
+                             f"{list(_shape(seqused_k))}")
+        _require_dense("seqused_k", seqused_k, "int32 [batch]", traced)
     cache_dims = ("page", "token", "head")
     _require_layout("k", k, cache_dims, traced)
     _require_layout("v", v, cache_dims, traced)
@@ -804,24 +874,29 @@ def check_paged_inputs(q, k, v, page_table, seqused_k, traced=False):
 
 
 def check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_seqlen_q, max_seqlen_k,
-                              traced=False):
+                              traced=False, page_indptr=None, last_page_len=None):
     """(VarlenProblem with total_k 0, Pages) of packed queries q [total_q, Hq, D] with cu_seqlens_q int32
     [batch + 1] over page pools k, v [num_pages, page_size, Hkv, D] with page_table int32 [batch,
-    max_pages_per_seq] and seqused_k int32 [batch]; max_seqlen_k at most max_pages_per_seq * page_size."""
+    max_pages_per_seq] and seqused_k int32 [batch], or FlashInfer's CSR table (page_table int32 [num_indices],
+    page_indptr int32 [batch + 1], and seqused_k or last_page_len int32 [batch]); max_seqlen_k at most
+    max_pages_per_seq * page_size (CSR: num_indices * page_size)."""
     tensors = (("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q), ("page_table", page_table),
-               ("seqused_k", seqused_k))
+               *((("seqused_k", seqused_k),) if seqused_k is not None else ()),
+               *csr_tensors(page_indptr, last_page_len))
     _require_devices_and_dtypes(tensors, 3, traced)
     _require_3d("q", q)
     total_q, hq, _ = _shape(q)
     if total_q > INT32_MAX:
         raise ValueError(f"q may hold at most {INT32_MAX} tokens (int32 offsets), got {total_q}")
     batch = _check_cu_seqlens_q(cu_seqlens_q, traced)
-    hkv, d, dv, pages = _check_pages(q, k, v, page_table, seqused_k, batch, traced)
+    hkv, d, dv, pages = _check_pages(q, k, v, page_table, seqused_k, batch, traced, page_indptr, last_page_len)
     max_seqlen_q = _int_arg("max_seqlen_q", max_seqlen_q, 1, INT32_MAX)
     max_seqlen_k = _int_arg("max_seqlen_k", max_seqlen_k, 1, INT32_MAX)
     if max_seqlen_k > pages.capacity:
-        raise ValueError(f"max_seqlen_k {max_seqlen_k} exceeds what a row of page_table holds: max_pages_per_seq * "
-                         f"page_size = {pages.max_pages_per_seq} * {pages.page_size} = {pages.capacity}")
+        held = ("the CSR table's pages hold: num_indices (page_table.shape[0]) * page_size" if page_indptr is not None
+                else "a row of page_table holds: max_pages_per_seq * page_size")
+        raise ValueError(f"max_seqlen_k {max_seqlen_k} exceeds what {held} = {pages.max_pages_per_seq} * "
+                         f"{pages.page_size} = {pages.capacity}")
     _require_layout("q", q, ("sequence", "head"), traced)
     return VarlenProblem(batch, total_q, 0, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)], dv), pages
 
@@ -834,9 +909,9 @@ def check_attention_inputs(q, k, v, page_table=None, seqused_k=None, traced=Fals
 
 
 def check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, page_table=None,
-                                  seqused_k=None, traced=False):
+                                  seqused_k=None, traced=False, page_indptr=None, last_page_len=None):
     """attention_varlen()'s inputs: (VarlenProblem, Pages or None for packed k and v)."""
-    if check_paged_pair(page_table, seqused_k, cu_seqlens_k, varlen=True):
+    if check_paged_pair(page_table, seqused_k, cu_seqlens_k, True, page_indptr, last_page_len):
         return check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_seqlen_q, max_seqlen_k,
-                                         traced)
+                                         traced, page_indptr, last_page_len)
     return check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced), None

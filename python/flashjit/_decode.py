@@ -37,35 +37,42 @@ def _torch_stream(stream, device):
 
 
 def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-              max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv=None):
+              max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv=None, page_indptr=None,
+              last_page_len=None):
     if not (_memo.ints(window_left, num_splits, max_seqlen_k, chunk_size) and _memo.number(softmax_scale)
             and softcap is not None and _memo.number(softcap) and type(split_merge) is str):
         return None
-    key = _memo.tensor_key
+
+    def key(t):
+        return None if t is None else _memo.tensor_key(t)
     try:
-        return (key(q), key(k_cache), key(v_cache), key(seqlens_k), None if page_table is None else key(page_table),
-                None if out is None else key(out), window_left, softmax_scale, num_splits, split_merge, max_seqlen_k,
-                chunk_size, softcap, None if alibi_slopes is None else key(alibi_slopes),
-                None if sinks is None else key(sinks), None if new_kv is None else (key(new_kv[0]), key(new_kv[1])))
+        return (key(q), key(k_cache), key(v_cache), key(seqlens_k), key(page_table), key(out), window_left,
+                softmax_scale, num_splits, split_merge, max_seqlen_k, chunk_size, softcap, key(alibi_slopes),
+                key(sinks), None if new_kv is None else (key(new_kv[0]), key(new_kv[1])), key(page_indptr),
+                key(last_page_len))
     except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
         return None
 
 
-def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=None, sinks=None, new_kv=None):
-    """The data pointers in _set_addresses' order (0 for a missing out, page table, slopes, sinks or new rows)."""
-    return (q.data_ptr(), 0 if out is None else out.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
-            seqlens_k.data_ptr(), 0 if page_table is None else page_table.data_ptr(),
-            0 if alibi_slopes is None else alibi_slopes.data_ptr(), 0 if sinks is None else sinks.data_ptr(),
-            0 if new_kv is None else new_kv[0].data_ptr(), 0 if new_kv is None else new_kv[1].data_ptr())
+def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=None, sinks=None, new_kv=None,
+               page_indptr=None, last_page_len=None):
+    """The data pointers in _set_addresses' order (0 for a missing out, lengths, page table, slopes, sinks, new
+    rows or CSR arrays)."""
+    def ptr(t):
+        return 0 if t is None else t.data_ptr()
+    return (q.data_ptr(), ptr(out), k_cache.data_ptr(), v_cache.data_ptr(), ptr(seqlens_k), ptr(page_table),
+            ptr(alibi_slopes), ptr(sinks), 0 if new_kv is None else new_kv[0].data_ptr(),
+            0 if new_kv is None else new_kv[1].data_ptr(), ptr(page_indptr), ptr(last_page_len))
 
 
 def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
                   split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
-                  new_kv=None):
+                  new_kv=None, page_indptr=None, last_page_len=None):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
     (allocated like q when None). new_kv: (k, v) [B, S_new, Hkv, D] appended to the cache first (the fused call)."""
     args, problem = decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits,
-                                split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, snip)
+                                split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, snip,
+                                page_indptr, last_page_len)
     if new_kv is not None:
         _set_new_rows(args, problem, k_cache, *new_kv)
     if out is not None:
@@ -73,19 +80,22 @@ def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softm
     out = _output(out, q)
     args.o_strides = Strides(*bshd_strides(out))
     # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
-    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv))
+    _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv,
+                                     page_indptr, last_page_len))
     needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
     if needed < 0:
         _runtime.raise_for(-needed)
-    _set_addresses(args, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    _set_addresses(args, *(0,) * 12)
     return (bytes(args), needed, (problem.batch, problem.heads_q, problem.q_len)), out
 
 
 def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits, split_merge,
-                max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None):
+                max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_indptr=None,
+                last_page_len=None):
     """(DecodeArgs without addresses or stream, O's strides those of q, DecodeProblem) after every check of the
     inputs and options."""
-    problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k)
+    problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k, False, page_indptr,
+                                  last_page_len)
     window_left, num_splits, split_merge, chunk_size = check_decode_options(window_left, num_splits, split_merge,
                                                                             chunk_size)
     scale = scale_of(softmax_scale)
@@ -102,10 +112,11 @@ def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax
     return args, problem
 
 
-def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=0, sinks=0, k_new=0, v_new=0):
+def _set_addresses(args, q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=0, sinks=0, k_new=0, v_new=0,
+                   page_indptr=0, last_page_len=0):
     (args.q, args.o, args.k_cache, args.v_cache, args.seqlens_k, args.page_table, args.alibi_slopes,
-     args.sinks, args.k_new, args.v_new) = (q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, k_new,
-                                            v_new)
+     args.sinks, args.k_new, args.v_new, args.page_indptr, args.last_page_len) = (
+        q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, k_new, v_new, page_indptr, last_page_len)
 
 
 def _set_new_rows(args, problem, k_cache, k, v):
@@ -124,19 +135,20 @@ def _set_new_rows(args, problem, k_cache, k, v):
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
                  split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
-                 new_kv=None):
+                 new_kv=None, page_indptr=None, last_page_len=None):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
     every check on the first call of a key (_memo; every call with snippets, snip), the addresses' alignment on
     every call."""
     key = None if snip is not None else _call_key(
         q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv)
+        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv, page_indptr, last_page_len)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
                                      num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks,
-                                     snip, new_kv),
+                                     snip, new_kv, page_indptr, last_page_len),
         out, lambda: _output(None, q),
-        lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv))
+        lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv, page_indptr,
+                             last_page_len))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
     _set_addresses(args, *addresses)
@@ -168,8 +180,9 @@ def _window_left(window_size, window_left, function):
     return -1 if window_size is NO_WINDOW else decode_window_left(window_size)
 
 
-def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, page_table: Optional[Tensor] = None,
-           window_size: Window = NO_WINDOW, chunk_size: int = 0, softmax_scale: Optional[float] = None,
+def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tensor], *,
+           page_table: Optional[Tensor] = None, page_indptr: Optional[Tensor] = None,
+           last_page_len: Optional[Tensor] = None, window_size: Window = NO_WINDOW, chunk_size: int = 0, softmax_scale: Optional[float] = None,
            softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
            return_lse: bool = False, out: Optional[Tensor] = None, num_splits: int = 0, split_merge: str = "auto",
            max_seqlen_k: Optional[int] = None, stream: Stream = None, window_left: Optional[int] = None,
@@ -182,7 +195,12 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     the cache. Contiguous cache (page_table None): k_cache, v_cache [batch, max_seqlen, heads_kv, head_dim].
     Paged cache: k_cache, v_cache [num_pages, page_size, heads_kv, head_dim] and page_table [batch, max_pages]
     int32 (key j of sequence b is token j % page_size of page page_table[b, j // page_size]; page_size a power
-    of two up to 256). seqlens_k: int32 [batch] on the device, the keys of each sequence (new tokens included).
+    of two up to 256). FlashInfer's CSR page table (paged_kv_indptr / paged_kv_indices / paged_kv_last_page_len):
+    with page_indptr, int32 [batch + 1] on the device (non-decreasing from >= 0), page_table is the flat page index
+    array, int32 [num_indices], and sequence b's pages are page_table[page_indptr[b]:page_indptr[b + 1]]; its key
+    count is seqlens_k[b], or with last_page_len (int32 [batch], the tokens of its last page, in [1, page_size];
+    seqlens_k None then) (pages - 1) * page_size + last_page_len[b] (both clamped to its pages on the device).
+    seqlens_k: int32 [batch] on the device, the keys of each sequence (new tokens included).
     Token t of sequence b sits at position seqlens_k[b] - q_len + t and sees keys up to it (causal among the new
     tokens); window_size = (left, 0) (flash-attn's convention; right must be 0 or -1) also limits it to the left
     keys before it, or else chunk_size > 0 (chunked-causal attention; not together with a window) to the keys of
@@ -190,7 +208,9 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     window_size=(N, 0) (a DeprecationWarning).
 
     max_seqlen_k: a host-side bound on every seqlens_k entry (the keys are split for parallelism by this bound;
-    larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size).
+    larger entries are clamped to it). Default: the cache's capacity (max_seqlen, or max_pages * page_size; with a
+    CSR table num_indices * page_size, every page one sequence's: pass the longest sequence's length instead, since
+    the keys are split by this bound).
     seqlens_k is never read on the host, so decode never synchronizes. softmax_scale: default 1/sqrt(head_dim).
     Variants as for attention(): softcap, alibi_slopes (float32 [heads_q] or [batch, heads_q]; the distance of key j
     from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss: they join each row where its
@@ -211,6 +231,8 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
     """
     left = _window_left(window_size, window_left, "flashjit.decode")
     traced = _traced_tensors("decode", _DECODE_NAMES, q, k_cache, v_cache, seqlens_k, page_table, out)
+    csr = {} if page_indptr is None and last_page_len is None else {"page_indptr": page_indptr,
+                                                                  "last_page_len": last_page_len}
     snip = _snippets_of("decode", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
                         "bottom_right")
     if traced:
@@ -219,32 +241,35 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *, pa
         scale = scale_of(softmax_scale)
         o, lse = _ops.ops().decode(q, k_cache, v_cache, seqlens_k, page_table, left, int(chunk_size),
                                    scale if scale > 0 else None, bool(return_lse), int(num_splits), split_merge,
-                                   max_seqlen_k, softcap_of(softcap), alibi_slopes, sinks)
+                                   max_seqlen_k, softcap_of(softcap), alibi_slopes, sinks, **csr)
         if out is not None:
             out.copy_(o)
             o = out
         return (o, lse) if return_lse else o
     o, lse = decode_eager(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, return_lse, out, num_splits,
-                          split_merge, max_seqlen_k, stream, chunk_size, softcap, alibi_slopes, sinks, snip)
+                          split_merge, max_seqlen_k, stream, chunk_size, softcap, alibi_slopes, sinks, snip, None,
+                          page_indptr, last_page_len)
     return (o, lse) if return_lse else o
 
 
 def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
                  split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
-                 new_kv=None):
+                 new_kv=None, page_indptr=None, last_page_len=None):
     """decode() straight through the library, window_left an int: (O, LSE or None). new_kv: (k, v) [B, S_new, Hkv,
     D] written into the cache at seqlens_k first (the library's fused append; seqlens_k then counts the keys
     before them)."""
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                              return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
-                                             chunk_size, softcap, alibi_slopes, sinks, snip, new_kv)
+                                             chunk_size, softcap, alibi_slopes, sinks, snip, new_kv, page_indptr,
+                                             last_page_len)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return out, lse
 
 
-def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, *,
-                   page_table: Optional[Tensor] = None, window_size: Window = NO_WINDOW, chunk_size: int = 0,
+def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tensor], *,
+                   page_table: Optional[Tensor] = None, page_indptr: Optional[Tensor] = None,
+                   last_page_len: Optional[Tensor] = None, window_size: Window = NO_WINDOW, chunk_size: int = 0,
                    softmax_scale: Optional[float] = None, softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
                    sinks: Optional[Tensor] = None, return_lse: bool = False, out: Optional[Tensor] = None,
                    num_splits: int = 0, split_merge: str = "auto", max_seqlen_k: Optional[int] = None,
@@ -261,7 +286,7 @@ def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tenso
                         "bottom_right")
     args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, False,
                                          out, num_splits, split_merge, max_seqlen_k, stream, chunk_size, softcap,
-                                         alibi_slopes, sinks, snip)
+                                         alibi_slopes, sinks, snip, None, page_indptr, last_page_len)
     import torch
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("flashjit.prepare_decode must run before CUDA-graph capture, not during it")

@@ -100,40 +100,44 @@ def register():
                          max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
                          chunk_size: int, softmax_scale: Optional[float], return_lse: bool, config: Optional[str],
                          softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
-                         page_table: Optional[Tensor] = None,
-                         seqused_k: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                         page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
+                         page_indptr: Optional[Tensor] = None,
+                         last_page_len: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.varlen_out_shapes(q, k, v))
         o, lse = _attention.attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                                    causal, (window_left, window_right), chunk_size, softmax_scale,
                                                    return_lse, out, config, None, softcap, alibi_slopes, sinks, None,
-                                                   page_table, seqused_k)
+                                                   page_table, seqused_k, page_indptr, last_page_len)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention_varlen.register_fake
     def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
           chunk_size, softmax_scale, return_lse, config, softcap=0.0, alibi_slopes=None, sinks=None, page_table=None,
-          seqused_k=None):
+          seqused_k=None, page_indptr=None, last_page_len=None):
         problem, _pages = _checks.check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                                                max_seqlen_k, page_table, seqused_k, traced=True)
+                                                                max_seqlen_k, page_table, seqused_k, True,
+                                                                page_indptr, last_page_len)
         _checks.mask_of(causal, (int(window_left), int(window_right)), int(chunk_size))
         _checks.check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks, traced=True)
         return _outputs(q, *_checks.varlen_out_shapes(q, k, v), return_lse)
 
     @torch.library.custom_op("flashjit::decode", mutates_args=())
-    def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Tensor, page_table: Optional[Tensor],
+    def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tensor], page_table: Optional[Tensor],
                window_left: int, chunk_size: int, softmax_scale: Optional[float], return_lse: bool, num_splits: int,
                split_merge: str, max_seqlen_k: Optional[int], softcap: float = 0.0,
-               alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+               alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
+               page_indptr: Optional[Tensor] = None, last_page_len: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.decode_out_shapes(q, k_cache, v_cache))
         o, lse = _decode.decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                       return_lse, out, num_splits, split_merge, max_seqlen_k, None, chunk_size,
-                                      softcap, alibi_slopes, sinks)
+                                      softcap, alibi_slopes, sinks, None, None, page_indptr, last_page_len)
         return o, (lse if lse is not None else _empty_lse(q))
 
     @decode.register_fake
     def _(q, k_cache, v_cache, seqlens_k, page_table, window_left, chunk_size, softmax_scale, return_lse, num_splits,
-          split_merge, max_seqlen_k, softcap=0.0, alibi_slopes=None, sinks=None):
-        problem = _checks.check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k, traced=True)
+          split_merge, max_seqlen_k, softcap=0.0, alibi_slopes=None, sinks=None, page_indptr=None, last_page_len=None):
+        problem = _checks.check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k, True,
+                                              page_indptr, last_page_len)
         _checks.check_decode_options(int(window_left), int(num_splits), split_merge, int(chunk_size))
         _checks.check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks, traced=True)
         return _outputs(q, *_checks.decode_out_shapes(q, k_cache, v_cache), return_lse)

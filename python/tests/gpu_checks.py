@@ -631,6 +631,80 @@ def split_keys(k, v, bounds):
     return [(k[:, a:b], v[:, a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
+def decode_csr_of(table, seqlens, page_size):
+    """FlashInfer's CSR form of a decode's dense table: (page_indptr [B + 1], flat page indices of the used pages,
+    last_page_len [B]), int32 on the GPU."""
+    used = [-(-n // page_size) for n in seqlens]
+    indptr = torch.tensor([0] + [sum(used[:i + 1]) for i in range(len(used))], dtype=torch.int32, device="cuda")
+    indices = torch.cat([table[i, :n] for i, n in enumerate(used)]).contiguous()
+    last = torch.tensor([n - (m - 1) * page_size if m else 0 for n, m in zip(seqlens, used)], dtype=torch.int32,
+                        device="cuda")
+    return indptr, indices, last
+
+
+def check_decode_csr_tables():
+    """decode over FlashInfer's CSR page tables (page_indptr with the flat page_table, counts from seqlens_k or
+    last_page_len): shuffled pages, mixed lengths with partly full last pages, pages of 1, 16 and 256 tokens, the
+    planner's and forced splits; float64, bit for bit the dense table's output; then captured and replayed with new
+    offsets, counts and pages, and compiled (fullgraph)."""
+    for page, splits in ((1, 0), (16, 0), (16, 3), (256, 0)):
+        case = DecodeCase((1, 7, 300, 4097), 1, 32, 8, 128, BF16, page_size=page, num_splits=splits)
+        q, k, v, lens, table, per_seq = decode_inputs(case)
+        indptr, indices, last = decode_csr_of(table, case.seqlens, page)
+        ref_o, ref_lse = decode_reference(q, per_seq)
+        dense_o, dense_lse = flashjit.decode(q, k, v, lens, page_table=table, num_splits=splits, return_lse=True,
+                                             max_seqlen_k=4097)
+        for counts in (dict(seqlens_k=lens), dict(seqlens_k=None, last_page_len=last)):
+            o, lse = flashjit.decode(q, k, v, page_table=indices, page_indptr=indptr, num_splits=splits,
+                                     return_lse=True, max_seqlen_k=4097, **counts)
+            name = f"CSR decode {case} {'last_page_len' if 'last_page_len' in counts else 'seqlens_k'}"
+            expect_close(o, lse, ref_o, ref_lse, BF16, name)
+            assert torch.equal(o, dense_o) and torch.equal(lse, dense_lse), f"{name}: differs from the dense table"
+
+    # Captured with room for 64 pages a sequence, replayed after new offsets, counts and pages are written.
+    case = DecodeCase((50, 1000, 7), 1, 16, 4, 128, BF16, page_size=16)
+    q, k, v, lens, table, _ = decode_inputs(case)
+    k, v = torch.randn(200, 16, 4, 128, device="cuda", dtype=BF16), torch.randn(200, 16, 4, 128, device="cuda",
+                                                                                 dtype=BF16)
+    indptr = torch.zeros(4, dtype=torch.int32, device="cuda")
+    last = torch.zeros(3, dtype=torch.int32, device="cuda")
+    flat = torch.zeros(200, dtype=torch.int32, device="cuda")
+    out = torch.empty_like(q)
+
+    def call():
+        flashjit.decode(q, k, v, None, page_table=flat, page_indptr=indptr, last_page_len=last, out=out,
+                        max_seqlen_k=1024)
+    flashjit.prepare_decode(q, k, v, None, page_table=flat, page_indptr=indptr, last_page_len=last, out=out,
+                            max_seqlen_k=1024)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    for seed, seqlens in enumerate(((50, 1000, 7), (1024, 1, 333), (16, 17, 1023)), start=1):
+        g = torch.Generator().manual_seed(seed)
+        dense = torch.randperm(200, generator=g)[:3 * 64].view(3, 64).to(torch.int32).cuda()
+        new_indptr, new_indices, new_last = decode_csr_of(dense, seqlens, 16)
+        indptr.copy_(new_indptr), last.copy_(new_last)
+        flat[:new_indices.shape[0]] = new_indices
+        out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        per_seq = [(k[dense[i, :-(-n // 16)].long()].reshape(-1, 4, 128)[:n],
+                    v[dense[i, :-(-n // 16)].long()].reshape(-1, 4, 128)[:n]) for i, n in enumerate(seqlens)]
+        ref_o, _ = decode_reference(q, per_seq)
+        expect_close(out, None, ref_o, None, BF16, f"CSR decode graph replay with lengths {seqlens}")
+
+    def step(q, k, v, flat, indptr, last):
+        return flashjit.decode(q, k, v, None, page_table=flat, page_indptr=indptr, last_page_len=last,
+                               max_seqlen_k=1024)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(step)(q, k, v, flat, indptr, last)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    compiled = torch.compile(step, fullgraph=True)
+    assert torch.equal(compiled(q, k, v, flat, indptr, last), step(q, k, v, flat, indptr, last)), \
+        "compiled CSR decode differs"
+
+
 def check_merge_states():
     """attention over disjoint key chunks, merged, against attention over all keys: 2 and 3 states, both
     dtypes, a strided output; and a state without keys (LSE -inf, O full of NaN) counts for nothing."""
@@ -750,7 +824,7 @@ CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_ca
           check_precompile_then_capture, check_capture_without_warmup_is_an_error, check_explicit_config,
           check_decode_out_and_strided_q, check_decode_graph_capture_and_replay,
           check_decode_capture_without_prepare_is_an_error, check_prepare_decode_covers_shorter_caches,
-          check_decode_chunked_causal,
+          check_decode_chunked_causal, check_decode_csr_tables,
           check_merge_states, check_decode_cascade_merge,
           check_merge_graph_capture, check_repeat_calls_on_new_tensors_and_streams]
 

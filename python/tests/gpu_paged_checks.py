@@ -5,7 +5,9 @@ GQA, both dtypes, head dims 64 / 80 / 128 / 256 and 192 / 128, through the dispa
 reference (naive) configs. Then: rows without keys (O = 0, LSE = -inf), a page index outside the pool (its keys
 read as zeros), vLLM's combined pool (k and v views of one [pages, 2, page, Hkv, D] tensor: a page stride),
 flash-attn's names (block_table with FA2's cu_seqlens_k and FA3's seqused_k), CUDA-graph capture and replay with
-new lengths and a new table, and torch.compile (fullgraph) of the paged calls.
+new lengths and a new table, and torch.compile (fullgraph) of the paged calls. FlashInfer's CSR page tables
+(page_indptr / flat page_table, key counts from seqused_k or last_page_len) with shuffled pages and mixed lengths,
+bit for bit the dense table's output, compiled and captured.
 
 Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine:
     PYTHONPATH=python python3 python/tests/gpu_paged_checks.py"""
@@ -40,6 +42,7 @@ class PagedCase:
     config: str = ""  # "": the dispatcher; "fa2", "naive": that algorithm
     head_dim_v: int = 0  # v's head dim when it differs
     hnd: bool = False  # FlashInfer's HND pools [num_pages, Hkv, page, D], passed as their transpose(1, 2) view
+    csr: str = ""  # FlashInfer's CSR table (attention_varlen): "seqused" (counts from seqused_k) or "last" (last_page_len)
 
     def __str__(self):
         mask = ("causal" if self.causal else "full") + ("" if self.window == (-1, -1) else
@@ -48,7 +51,7 @@ class PagedCase:
         return (f"paged{self.page_size}-{'varlen' if self.ragged else 'dense'}-q{','.join(map(str, self.lens_q))}-"
                 f"k{','.join(map(str, self.lens_k))}-H{self.heads_q}/{self.heads_kv}-{dims}-"
                 f"{str(self.dtype).replace('torch.', '')}-{mask}{'' if self.shuffle else '-inorder'}-pad{self.pad}-"
-                f"{self.config or 'auto'}{'-hnd' if self.hnd else ''}")
+                f"{self.config or 'auto'}{'-hnd' if self.hnd else ''}{'-csr-' + self.csr if self.csr else ''}")
 
 
 # Chunked prefill and prefix caching: each sequence's queries are its last keys (lens_q <= lens_k), plus causal rows
@@ -71,6 +74,13 @@ PAGED_CASES = [
     PagedCase((1, 64, 200), (130, 64, 257), 4, 8, 2, 64, BF16, hnd=True),
     PagedCase((300, 7), (1000, 40), 128, 8, 2, 128, BF16, causal=True, config="fa2", hnd=True),
     PagedCase((256, 256), (600, 256), 64, 16, 16, 192, BF16, causal=True, ragged=False, head_dim_v=128),
+    # FlashInfer's CSR tables: mixed lengths (last pages partly full, a sequence without pages), shuffled pages.
+    PagedCase((1, 7, 300, 1000, 0), (1, 7, 300, 4097, 0), 16, 8, 2, 128, BF16, causal=True, csr="last"),
+    PagedCase((1, 7, 300, 1000), (1, 7, 300, 4097), 16, 8, 2, 128, FP16, csr="seqused"),
+    PagedCase((1, 7, 200), (1, 7, 300), 1, 8, 2, 64, BF16, causal=True, csr="last"),
+    PagedCase((1, 7, 300, 512), (1, 7, 300, 4097), 256, 16, 4, 128, BF16, causal=True, window=(100, 0), csr="last"),
+    PagedCase((64, 7, 1), (200, 40, 1), 64, 8, 2, 64, FP16, causal=True, config="fa2", csr="last"),
+    PagedCase((64, 7, 1), (200, 40, 1), 16, 8, 2, 64, BF16, causal=True, config="naive", csr="seqused"),
 ]
 
 
@@ -96,6 +106,26 @@ def paged_pool(case, lens_k, extra_pages=3, generator=None):
         table[b, :n] = order[used:used + n].to(torch.int32)
         used += n
     return k, v, table.cuda()
+
+
+def csr_of(table, lens_k, page_size):
+    """FlashInfer's CSR form of a dense table: (page_indptr [B + 1], the flat page indices of each sequence's used
+    pages, last_page_len [B] (0 without pages)), int32 on the GPU."""
+    needed = [-(-n // page_size) for n in lens_k]
+    rows = [table[b, :n] for b, n in enumerate(needed)]
+    indptr = torch.tensor([0] + [sum(needed[:b + 1]) for b in range(len(needed))], dtype=torch.int32, device="cuda")
+    last = torch.tensor([n - (m - 1) * page_size if m else 0 for n, m in zip(lens_k, needed)], dtype=torch.int32,
+                        device="cuda")
+    return indptr, torch.cat(rows + [table.new_zeros(1)]).contiguous(), last  # one entry past the last page
+
+
+def paged_kwargs(case, table, used, lens_k):
+    """attention_varlen's page arguments of a case: the dense table with seqused_k, or its CSR form."""
+    if not case.csr:
+        return dict(page_table=table, seqused_k=used)
+    indptr, indices, last = csr_of(table, lens_k, case.page_size)
+    counts = dict(seqused_k=used) if case.csr == "seqused" else dict(last_page_len=last)
+    return dict(page_table=indices, page_indptr=indptr, **counts)
 
 
 def gather(pool, table_row, n):
@@ -138,9 +168,14 @@ def check_paged_case(case):
     ref_o, ref_lse = paged_reference64(q, k, v, table, lens_q, lens_k, case.causal, case.window)
     if case.ragged:
         o, lse = flashjit.attention_varlen(q, k, v, cu_seqlens(lens_q), None, max(lens_q), max(lens_k),
-                                           causal=case.causal, window_size=case.window, page_table=table,
-                                           seqused_k=used, return_lse=True, config=config_of(case))
+                                           causal=case.causal, window_size=case.window, return_lse=True,
+                                           config=config_of(case), **paged_kwargs(case, table, used, lens_k))
         assert o.shape == (total_q, case.heads_q, v.shape[-1]) and lse.shape == (case.heads_q, total_q)
+        if case.csr:  # the same kernel over the same pages: the dense table's output, bit for bit
+            dense_o = flashjit.attention_varlen(q, k, v, cu_seqlens(lens_q), None, max(lens_q), max(lens_k),
+                                                causal=case.causal, window_size=case.window, page_table=table,
+                                                seqused_k=used, config=config_of(case))
+            assert torch.equal(o, dense_o), f"{case}: the CSR table's output differs from the dense table's"
     else:
         assert len(set(lens_q)) == 1, "dense queries: one length"
         b, sq = len(lens_q), lens_q[0]
@@ -273,6 +308,54 @@ def check_paged_calls_compile_fullgraph():
     expect_close(packed, None, ref_o, None, BF16, "compiled paged varlen")
 
 
+def check_csr_table_compiles_and_captures():
+    """torch.compile(fullgraph=True) of attention_varlen over a CSR table (one graph, the eager result), and a
+    captured CSR call replayed after new offsets, counts and pages are written into its tensors."""
+    case = PagedCase((100, 1, 300), (400, 33, 300), 16, 8, 2, 64, BF16, causal=True, csr="last")
+    k, v, table = paged_pool(case, case.lens_k)
+    q = torch.randn(sum(case.lens_q), 8, 64, device="cuda", dtype=BF16)
+    cu_q = cu_seqlens(case.lens_q)
+    indptr, indices, last = csr_of(table, case.lens_k, 16)
+
+    def step(q, k, v, cu_q, indices, indptr, last):
+        return flashjit.attention_varlen(q, k, v, cu_q, None, 300, 400, causal=True, page_table=indices,
+                                         page_indptr=indptr, last_page_len=last)
+
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(step)(q, k, v, cu_q, indices, indptr, last)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    compiled = torch.compile(step, fullgraph=True)
+    eager = step(q, k, v, cu_q, indices, indptr, last)
+    assert torch.equal(compiled(q, k, v, cu_q, indices, indptr, last), eager), "compiled CSR call differs"
+    ref_o, _ = paged_reference64(q, k, v, table, case.lens_q, case.lens_k, True, (-1, -1))
+    expect_close(eager, None, ref_o, None, BF16, "CSR varlen")
+
+    # Capture with room for the longest lengths, then replay with others written into the same tensors.
+    flat = torch.zeros(k.shape[0], device="cuda", dtype=torch.int32)
+    out = torch.empty_like(q)
+    flat[:indices.shape[0]] = indices
+
+    def captured():
+        flashjit.attention_varlen(q, k, v, cu_q, None, 300, 400, causal=True, page_table=flat, page_indptr=indptr,
+                                  last_page_len=last, out=out)
+    captured()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured()
+    for seed, lens_k in enumerate(((400, 33, 300), (17, 400, 1), (256, 0, 399)), start=1):
+        g = torch.Generator().manual_seed(seed)
+        table = torch.randint(0, k.shape[0], (3, 25), generator=g, dtype=torch.int32).cuda()  # 25 pages: 400 keys
+        new_indptr, new_indices, new_last = csr_of(table, lens_k, 16)
+        indptr.copy_(new_indptr), last.copy_(new_last)
+        flat[:new_indices.shape[0]] = new_indices
+        out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref_o, _ = paged_reference64(q, k, v, table, case.lens_q, lens_k, True, (-1, -1))
+        expect_close(out, None, ref_o, None, BF16, f"CSR graph replay with keys {lens_k}")
+
+
 def check_paged_kernel_names():
     """The selected kernels carry the page size (config and name: _paged<N>)."""
     for page in (1, 16, 256):
@@ -285,7 +368,7 @@ def check_paged_kernel_names():
 
 CHECKS = [check_page_outside_the_pool_reads_as_zeros, check_combined_kv_pool_and_out,
           check_flash_attn_names_with_block_table, check_paged_graph_capture_and_replay,
-          check_paged_calls_compile_fullgraph, check_paged_kernel_names]
+          check_paged_calls_compile_fullgraph, check_csr_table_compiles_and_captures, check_paged_kernel_names]
 
 
 def main():

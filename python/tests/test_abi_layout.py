@@ -126,3 +126,16 @@ def test_paged_fields_default_off(layout):
     # The CSR fields start where the struct ended before them (after check_pages, rounded to a pointer).
     check_pages_end = offsets["check_pages"] + ctypes.sizeof(ctypes.c_int)
     assert offsets["page_indptr"] == -(-check_pages_end // pointer) * pointer
+
+
+def test_decode_csr_fields_default_off(layout):
+    """The CSR page-table fields end flashjit_decode_args, after the fused append's seqlens_out, start where the
+    struct ended before them (so that a caller of the older header covers none of them) and default to the dense
+    table."""
+    fields = [name for name, _, _ in layout["flashjit_decode_args"] if name != "sizeof"]
+    assert fields[-3:] == ["seqlens_out", "page_indptr", "last_page_len"]
+    offsets = {name: offset for name, offset, _ in layout["flashjit_decode_args"]}
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    assert offsets["page_indptr"] == offsets["seqlens_out"] + pointer
+    args = _abi.DecodeArgs()
+    assert (args.page_indptr, args.last_page_len) == (None, None)

@@ -316,3 +316,88 @@ def test_merge_problem_of_valid_inputs():
     strides = contiguous((B, S, 2, H, D))
     views = [FakeTensor((B, S, H, D), strides=(strides[0], strides[1], strides[3], 1)) for _ in range(2)]
     assert _checks.check_merge_inputs(views, lses[:2]).num_states == 2
+
+
+# -- FlashInfer's CSR page tables (page_indptr=, last_page_len=) ---------------------------------------------------
+
+NNZ = 9  # page indices of the flat table
+
+
+def csr_inputs(last=True, **changes):
+    """paged_inputs over a CSR table: page_table [NNZ], page_indptr [B + 1], and last_page_len [B] (seqlens_k None)
+    or seqlens_k."""
+    t = paged_inputs(page_table=FakeTensor((NNZ,), "torch.int32"))
+    t["page_indptr"] = FakeTensor((B + 1,), "torch.int32")
+    t["last_page_len"] = FakeTensor((B,), "torch.int32") if last else None
+    if last:
+        t["seqlens_k"] = None
+    for name, change in changes.items():
+        t[name] = change(t[name]) if callable(change) else change
+    return t
+
+
+def call_csr(tensors, **kwargs):
+    return flashjit.decode(tensors["q"], tensors["k_cache"], tensors["v_cache"], tensors["seqlens_k"],
+                           page_table=tensors["page_table"], page_indptr=tensors["page_indptr"],
+                           last_page_len=tensors["last_page_len"], out=tensors["out"], stream=0, **kwargs)
+
+
+CSR_CASES = {
+    "both seqlens_k and last_page_len": (csr_inputs(seqlens_k=FakeTensor((B,), "torch.int32")),
+                                         "takes exactly one of seqlens_k (each sequence's key count) and "
+                                         "last_page_len (the tokens of its last page), got both"),
+    "neither count": (csr_inputs(last_page_len=None), "takes exactly one of seqlens_k"),
+    "last_page_len without page_indptr": (csr_inputs(page_indptr=None), "last_page_len is for a CSR page table"),
+    "seqlens_k None without CSR": (contiguous_inputs(seqlens_k=None), "seqlens_k is None: pass each sequence's key "
+                                                                       "count"),
+    "page_indptr without page_table": (csr_inputs(page_table=None), "page_indptr needs page_table"),
+    "page_table 2-D": (csr_inputs(page_table=FakeTensor((B, MAX_PAGES), "torch.int32")),
+                       "page_table must have shape [num_indices] with page_indptr"),
+    "page_table int64": (csr_inputs(page_table=lambda t: like(t, dtype="torch.int64")),
+                         "page_table: dtype torch.int64 must be torch.int32"),
+    "page_indptr of batch entries": (csr_inputs(page_indptr=FakeTensor((B,), "torch.int32")),
+                                     f"page_indptr must have shape [{B + 1}]"),
+    "page_indptr on another GPU": (csr_inputs(page_indptr=lambda t: like(t, device="cuda:1")),
+                                   "page_indptr is on cuda:1"),
+    "page_indptr strided": (csr_inputs(page_indptr=lambda t: like(t, strides=(2,))), "page_indptr must be contiguous"),
+    "last_page_len on the CPU": (csr_inputs(last_page_len=lambda t: like(t, device="cpu")),
+                                 "last_page_len must be a CUDA tensor"),
+    "last_page_len int16": (csr_inputs(last_page_len=lambda t: like(t, dtype="torch.int16")),
+                            "last_page_len: dtype torch.int16 must be torch.int32"),
+    "last_page_len misaligned": (csr_inputs(last_page_len=lambda t: like(t, ptr=t.data_ptr() + 2)),
+                                 "last_page_len: data_ptr() "),
+    "last_page_len 2-D": (csr_inputs(last_page_len=FakeTensor((B, 1), "torch.int32")),
+                          f"last_page_len must have shape [{B}]"),
+}
+
+
+@pytest.mark.parametrize("case", list(CSR_CASES), ids=list(CSR_CASES))
+def test_decode_csr_checks(case):
+    tensors, message = CSR_CASES[case]
+    with pytest.raises(ValueError) as raised:
+        call_csr(tensors) if "page_indptr" in tensors else call_decode(tensors)
+    assert message in str(raised.value)
+
+
+def test_decode_csr_problem_and_bound():
+    for last in (True, False):
+        t = csr_inputs(last=last)
+        p = _checks.check_decode_inputs(t["q"], t["k_cache"], t["v_cache"], t["seqlens_k"], t["page_table"], None,
+                                        False, t["page_indptr"], t["last_page_len"])
+        # Every page could be one sequence's: the flat table's length bounds a sequence's pages and keys.
+        assert (p.layout, p.num_pages, p.page_size, p.max_pages_per_seq) == (_abi.KV_PAGED, NUM_PAGES, PAGE, NNZ)
+        assert p.max_seqlen_k == NNZ * PAGE
+    with pytest.raises(ValueError, match=rf"max_seqlen_k {NNZ * PAGE + 1} exceeds num_indices \(page_table.shape\[0\]\) "
+                                         rf"\* page_size = {NNZ * PAGE}"):
+        call_csr(csr_inputs(), max_seqlen_k=NNZ * PAGE + 1)
+
+
+def test_memo_keys_differ_by_csr_arrays():
+    t = csr_inputs()
+
+    def key(**csr):
+        return _decode._call_key(t["q"], t["k_cache"], t["v_cache"], t["seqlens_k"], t["page_table"], t["out"], -1,
+                                 None, 0, "auto", None, 0, 0.0, None, None, None, **csr)
+    keys = [key(), key(page_indptr=t["page_indptr"]),
+            key(page_indptr=t["page_indptr"], last_page_len=t["last_page_len"])]
+    assert None not in keys and len(set(keys)) == len(keys)

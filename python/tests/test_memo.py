@@ -275,3 +275,29 @@ def test_merge_hit_takes_the_new_states_and_still_refuses_aliasing_and_misalignm
     with pytest.raises(ValueError, match=r"lses\[2\]: data_ptr"):
         flashjit.merge(outs2, lses2[:2] + [same_kind(lses2[2], ptr=0x7e0000000002)], out=out2, stream=6)
     assert len(lib.merge) == 2
+
+
+def test_decode_csr_hit_takes_the_new_offsets_and_counts(lib):
+    """A CSR decode (page_indptr, last_page_len, seqlens_k None) hands the arrays' addresses over on every call,
+    memo hits included; a misaligned offset array after a hit is still refused."""
+    pages, page = 12, 16
+    first = dict(q=FakeTensor((B, QLEN, HQ, D)), k_cache=FakeTensor((pages, page, HKV, D)),
+                 v_cache=FakeTensor((pages, page, HKV, D)), page_table=FakeTensor((7,), "torch.int32"),
+                 page_indptr=FakeTensor((B + 1,), "torch.int32"), last_page_len=FakeTensor((B,), "torch.int32"),
+                 out=FakeTensor((B, QLEN, HQ, D)))
+
+    def run(t):
+        return flashjit.decode(t["q"], t["k_cache"], t["v_cache"], None, page_table=t["page_table"],
+                               page_indptr=t["page_indptr"], last_page_len=t["last_page_len"], out=t["out"],
+                               stream=0, max_seqlen_k=64)
+    second = again(first)
+    run(first)
+    run(second)
+    assert lib.planned == 1 and len(_decode._calls) == 1
+    for raw, t in zip(lib.decode, (first, second)):
+        args = decode_args(raw)
+        assert (args.page_table, args.page_indptr, args.last_page_len, args.seqlens_k) == (
+            t["page_table"].data_ptr(), t["page_indptr"].data_ptr(), t["last_page_len"].data_ptr(), None)
+        assert (args.layout, args.max_pages_per_seq, args.page_size, args.max_seqlen_k) == (_abi.KV_PAGED, 7, page, 64)
+    with pytest.raises(ValueError, match="page_indptr: data_ptr"):
+        run(again(first, page_indptr=0x7e0000000002))

@@ -310,3 +310,125 @@ def test_paged_calls_on_fake_pointers_raise_the_library_error(function):
     # No GPU: the driver is missing; with one: these are not device pointers.
     assert raised.value.status in (_abi.ERROR_NO_DEVICE, _abi.ERROR_INVALID_ARGUMENT)
     assert re.search(r"no CUDA driver|cuInit failed|not a CUDA device pointer", str(raised.value))
+
+
+# ---- FlashInfer's CSR page tables (page_indptr=, last_page_len= of attention_varlen) ---------------------------
+
+NNZ = 30  # page indices of the flat table
+
+
+def csr_inputs(batch=3, last=True):
+    """varlen_inputs over a CSR table: page_table [NNZ], page_indptr [batch + 1], and last_page_len [batch] (or
+    seqused_k)."""
+    t = varlen_inputs(batch=batch)
+    t.update(page_table=FakeTensor((NNZ,), INT32), page_indptr=FakeTensor((batch + 1,), INT32),
+             last_page_len=FakeTensor((batch,), INT32) if last else None)
+    if last:
+        t["seqused_k"] = None
+    return t
+
+
+def call_csr(max_seqlen_q=50, max_seqlen_k=128, last=True, **changes):
+    t = changed(csr_inputs(last=last), changes)
+    return flashjit.attention_varlen(t["q"], t["k"], t["v"], t["cu_seqlens_q"], t["cu_seqlens_k"], max_seqlen_q,
+                                     max_seqlen_k, page_table=t["page_table"], seqused_k=t["seqused_k"],
+                                     page_indptr=t["page_indptr"], last_page_len=t["last_page_len"], out=t["out"],
+                                     stream=0)
+
+
+CSR_CASES = {
+    "both seqused_k and last_page_len": (dict(seqused_k=FakeTensor((3,), INT32)),
+                                         "takes exactly one of seqused_k (each sequence's key count) and "
+                                         "last_page_len (the tokens of its last page), got both"),
+    "neither count": (dict(last_page_len=None), "takes exactly one of seqused_k"),
+    "last_page_len without page_indptr": (dict(page_indptr=None), "last_page_len is for a CSR page table: pass "
+                                                                   "page_indptr too"),
+    "page_indptr without page_table": (dict(page_table=None), "page_indptr needs page_table: the CSR table's flat "
+                                                              "page indices"),
+    "page_table 2-D": (dict(page_table=FakeTensor((3, 10), INT32)), "page_table must have shape [num_indices] with "
+                                                                   "page_indptr"),
+    "page_table strided": (dict(page_table=lambda t: like(t, strides=(2,))), "page_table must be contiguous "
+                                                                             "(int32 [num_indices])"),
+    "page_indptr of batch entries": (dict(page_indptr=FakeTensor((3,), INT32)),
+                                     "page_indptr must have shape [4] (batch + 1 offsets into page_table)"),
+    "page_indptr int64": (dict(page_indptr=lambda t: like(t, dtype="torch.int64")),
+                          "page_indptr: dtype torch.int64 must be torch.int32"),
+    "page_indptr on the CPU": (dict(page_indptr=lambda t: like(t, device="cpu")), "page_indptr must be a CUDA tensor"),
+    "page_indptr misaligned": (dict(page_indptr=lambda t: like(t, ptr=t.data_ptr() + 2)), "page_indptr: data_ptr() "),
+    "last_page_len of batch + 1": (dict(last_page_len=FakeTensor((4,), INT32)),
+                                   "last_page_len must have shape [3] (the tokens of each sequence's last page)"),
+    "last_page_len on another GPU": (dict(last_page_len=lambda t: like(t, device="cuda:1")),
+                                     "last_page_len is on cuda:1"),
+    "last_page_len float": (dict(last_page_len=lambda t: like(t, dtype="torch.float32")),
+                            "last_page_len: dtype torch.float32 must be torch.int32"),
+    "max_seqlen_k past the pages": (dict(max_seqlen_k=NNZ * PAGE + 1),
+                                    f"max_seqlen_k {NNZ * PAGE + 1} exceeds what the CSR table's pages hold: "
+                                    f"num_indices (page_table.shape[0]) * page_size = {NNZ} * {PAGE}"),
+}
+
+
+@pytest.mark.parametrize("case", list(CSR_CASES), ids=list(CSR_CASES))
+def test_csr_varlen_argument_checks(case, library_untouched):
+    changes, message = CSR_CASES[case]
+    lengths = {name: changes.pop(name) for name in ("max_seqlen_q", "max_seqlen_k") if name in changes}
+    with pytest.raises(ValueError) as raised:
+        call_csr(**lengths, **changes)
+    assert message in str(raised.value)
+
+
+def test_csr_problems():
+    for last in (True, False):
+        t = csr_inputs(last=last)
+        problem, pages = _checks.check_attention_varlen_inputs(
+            t["q"], t["k"], t["v"], t["cu_seqlens_q"], None, 50, 100, t["page_table"], t["seqused_k"], False,
+            t["page_indptr"], t["last_page_len"])
+        assert (problem.batch, problem.max_seqlen_k, problem.total_k) == (3, 100, 0)
+        # Every page could be one sequence's: the flat table's length bounds a sequence's pages.
+        assert pages == _checks.Pages(page_size=PAGE, num_pages=PAGES, max_pages_per_seq=NNZ)
+    # A batch whose dense table would pass int32 entries is fine: CSR entries are the flat table's.
+    many = FakeTensor((65535 + 1,), INT32)
+    _checks.check_csr_table(FakeTensor((40000,), INT32), many, FakeTensor((65535,), INT32), 65535, False)
+
+
+def test_csr_varlen_reaches_the_struct(recorded):
+    for last in (True, False):
+        t = csr_inputs(last=last)
+        with pytest.raises(flashjit.FlashjitError):
+            flashjit.attention_varlen(t["q"], t["k"], t["v"], t["cu_seqlens_q"], None, 50, 100, causal=True,
+                                      page_table=t["page_table"], seqused_k=t["seqused_k"],
+                                      page_indptr=t["page_indptr"], last_page_len=t["last_page_len"], out=t["out"])
+        args = recorded.calls[-1]
+        assert (args.page_table, args.page_indptr) == (t["page_table"].data_ptr(), t["page_indptr"].data_ptr())
+        if last:
+            assert (args.seqused_k, args.last_page_len) == (None, t["last_page_len"].data_ptr())
+        else:
+            assert (args.seqused_k, args.last_page_len) == (t["seqused_k"].data_ptr(), None)
+        assert (args.page_size, args.num_pages, args.max_pages_per_seq, args.seqlen_k) == (PAGE, PAGES, NNZ, 100)
+    # The memo keys the CSR arrays: a dense call after them carries none.
+    t = varlen_inputs()
+    with pytest.raises(flashjit.FlashjitError):
+        flashjit.attention_varlen(t["q"], t["k"], t["v"], t["cu_seqlens_q"], None, 50, 100, causal=True,
+                                  page_table=t["page_table"], seqused_k=t["seqused_k"], out=t["out"])
+    assert (recorded.calls[-1].page_indptr, recorded.calls[-1].last_page_len) == (None, None)
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(page_indptr=0x70000, last_page_len=0x80000), "needs exactly one of seqused_k (key counts) and "
+                                                       "last_page_len"),
+    (dict(page_indptr=0x70000, seqused_k=None), "needs exactly one of seqused_k"),
+    (dict(page_indptr=0x70002), "page_indptr (0x70002) must be 4-byte aligned"),
+    (dict(last_page_len=0x80000), "last_page_len is for CSR page tables: set page_indptr too"),
+])
+def test_attention_args_csr_fields_reach_the_library(fields, message):
+    args = paged_args(**fields)
+    lib = _library.load()
+    assert lib.flashjit_forward(flashjit._runtime.handle(), ctypes.byref(args)) == _abi.ERROR_INVALID_ARGUMENT
+    assert message in lib.flashjit_last_error().decode()
+
+
+def test_csr_calls_on_fake_pointers_raise_the_library_error():
+    for last in (True, False):
+        with pytest.raises(flashjit.FlashjitError) as raised:
+            call_csr(last=last)
+        assert raised.value.status in (_abi.ERROR_NO_DEVICE, _abi.ERROR_INVALID_ARGUMENT)
+        assert re.search(r"no CUDA driver|cuInit failed|not a CUDA device pointer", str(raised.value))

@@ -39,6 +39,9 @@ static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, page_table
 // The CSR page-table fields followed check_pages, which ended flashjit_attention_args at 496 bytes (LP64).
 static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, page_indptr) == 496,
               "a CSR field starts inside the older struct's size");
+// The decode's CSR page-table fields followed seqlens_out, which ended flashjit_decode_args at 552 bytes (LP64).
+static_assert(sizeof(void*) != 8 || offsetof(flashjit_decode_args, page_indptr) == 552,
+              "a decode CSR field starts inside the older struct's size");
 static_assert(sizeof(flashjit_attention_args::aux_pointers) / sizeof(void*) == ModAux::kPointers &&
                   sizeof(flashjit_attention_args::aux_scalars) / sizeof(float) == ModAux::kScalars &&
                   sizeof(flashjit_attention_args::aux_integers) / sizeof(int64_t) == ModAux::kIntegers,
@@ -307,6 +310,8 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
   read_snippets(a, p);
   read_fused_append(a, p);
+  if (FLASHJIT_PRESENT(a, page_indptr)) p.page_indptr = a.page_indptr;
+  if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",

@@ -58,8 +58,19 @@ Status check(const DecodeProblem& p) {
     add(fmt::format("head_dim must be a multiple of 16 in [16, 256], got {}", p.head_dim));
   if (p.max_seqlen_k < 1 || p.max_seqlen_k > kMaxDecodeSeqlen)
     add(fmt::format("max_seqlen_k must be in [1, 2^30] (a bound on seqlens_k), got {}", p.max_seqlen_k));
-  if (p.seqlens_k == nullptr) add("seqlens_k is a null pointer (int32 [batch] on the device)");
-  else if (!aligned(p.seqlens_k, 4)) add("seqlens_k must be 4-byte aligned");
+  // The key counts: seqlens_k, or with a CSR page table (page_indptr) seqlens_k or last_page_len.
+  const bool csr = p.page_indptr != nullptr;
+  if (csr) {
+    if ((p.seqlens_k == nullptr) == (p.last_page_len == nullptr))
+      add("a CSR page table (page_indptr) needs exactly one of seqlens_k (key counts) and last_page_len (tokens of "
+          "each sequence's last page)");
+    if (!aligned(p.page_indptr, 4)) add("page_indptr must be 4-byte aligned");
+    if (p.last_page_len != nullptr && !aligned(p.last_page_len, 4)) add("last_page_len must be 4-byte aligned");
+  } else {
+    if (p.last_page_len != nullptr) add("last_page_len is for CSR page tables: set page_indptr too, or give seqlens_k");
+    if (p.seqlens_k == nullptr) add("seqlens_k is a null pointer (int32 [batch] on the device)");
+  }
+  if (p.seqlens_k != nullptr && !aligned(p.seqlens_k, 4)) add("seqlens_k must be 4-byte aligned");
 
   if (p.layout == KvLayout::contiguous) {
     if (p.cache_seqlen < 0) add(fmt::format("cache_seqlen must be >= 0 (0: max_seqlen_k), got {}", p.cache_seqlen));
@@ -67,6 +78,8 @@ Status check(const DecodeProblem& p) {
       add(fmt::format("max_seqlen_k ({}) exceeds the contiguous cache's cache_seqlen ({})", p.max_seqlen_k,
                       p.cache_seqlen));
     if (p.page_table != nullptr) add("page_table is set but layout is contiguous (use KvLayout::paged)");
+    if (csr || p.last_page_len != nullptr)
+      add("page_indptr and last_page_len are for a paged cache's CSR page table, but layout is contiguous");
   } else {
     // Powers of two make key -> (page, token) a shift and a mask; 256 is the largest page the kernels are
     // tested with (a page is read a row at a time, so size 1 is a plain gather).
@@ -78,7 +91,9 @@ Status check(const DecodeProblem& p) {
              static_cast<std::int64_t>(p.max_pages_per_seq) * p.page_size < p.max_seqlen_k)
       add(fmt::format("max_seqlen_k ({}) exceeds what the page table holds (max_pages_per_seq {} x page_size {})",
                       p.max_seqlen_k, p.max_pages_per_seq, p.page_size));
-    if (p.page_table == nullptr) add("page_table is a null pointer (int32 [batch, max_pages_per_seq] on the device)");
+    if (p.page_table == nullptr)
+      add(csr ? "page_table is a null pointer (the CSR table's page indices, int32 on the device)"
+              : "page_table is a null pointer (int32 [batch, max_pages_per_seq] on the device)");
     else if (!aligned(p.page_table, 4)) add("page_table must be 4-byte aligned");
   }
 
@@ -127,6 +142,9 @@ Status check(const DecodeProblem& p) {
   if (p.new_len < 0) add(fmt::format("new_len must be >= 0 (0: no fused append), got {}", p.new_len));
   else if (p.new_len == 0 && (p.k_new != nullptr || p.v_new != nullptr || p.seqlens_out != nullptr))
     add("k_new, v_new or seqlens_out is set but new_len is 0 (the new tokens per sequence to append)");
+  else if (p.new_len > 0 && csr)
+    add("a fused append (new_len > 0) over a CSR page table (page_indptr) is not supported yet: append the new rows "
+        "first (Runtime::append), then decode");
   if (issues.empty()) return {};
   std::string msg = fmt::format("invalid decode problem ({} cache):", to_string(p.layout));
   for (const auto& i : issues) msg += "\n  " + i;

@@ -57,16 +57,67 @@ Status check_offsets(const cuda::Api& api, const int* cu, const char* name, int 
 }
 
 // Each of `batch` lengths (device `lens`) in [0, max_len] and, with a page table, every page a sequence uses
-// in [0, num_pages): a row of the table at a time and kCheckChunk entries at most per copy.
+// in [0, num_pages): a row of the table at a time and kCheckChunk entries at most per copy. With `indptr` the
+// table is FlashInfer's CSR one (check_csr_keys).
 struct PagedKeys {
-  const int* lens;
+  const int* lens;  // CSR: null when the counts come from last_page_len
   const char* lens_name;
   int batch, max_len;
   const char* max_name;
   const int* table;  // null: contiguous keys (lengths only)
-  int row_len, page_size, num_pages;
+  int row_len, page_size, num_pages;  // row_len: max_pages_per_seq
+  const int* indptr = nullptr;         // CSR: [batch + 1] offsets into table
+  const int* last_page_len = nullptr;  // CSR: [batch], instead of lens
 };
+
+// A CSR page table (indptr set): offsets non-decreasing from >= 0, at most row_len pages a sequence, each key
+// count (lens, or from last_page_len in [1, page_size]) within its pages and max_len, and every page index a
+// sequence uses in [0, num_pages). batch + 1 <= 65536 = kCheckChunk offsets: one copy each.
+Status check_csr_keys(const cuda::Api& api, const PagedKeys& k) {
+  std::vector<int> indptr, lens, pages;
+  const std::size_t batch = static_cast<std::size_t>(k.batch);
+  FLASHJIT_TRY(copy_ints(api, k.indptr, 0, batch + 1, indptr, "page_indptr"));
+  const bool from_last = k.last_page_len != nullptr;
+  FLASHJIT_TRY(copy_ints(api, from_last ? k.last_page_len : k.lens, 0, batch, lens,
+                         from_last ? "last_page_len" : k.lens_name));
+  if (indptr[0] < 0)
+    return Error(ErrorCode::invalid_argument, fmt::format("page_indptr[0] = {} is negative", indptr[0]));
+  for (std::size_t b = 0; b < batch; ++b) {
+    const long long count = static_cast<long long>(indptr[b + 1]) - indptr[b];
+    if (count < 0 || count > k.row_len)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("page_indptr[{}] - page_indptr[{}] = {} pages is outside [0, {} = max_pages_per_seq]",
+                               b + 1, b, count, k.row_len));
+    long long keys = lens[b];
+    if (from_last) {
+      if (count > 0 && (lens[b] < 1 || lens[b] > k.page_size))
+        return Error(ErrorCode::invalid_argument, fmt::format("last_page_len[{}] = {} is outside [1, {} = page_size]",
+                                                              b, lens[b], k.page_size));
+      keys = count > 0 ? (count - 1) * k.page_size + lens[b] : 0;
+    } else if (keys < 0 || keys > count * k.page_size) {
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("{}[{}] = {} is outside [0, {}] (sequence {} has {} pages of {} tokens)", k.lens_name,
+                               b, keys, count * k.page_size, b, count, k.page_size));
+    }
+    if (keys > k.max_len)
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("sequence {} has {} keys, more than {} = {}", b, keys, k.max_name, k.max_len));
+    const std::size_t used = static_cast<std::size_t>((keys + k.page_size - 1) / k.page_size);
+    for (std::size_t j0 = 0; j0 < used; j0 += kCheckChunk) {
+      const std::size_t n = std::min(kCheckChunk, used - j0);
+      FLASHJIT_TRY(copy_ints(api, k.table, static_cast<std::size_t>(indptr[b]) + j0, n, pages, "page_table"));
+      for (std::size_t j = 0; j < n; ++j)
+        if (pages[j] < 0 || pages[j] >= k.num_pages)
+          return Error(ErrorCode::invalid_argument,
+                       fmt::format("page_table[{}] = {} (page {} of sequence {}) is outside [0, {}) = [0, num_pages)",
+                                   indptr[b] + j0 + j, pages[j], j0 + j, b, k.num_pages));
+    }
+  }
+  return {};
+}
+
 Status check_keys(const cuda::Api& api, const PagedKeys& k) {
+  if (k.indptr != nullptr) return check_csr_keys(api, k);
   std::vector<int> lens, pages;
   for (std::size_t first = 0; first < static_cast<std::size_t>(k.batch); first += kCheckChunk) {
     const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(k.batch) - first);
@@ -91,52 +142,6 @@ Status check_keys(const cuda::Api& api, const PagedKeys& k) {
                                      b, j0 + j, page, k.num_pages, b, lens[i]));
         }
       }
-    }
-  }
-  return {};
-}
-
-// A CSR page table (page_indptr set): offsets non-decreasing from >= 0, at most max_pages_per_seq pages a
-// sequence, each key count (seqused_k, or from last_page_len in [1, page_size]) within its pages and seqlen_k,
-// and every page index a sequence uses in [0, num_pages).
-Status check_csr_keys(const cuda::Api& api, const AttentionProblem& p) {
-  std::vector<int> indptr, lens, pages;
-  const std::size_t batch = static_cast<std::size_t>(p.batch);
-  FLASHJIT_TRY(copy_ints(api, p.page_indptr, 0, batch + 1, indptr, "page_indptr"));
-  const bool from_last = p.last_page_len != nullptr;
-  FLASHJIT_TRY(copy_ints(api, from_last ? p.last_page_len : p.seqused_k, 0, batch, lens,
-                         from_last ? "last_page_len" : "seqused_k"));
-  if (indptr[0] < 0)
-    return Error(ErrorCode::invalid_argument, fmt::format("page_indptr[0] = {} is negative", indptr[0]));
-  for (std::size_t b = 0; b < batch; ++b) {
-    const long long count = static_cast<long long>(indptr[b + 1]) - indptr[b];
-    if (count < 0 || count > p.max_pages_per_seq)
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("page_indptr[{}] - page_indptr[{}] = {} pages is outside [0, {} = max_pages_per_seq]",
-                               b + 1, b, count, p.max_pages_per_seq));
-    long long keys = lens[b];
-    if (from_last) {
-      if (count > 0 && (lens[b] < 1 || lens[b] > p.page_size))
-        return Error(ErrorCode::invalid_argument, fmt::format("last_page_len[{}] = {} is outside [1, {} = page_size]",
-                                                              b, lens[b], p.page_size));
-      keys = count > 0 ? (count - 1) * p.page_size + lens[b] : 0;
-    } else if (keys < 0 || keys > count * p.page_size) {
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("seqused_k[{}] = {} is outside [0, {}] (sequence {} has {} pages of {} tokens)", b,
-                               keys, count * p.page_size, b, count, p.page_size));
-    }
-    if (keys > p.seqlen_k)
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("sequence {} has {} keys, more than seqlen_k = {}", b, keys, p.seqlen_k));
-    const std::size_t used = static_cast<std::size_t>((keys + p.page_size - 1) / p.page_size);
-    for (std::size_t j0 = 0; j0 < used; j0 += kCheckChunk) {
-      const std::size_t n = std::min(kCheckChunk, used - j0);
-      FLASHJIT_TRY(copy_ints(api, p.page_table, static_cast<std::size_t>(indptr[b]) + j0, n, pages, "page_table"));
-      for (std::size_t j = 0; j < n; ++j)
-        if (pages[j] < 0 || pages[j] >= p.num_pages)
-          return Error(ErrorCode::invalid_argument,
-                       fmt::format("page_table[{}] = {} (page {} of sequence {}) is outside [0, {}) = [0, num_pages)",
-                                   indptr[b] + j0 + j, pages[j], j0 + j, b, p.num_pages));
     }
   }
   return {};
@@ -197,14 +202,14 @@ Status check_page_table(const cuda::Api& api, const DecodeProblem& p) {
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
   const bool paged = p.layout == KvLayout::paged;
   return check_keys(api, PagedKeys{p.seqlens_k, "seqlens_k", p.batch, p.max_seqlen_k, "max_seqlen_k",
-                                   paged ? p.page_table : nullptr, p.max_pages_per_seq, p.page_size, p.num_pages});
+                                   paged ? p.page_table : nullptr, p.max_pages_per_seq, p.page_size, p.num_pages,
+                                   paged ? p.page_indptr : nullptr, p.last_page_len});
 }
 
 Status check_page_table(const cuda::Api& api, const AttentionProblem& p) {
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
-  if (p.page_indptr != nullptr) return check_csr_keys(api, p);
   return check_keys(api, PagedKeys{p.seqused_k, "seqused_k", p.batch, p.seqlen_k, "seqlen_k", p.page_table,
-                                   p.max_pages_per_seq, p.page_size, p.num_pages});
+                                   p.max_pages_per_seq, p.page_size, p.num_pages, p.page_indptr, p.last_page_len});
 }
 
 Status check_seqlens(const cuda::Api& api, const AttentionProblem& p) {

@@ -6,6 +6,8 @@
 //     page a sequence uses in [0, num_pages);
 //   paged forward (AttentionProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every seqused_k in [0, seqlen_k] and
 //     every page a sequence uses in [0, num_pages);
+//   either over a CSR page table (page_indptr): the offsets non-decreasing from >= 0, at most max_pages_per_seq
+//     pages a sequence, each key count (or last_page_len in [1, page_size]) within the sequence's pages;
 //   varlen forward (AttentionProblem::check_seqlens, FLASHJIT_CHECK_SEQLENS=1): cu_seqlens_q and cu_seqlens_k
 //     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k;
 //   append (AppendProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every cache_seqlens entry >= 0, ragged counts

@@ -133,8 +133,8 @@ Status check(const AttentionProblem& p) {
     else if (p.page_size >= 1 && static_cast<long long>(p.max_pages_per_seq) * p.page_size < p.seqlen_k)
       add(fmt::format("seqlen_k ({}) is more keys than max_pages_per_seq * page_size = {} * {} hold", p.seqlen_k,
                       p.max_pages_per_seq, p.page_size));
-    if (static_cast<long long>(p.batch) * p.max_pages_per_seq > (1ll << 31) - 1)
-      add("batch * max_pages_per_seq must fit in int32 (page-table entries)");
+    if (p.page_indptr == nullptr && static_cast<long long>(p.batch) * p.max_pages_per_seq > (1ll << 31) - 1)
+      add("batch * max_pages_per_seq must fit in int32 (page-table entries of the dense table)");
     if (p.cu_seqlens_k != nullptr)
       add("cu_seqlens_k must be null for a paged problem (seqused_k gives each sequence's key count)");
     if (p.total_k != 0) add(fmt::format("total_k must be 0 for a paged problem, got {}", p.total_k));

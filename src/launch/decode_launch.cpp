@@ -39,6 +39,7 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   d.q = p.q, d.o = p.o, d.lse = p.lse, d.k = p.k_cache, d.v = p.v_cache;
   d.seqlens_k = p.seqlens_k;
   d.page_table = p.layout == KvLayout::paged ? p.page_table : nullptr;
+  if (p.layout == KvLayout::paged) d.page_indptr = p.page_indptr, d.last_page_len = p.last_page_len;
   if (plan.splits.num_splits > 1 && !plan.split.cluster_merge) {
     d.ws_o = static_cast<float*>(workspace);
     d.ws_lse = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + plan.lse_offset);

@@ -100,7 +100,8 @@ struct Runtime::Impl {
     FLASHJIT_TRY(check_fused_append(p));
     auto ordinal = Devices::common_device({p.q, "q"}, {{p.o, "o"}, {p.k_cache, "k_cache"}, {p.v_cache, "v_cache"},
                                                        {p.seqlens_k, "seqlens_k"}, {p.page_table, "page_table"},
-                                                       {p.lse, "lse"}, {p.workspace, "workspace"},
+                                                       {p.page_indptr, "page_indptr"},
+                                                       {p.last_page_len, "last_page_len"}, {p.lse, "lse"}, {p.workspace, "workspace"},
                                                        {p.alibi_slopes, "alibi_slopes"}, {p.sinks, "sinks"},
                                                        {p.k_new, "k_new"}, {p.v_new, "v_new"},
                                                        {p.seqlens_out, "seqlens_out"}});
@@ -367,7 +368,8 @@ Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem) con
 Result<DecodeSelection> Runtime::select_decode(const DecodeProblem& problem, const Target& target) const {
   FLASHJIT_TRY(check_target(target));
   DecodeProblem p = problem;
-  fill(p.q), fill(p.o), fill(p.k_cache), fill(p.v_cache), fill(p.seqlens_k);
+  fill(p.q), fill(p.o), fill(p.k_cache), fill(p.v_cache);
+  if (p.last_page_len == nullptr) fill(p.seqlens_k);  // a CSR table's counts may come from last_page_len instead
   if (p.layout == KvLayout::paged) fill(p.page_table);
   if (p.new_len > 0) {  // the fused append refuses one tensor for both caches: v_cache's stand-in of its own
     if (problem.v_cache == nullptr) p.v_cache = static_cast<const unsigned char*>(kPlaceholder) + 256;

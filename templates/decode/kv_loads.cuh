@@ -75,7 +75,7 @@ struct KvLoads {
   long long k_pass, v_pass;              // kPassRows rows, elements
   long long k_outer, v_outer;            // sequence (contiguous) or page stride, elements
   long long k_seq, v_seq;
-  const int* table;                      // the sequence's page-table row (paged)
+  const int* table;                      // the sequence's page-table row (paged; CSR: set by csr_row)
 
   // tid: the thread among the loader's kThreads; first_row: the loader's first row in the tile.
   __device__ KvLoads(const DecodeParams& p, int batch, int kv_head, int tid, int first_row) {
@@ -101,6 +101,10 @@ struct KvLoads {
       v_base += batch * p.v_batch;
     }
   }
+
+  // A CSR page table (p.page_indptr set): the sequence's row starts at entry `first` (page_indptr[batch]) of the
+  // flat page indices. After the grid dependency wait, which the constructor runs before.
+  __device__ __forceinline__ void csr_row(const DecodeParams& p, int first) { table = p.page_table + first; }
 
   // The first key of lookup s of the tile at n0 (gather: the thread's own row of pass s).
   __device__ __forceinline__ int lookup_key(int n0, int s) const {

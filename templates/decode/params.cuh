@@ -20,8 +20,12 @@ struct DecodeParams {
   float* lse;             // [B, Hq, q_len] or null
   const void* k;          // contiguous [B, max_seq, Hkv, D] or paged [num_pages, page_size, Hkv, D]
   const void* v;
-  const int* seqlens_k;   // [B]
-  const int* page_table;  // [B, max_pages_per_seq] (paged) or null
+  const int* seqlens_k;   // [B], or null with last_page_len
+  const int* page_table;  // [B, max_pages_per_seq] (paged) or null; CSR: the flat page indices
+  // FlashInfer's CSR table (paged; page_indptr null: the dense one): sequence b's pages are page_table[page_indptr[b]
+  // .. page_indptr[b + 1]), and with last_page_len set it has (pages - 1) * page_size + last_page_len[b] keys.
+  const int* page_indptr;    // [B + 1] or null
+  const int* last_page_len;  // [B] or null (seqlens_k)
   float* ws_o;            // [num_splits, B, q_len, Hq, D] fp32 (num_splits > 1 without a cluster merge)
   float* ws_lse;          // [num_splits, B, Hq, q_len] fp32 (num_splits > 1 without a cluster merge)
 

@@ -125,7 +125,7 @@ struct SplitKernel {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int split = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int rows_valid = p.group * p.q_len;
-    const Loads loads(p, batch, kv_head, kWarpSlices ? lane : tid, kWarpSlices ? warp * kSliceN : 0);
+    Loads loads(p, batch, kv_head, kWarpSlices ? lane : tid, kWarpSlices ? warp * kSliceN : 0);
     // Orders a tile's copies (this thread's, landed) before the reads of the threads that read them, and
     // those reads before a later copy into the same stage.
     const auto loads_visible = [] {
@@ -137,17 +137,37 @@ struct SplitKernel {
     // workspace, O): wait for its completion before the first global access. Up to here: launch, setup and
     // address arithmetic, overlapped with that kernel's tail.
     ptx::grid_dependency_wait();
+    // A CSR page table (FlashInfer's; page_indptr set): the sequence's row of the flat page indices, and the keys
+    // its pages hold, which bound every table read (the last sequence's pages end the array) and its length; with
+    // last_page_len the length itself. Read before the table, which they locate: one round trip more than a dense
+    // table. Dense tables and contiguous caches: the keys of a row are max_seqlen_k.
+    const bool csr = kPaged && p.page_indptr != nullptr;
+    int table_keys = p.max_seqlen_k, csr_len = 0;
+    if constexpr (kPaged) {
+      if (csr) {
+        const int first_page = ptx::load_after_wait(p.page_indptr + batch);
+        const int pages = max(ptx::load_after_wait(p.page_indptr + batch + 1) - first_page, 0);
+        const bool from_last = p.last_page_len != nullptr;
+        const int count = ptx::load_after_wait(from_last ? p.last_page_len + batch : p.seqlens_k + batch);
+        loads.csr_row(p, first_page);
+        const long long held = static_cast<long long>(pages) * kPageSize;
+        table_keys = held < p.max_seqlen_k ? static_cast<int>(held) : p.max_seqlen_k;
+        const long long keys =
+            !from_last ? count : pages > 0 ? held - kPageSize + min(max(count, 0), kPageSize) : 0;
+        csr_len = keys < table_keys ? static_cast<int>(keys) : table_keys;
+      }
+    }
     // The page-table entries of the prologue tiles and the next one. Without a lower bound the split's first key
     // does not depend on the sequence's length, so they are read alongside seqlens_k (the copies leave rows
     // past the sequence unread): the first K/V copies wait for one memory round trip, not two.
     typename Loads::Pages first[kStages];
     if constexpr (kPaged && !kLowerBound) {
 #pragma unroll
-      for (int s = 0; s < kStages; ++s) loads.read(split * p.keys_per_split + s * kBN, p.max_seqlen_k, first[s]);
+      for (int s = 0; s < kStages; ++s) loads.read(split * p.keys_per_split + s * kBN, table_keys, first[s]);
     }
-    const int seqlen_read = ptx::load_after_wait(p.seqlens_k + batch);
+    const int seqlen_read = csr ? csr_len : ptx::load_after_wait(p.seqlens_k + batch);
     // The split's keys [k0, k1) (num_tiles tiles of them) of a sequence of seqlen_read keys (clamped to the
-    // bound), and the positions a_min, a_max of its first and last new token: every row sees keys <= its own
+    // bound, and to a CSR row's keys), and the positions a_min, a_max of its first and last new token: every row sees keys <= its own
     // position (and, with a lower bound, from the mask's first visible key of the first token on).
     struct Span {
       int a_min, a_max, k0, k1, num_tiles;
@@ -159,7 +179,7 @@ struct SplitKernel {
     // Rows counted from the first new token; decode asks only first_key, which needs no key count.
     const auto mask_of = [&](int a_min) { return DecodeMask(a_min, p.window_left, 0, p.chunk_size, 0); };
     const auto span_of = [&](int len) {
-      const int seqlen = min(len, p.max_seqlen_k);
+      const int seqlen = min(len, table_keys);
       Span sp;
       sp.a_min = seqlen - p.q_len, sp.a_max = seqlen - 1;
       int lo = 0;
@@ -188,9 +208,8 @@ struct SplitKernel {
         // The split's page-table entries into L2 now: Loads::read then finds them there one tile ahead,
         // instead of paying an HBM round trip per tile on the path to the next K/V loads.
         if (sp.num_tiles > 0) {
-          const int* table = p.page_table + static_cast<long long>(batch) * p.max_pages_per_seq;
-          const auto begin = reinterpret_cast<unsigned long long>(table + k0 / kPageSize) & ~127ull;
-          const auto end = reinterpret_cast<unsigned long long>(table + (sp.k1 - 1) / kPageSize);
+          const auto begin = reinterpret_cast<unsigned long long>(loads.table + k0 / kPageSize) & ~127ull;
+          const auto end = reinterpret_cast<unsigned long long>(loads.table + (sp.k1 - 1) / kPageSize);
           for (unsigned long long a = begin + 128ull * tid; a <= end; a += 128ull * kThreads)
             ptx::prefetch_l2(reinterpret_cast<const void*>(a));
         }

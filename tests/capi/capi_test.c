@@ -746,6 +746,28 @@ static void test_decode(const char* root) {
   a = fake_decode();
   a.num_splits = 33;
   expect_decode_rejected(rt, &a, "num_splits", "num_splits 33");
+
+  /* FlashInfer's CSR page table (the fields at the end): key counts from seqlens_k or last_page_len. */
+  a = fake_paged_decode();
+  a.page_indptr = (const int32_t*)0x70000;
+  expect(failed_at_device(flashjit_decode(rt, &a)), "a CSR decode with seqlens_k on fake pointers");
+  a.seqlens_k = NULL, a.last_page_len = (const int32_t*)0x71000;
+  expect(failed_at_device(flashjit_decode(rt, &a)), "a CSR decode with last_page_len on fake pointers");
+  a.seqlens_k = (const int32_t*)0x50000;
+  expect_decode_rejected(rt, &a, "needs exactly one of seqlens_k (key counts) and last_page_len",
+                         "a CSR table with both seqlens_k and last_page_len");
+  a.page_indptr = NULL;
+  expect_decode_rejected(rt, &a, "last_page_len is for CSR page tables", "last_page_len without page_indptr");
+  a = fake_decode();
+  a.page_indptr = (const int32_t*)0x70000;
+  expect_decode_rejected(rt, &a, "are for a paged cache's CSR page table", "page_indptr with a contiguous cache");
+  /* A caller built before the CSR fields: struct_size ends at seqlens_out, the (garbage) fields are not read. */
+  a = fake_paged_decode();
+  a.page_indptr = (const int32_t*)0x3, a.last_page_len = (const int32_t*)0x3;
+  a.struct_size = offsetof(flashjit_decode_args, page_indptr);
+  expect(failed_at_device(flashjit_decode(rt, &a)), "decode args from before the CSR fields: a dense table");
+  a.struct_size = sizeof a;
+  expect_decode_rejected(rt, &a, "page_indptr must be 4-byte aligned", "the full struct reads the CSR fields");
   flashjit_runtime_destroy(rt);
 }
 

@@ -216,6 +216,36 @@ TEST_CASE("decode problem: paged cache errors", "[dispatch][decode]") {
   CHECK(contains(st.error().message, "invalid decode problem (paged cache)"));
 }
 
+TEST_CASE("decode problem: a CSR page table takes seqlens_k or last_page_len", "[dispatch][decode][csr]") {
+  DecodeProblem p = paged();
+  p.page_indptr = static_cast<const int*>(fake(0x80000));
+  CHECK(check(p).ok());
+  p.seqlens_k = nullptr, p.last_page_len = static_cast<const int*>(fake(0x90000));
+  CHECK(check(p).ok());
+  p.seqlens_k = static_cast<const int*>(fake(0x50000));
+  require_invalid(p, "a CSR page table (page_indptr) needs exactly one of seqlens_k (key counts) and last_page_len");
+  p.seqlens_k = nullptr, p.last_page_len = nullptr;
+  require_invalid(p, "needs exactly one of seqlens_k");
+  p.last_page_len = static_cast<const int*>(fake(0x90002));
+  require_invalid(p, "last_page_len must be 4-byte aligned");
+  p = paged(), p.page_indptr = static_cast<const int*>(fake(0x80001));
+  require_invalid(p, "page_indptr must be 4-byte aligned");
+  p = paged(), p.page_indptr = static_cast<const int*>(fake(0x80000)), p.page_table = nullptr;
+  require_invalid(p, "page_table is a null pointer (the CSR table's page indices");
+  // last_page_len without page_indptr, and either on a contiguous cache.
+  p = paged(), p.last_page_len = static_cast<const int*>(fake(0x90000));
+  require_invalid(p, "last_page_len is for CSR page tables: set page_indptr too, or give seqlens_k");
+  p = contiguous(), p.page_indptr = static_cast<const int*>(fake(0x80000));
+  require_invalid(p, "page_indptr and last_page_len are for a paged cache's CSR page table, but layout is contiguous");
+  // The host bounds stay required: max_pages_per_seq (a sequence's most pages) holds max_seqlen_k.
+  p = paged(), p.page_indptr = static_cast<const int*>(fake(0x80000)), p.max_pages_per_seq = 0;
+  require_invalid(p, "max_pages_per_seq must be >= 1");
+  // The fused append does not take a CSR table (yet).
+  p = paged(), p.page_indptr = static_cast<const int*>(fake(0x80000));
+  p.new_len = 1, p.k_new = fake(0xa0000), p.v_new = fake(0xb0000);
+  require_invalid(p, "a fused append (new_len > 0) over a CSR page table (page_indptr) is not supported yet");
+}
+
 TEST_CASE("decode problem: every issue is reported at once", "[dispatch][decode]") {
   DecodeProblem p = paged();
   p.q_len = 0, p.page_size = 3, p.k_cache = nullptr;

@@ -134,3 +134,39 @@ TEST_CASE("page check: cu_seqlens of a large batch are read in bounded pieces; n
   CHECK(contains(captured.error().message, "captures a CUDA graph"));
   CHECK(g_copies == 0);
 }
+
+TEST_CASE("page check: a decode's CSR table: offsets, counts from seqlens_k or last_page_len, pages in use",
+          "[dispatch][decode][csr]") {
+  auto api = fake_api();
+  // Four sequences of 1, 0, 3 and 2 pages of 16 tokens (7, 0, 40 and 17 keys) in a 10-page pool, shuffled.
+  std::vector<int> indptr{0, 1, 1, 4, 6}, last{7, 5, 8, 1}, indices{9, 3, 0, 7, 2, 5};
+  DecodeProblem p;
+  p.batch = 4, p.layout = flashjit::KvLayout::paged;
+  p.page_size = 16, p.num_pages = 10, p.max_pages_per_seq = 3, p.max_seqlen_k = 40;
+  p.page_table = indices.data(), p.page_indptr = indptr.data(), p.last_page_len = last.data();
+  auto message = [&] {
+    auto st = flashjit::dispatch::check_page_table(api, p);
+    return st.ok() ? std::string() : st.error().message;
+  };
+  CHECK(message().empty());
+  indices[4] = 10;  // page 0 of sequence 3
+  CHECK(contains(message(), "page_table[4] = 10 (page 0 of sequence 3) is outside [0, 10) = [0, num_pages)"));
+  indices[4] = 2, last[2] = 9;  // 41 keys
+  CHECK(contains(message(), "sequence 2 has 41 keys, more than max_seqlen_k = 40"));
+  last[2] = 0;
+  CHECK(contains(message(), "last_page_len[2] = 0 is outside [1, 16 = page_size]"));
+  last[2] = 8, indptr[4] = 8;  // sequence 3: 4 pages
+  CHECK(contains(message(), "page_indptr[4] - page_indptr[3] = 4 pages is outside [0, 3 = max_pages_per_seq]"));
+  indptr[4] = 6, indptr[0] = -1;
+  CHECK(contains(message(), "page_indptr[0] = -1 is negative"));
+  indptr[0] = 0;
+  // The counts from seqlens_k: at most the sequence's pages' tokens; only the pages in use are read.
+  std::vector<int> lens{7, 0, 33, 17};
+  p.last_page_len = nullptr, p.seqlens_k = lens.data();
+  indices[3] = -5;  // page 2 of sequence 2, which its 33 keys use
+  CHECK(contains(message(), "page_table[3] = -5 (page 2 of sequence 2)"));
+  lens[2] = 32;  // two pages: the third is not read
+  CHECK(message().empty());
+  lens[0] = 17;
+  CHECK(contains(message(), "seqlens_k[0] = 17 is outside [0, 16] (sequence 0 has 1 pages of 16 tokens)"));
+}

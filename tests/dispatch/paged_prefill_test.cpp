@@ -78,6 +78,12 @@ TEST_CASE("paged prefill: check() takes dense and ragged queries over pages", "[
     CHECK(check(p).ok());
     p.seqused_k = nullptr, p.last_page_len = fake_ints(0xa00000);
     CHECK(check(p).ok());
+    // Its bound on a sequence's pages may be the flat table's length (Python's): batch x that need not fit int32,
+    // which only the dense table's [batch, max_pages_per_seq] entries must.
+    p.batch = 4096, p.max_pages_per_seq = 1 << 20;
+    CHECK(check(p).ok());
+    p.page_indptr = nullptr, p.seqused_k = fake_ints(0x600000), p.last_page_len = nullptr;
+    CHECK(contains(message(check(p)), "batch * max_pages_per_seq must fit in int32"));
   }
 }
 

@@ -177,6 +177,8 @@ std::string DecodeShape::to_string() const {
   std::string lens;
   for (int l : seqlens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
   std::string layout_text = layout == KvLayout::paged ? fmt::format("paged{}", page_size) : "contiguous";
+  if (layout == KvLayout::paged && table != Table::dense)
+    layout_text += table == Table::csr_seqlens ? " CSR+seqlens_k" : " CSR+last_page_len";
   std::string variants;
   if (softcap > 0) variants += fmt::format(" softcap {}", softcap);
   if (alibi) variants += alibi == 2 ? " alibi [B, Hq]" : " alibi [Hq]";
@@ -340,6 +342,19 @@ DecodeCase DecodeCase::host_only(const DecodeShape& s, std::uint64_t seed, const
 
   img.seqlens = s.seqlens;
   img.page_table = c.page_table_;
+  if (paged && s.table != DecodeShape::Table::dense) {
+    // FlashInfer's CSR table from the dense one: each sequence's pages back to back (with seqlens_k also the
+    // garbage page behind its last), the offsets, and the tokens of each last page (0 without pages).
+    const int extra = s.table == DecodeShape::Table::csr_seqlens ? 1 : 0;
+    img.page_indptr = {0};
+    for (int b = 0; b < B; ++b) {
+      const int used = ceil_div(s.seqlens[b], s.page_size);
+      for (int i = 0; i < used + extra; ++i) img.page_indices.push_back(c.page_table_[b * c.max_pages_per_seq_ + i]);
+      img.page_indptr.push_back(static_cast<int>(img.page_indices.size()));
+      img.last_page_len.push_back(used == 0 ? 0 : s.seqlens[b] - (used - 1) * s.page_size);
+    }
+    c.csr_entries_ = img.page_indices.size();
+  }
   img.q_strides = c.q_strides_, img.o_strides = c.o_strides_, img.cache_strides = c.cache_strides_;
   img.max_seqlen_k = c.max_seqlen_k_, img.cache_seqlen = c.cache_seqlen_;
   img.num_pages = c.num_pages_, img.max_pages_per_seq = c.max_pages_per_seq_;
@@ -355,6 +370,11 @@ Result<DecodeCase> DecodeCase::make(const DecodeShape& s, std::uint64_t seed, co
   FLASHJIT_TRY(upload(c.dv_, img.v.data(), img.v.size() * 2));
   FLASHJIT_TRY(upload(c.dseqlens_, img.seqlens.data(), std::max<std::size_t>(img.seqlens.size(), 1) * 4));
   if (s.layout == KvLayout::paged) FLASHJIT_TRY(upload(c.dpages_, img.page_table.data(), img.page_table.size() * 4));
+  if (!img.page_indptr.empty()) {
+    FLASHJIT_TRY(upload(c.dindptr_, img.page_indptr.data(), img.page_indptr.size() * 4));
+    FLASHJIT_TRY(upload(c.dindices_, img.page_indices.data(), std::max<std::size_t>(img.page_indices.size(), 1) * 4));
+    FLASHJIT_TRY(upload(c.dlast_, img.last_page_len.data(), img.last_page_len.size() * 4));
+  }
   const Shape vs = s.variant_shape();
   if (s.alibi) {
     std::vector<float> slopes;
@@ -389,6 +409,12 @@ DecodeProblem DecodeCase::problem() const {
   if (s.layout == KvLayout::paged) {
     p.page_table = static_cast<const int*>(dpages_.get());
     p.num_pages = num_pages_, p.page_size = s.page_size, p.max_pages_per_seq = max_pages_per_seq_;
+    if (s.table != DecodeShape::Table::dense) {
+      p.page_table = static_cast<const int*>(dindices_.get());
+      p.page_indptr = static_cast<const int*>(dindptr_.get());
+      if (s.table == DecodeShape::Table::csr_last_page)
+        p.seqlens_k = nullptr, p.last_page_len = static_cast<const int*>(dlast_.get());
+    }
   } else {
     p.cache_seqlen = cache_seqlen_ == max_seqlen_k_ ? 0 : cache_seqlen_;
   }

@@ -48,6 +48,9 @@ struct DecodeShape {
   std::vector<int> seqlens = {1};  // keys per sequence; batch = seqlens.size()
   KvLayout layout = KvLayout::contiguous;
   int page_size = 16;              // paged only
+  // Paged: the dense table [B, max_pages_per_seq], or FlashInfer's CSR one (page_indptr and the flat indices) with
+  // the counts from seqlens_k (each sequence then owns one garbage page past those it uses) or last_page_len.
+  enum class Table { dense, csr_seqlens, csr_last_page } table = Table::dense;
   int window_left = -1;
   int chunk_size = 0;              // 0: no chunks (not with window_left >= 0)
   bool with_lse = true;
@@ -102,6 +105,7 @@ void reference_decode(const DecodeShape& s, const std::vector<float>& q, const H
 struct DecodeImage {
   std::vector<std::uint16_t> q, k, v;
   std::vector<int> seqlens, page_table;
+  std::vector<int> page_indptr, page_indices, last_page_len;  // CSR tables (page_table: the dense one they came from)
   Strides q_strides{}, o_strides{}, cache_strides{};  // resolved (never zero)
   int max_seqlen_k = 0;
   int cache_seqlen = 0;  // contiguous: the cache's capacity
@@ -138,6 +142,7 @@ class DecodeCase {
   int max_seqlen_k() const { return max_seqlen_k_; }
   int num_pages() const { return num_pages_; }
   int max_pages_per_seq() const { return max_pages_per_seq_; }
+  std::size_t csr_entries() const { return csr_entries_; }  // CSR tables: the flat page indices' length
 
  private:
   DecodeShape shape_;
@@ -147,7 +152,8 @@ class DecodeCase {
   int max_seqlen_k_ = 0, cache_seqlen_ = 0, num_pages_ = 0, max_pages_per_seq_ = 0;
   std::size_t o_elems_ = 0, lse_elems_ = 0;  // buffer sizes in elements (guards included)
   std::vector<int> page_table_;              // host copy (paged)
-  cuda::DeviceBuffer dq_, do_, dlse_, dk_, dv_, dseqlens_, dpages_, dslopes_, dsinks_;
+  std::size_t csr_entries_ = 0;
+  cuda::DeviceBuffer dq_, do_, dlse_, dk_, dv_, dseqlens_, dpages_, dslopes_, dsinks_, dindptr_, dindices_, dlast_;
 };
 
 // Merge of attention states. Each sequence b has keys [0, keys[b]) and `seqlen` query positions, aligned

@@ -6,7 +6,8 @@
 // fp16, sliding windows, chunked-causal masks, LSE on and off, forced and planned split counts (empty trailing
 // splits) merged by the combine kernel or in thread-block clusters, caller and runtime-owned workspaces, strided
 // q / o / cache, many short sequences, chains of calls each reading the one before's output, inputs written by a
-// kernel that lets the decode (or merge) start before it ends; merges of 1, 2, 3, 5 and 32 states.
+// kernel that lets the decode (or merge) start before it ends, FlashInfer's CSR page tables; merges of 1, 2, 3, 5 and
+// 32 states.
 //
 // Only these: flashjit_gpu_tests "[decode],[merge]"
 #include <fmt/format.h>
@@ -688,6 +689,85 @@ TEST_CASE("decode: two runs with forced splits on a paged cache are bitwise iden
   REQUIRE(runtime().decode(p).ok());
   REQUIRE(c->read_raw(second).ok());
   CHECK(first == second);
+}
+
+TEST_CASE("decode: FlashInfer's CSR page tables (counts from seqlens_k or last_page_len) match float64",
+          "[decode][gpu][csr]") {
+  // Shuffled pages, mixed lengths (last pages partly full, an empty sequence: no pages), every regime of
+  // kv_loads.cuh (pages of 1, 16, 64, 256 tokens), the planner's splits and forced ones (combine kernel),
+  // masks with a lower bound (their page-table reads follow the length), q_len 1 and 4, a loose host bound.
+  // With seqlens_k each sequence owns a garbage page past the ones it uses.
+  const Layout layout = GENERATE(kPaged1, kPaged16, kPaged64, kPaged256);
+  const auto table = GENERATE(DecodeShape::Table::csr_seqlens, DecodeShape::Table::csr_last_page);
+  const int variant = GENERATE(0, 1, 2, 3);
+  DecodeShape s = make_shape(variant % 2 ? DType::fp16 : DType::bf16, 128, 4, variant < 2 ? 1 : 4,
+                             {1, 7, 300, 4097, 0, 65}, layout);
+  s.table = table;
+  if (variant == 1) s.num_splits = 3, s.split_merge = SplitMerge::combine_kernel;
+  if (variant == 2) s.window_left = 100, s.bound_slack = 300;
+  if (variant == 3) s.chunk_size = 64, s.num_splits = 5;
+  check_decode(s, variant == 1 ? Workspace::caller : Workspace::runtime_owned);
+}
+
+TEST_CASE("decode: a CSR page table gives the dense table's output bit for bit, and passes check_pages",
+          "[decode][gpu][csr]") {
+  ensure_context();
+  const Layout layout = GENERATE(kPaged8, kPaged32);
+  const int splits = GENERATE(1, 4);
+  DecodeShape dense = make_shape(DType::bf16, 64, 8, 2, {1, 7, 300, 4097}, layout);
+  dense.num_splits = splits;
+  const std::uint64_t seed = fresh_seed();
+  INFO(dense.to_string() << ", seed " << seed);
+  std::vector<unsigned char> want;
+  {
+    auto c = DecodeCase::make(dense, seed);
+    REQUIRE(c.ok());
+    REQUIRE(runtime().decode(c->problem()).ok());
+    REQUIRE(c->read_raw(want).ok());
+  }
+  for (auto table : {DecodeShape::Table::csr_seqlens, DecodeShape::Table::csr_last_page}) {
+    DecodeShape s = dense;
+    s.table = table;
+    INFO(s.to_string());
+    auto c = DecodeCase::make(s, seed);  // the same data and pages
+    REQUIRE(c.ok());
+    DecodeProblem p = c->problem();
+    p.check_pages = true;  // the host check reads the offsets, the counts and the pages in use
+    auto st = runtime().decode(p);
+    if (!st.ok()) FAIL(st.error().to_string());
+    std::vector<unsigned char> got;
+    REQUIRE(c->read_raw(got).ok());
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("decode: behind a kernel that lets it start early, a CSR table's offsets, counts and pages are read after "
+          "that kernel's writes",
+          "[decode][gpu][csr]") {
+  // As the test above for the dense table: stale zeros (no pages, no keys, page 0) until the writer restores them.
+  ensure_context();
+  const Layout layout = GENERATE(kPaged1, kPaged16);
+  const int splits = GENERATE(0, 3);
+  const auto table = GENERATE(DecodeShape::Table::csr_seqlens, DecodeShape::Table::csr_last_page);
+  DecodeShape s = make_shape(DType::bf16, 128, 4, 1, {300, 4097, 7, 1000}, layout);
+  s.num_splits = splits, s.table = table;
+  const std::uint64_t seed = fresh_seed();
+  INFO(s.to_string() << ", seed " << seed);
+  auto c = DecodeCase::make(s, seed);
+  if (!c.ok()) FAIL(c.error().to_string());
+  auto writer = LateWriter::make();
+  if (!writer.ok()) FAIL(writer.error().to_string());
+  const DecodeProblem p = c->problem();
+  REQUIRE(runtime().prepare_decode(p).ok());
+  const std::size_t batch = static_cast<std::size_t>(s.batch());
+  REQUIRE(writer->stage(p.page_indptr, (batch + 1) * 4).ok());
+  REQUIRE(writer->stage(p.page_table, c->csr_entries() * 4).ok());
+  if (p.last_page_len != nullptr) REQUIRE(writer->stage(p.last_page_len, batch * 4).ok());
+  else REQUIRE(writer->stage(p.seqlens_k, batch * 4).ok());
+  REQUIRE(writer->launch(static_cast<CUstream>(p.stream), 200).ok());
+  auto st = runtime().decode(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  expect_matches_reference(*c, s);
 }
 
 TEST_CASE("decode: a seqlens_k entry above max_seqlen_k is clamped to it", "[decode][gpu]") {

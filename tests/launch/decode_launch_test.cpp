@@ -67,6 +67,23 @@ TEST_CASE("decode params: strides, pages, splits and workspace pointers", "[laun
   CHECK(c.o == p.o);
 }
 
+TEST_CASE("decode params: a CSR page table's offsets and last-page counts; none for a contiguous cache",
+          "[launch][decode][csr]") {
+  DecodeProblem p = paged_problem();
+  p.page_indptr = static_cast<const int*>(fake(0x7000));
+  p.seqlens_k = nullptr, p.last_page_len = static_cast<const int*>(fake(0x8000));
+  const auto plan = dispatch::plan_decode(p, Arch{90, true}, 132);
+  DecodeParams d = launch::make_decode_params(p, plan, fake(0x100000));
+  CHECK(d.page_table == p.page_table);
+  CHECK(d.page_indptr == p.page_indptr);
+  CHECK(d.last_page_len == p.last_page_len);
+  CHECK(d.seqlens_k == nullptr);
+  p = paged_problem();
+  d = launch::make_decode_params(p, plan, fake(0x100000));
+  CHECK(d.page_indptr == nullptr);
+  CHECK(d.last_page_len == nullptr);
+}
+
 TEST_CASE("decode params: splits merged in a cluster get no workspace pointers", "[launch][decode]") {
   DecodeProblem p = paged_problem();
   p.split_merge = SplitMerge::cluster;
