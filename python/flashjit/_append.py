@@ -7,30 +7,11 @@ from typing import TYPE_CHECKING, Optional
 
 from . import _abi, _library, _runtime
 from ._attention import _stream_handle
-from ._checks import (DTYPES, INT32, INT32_MAX, _int_arg, _require_cuda, _require_dense, _require_layout, _shape,
+from ._checks import (DTYPES, INT32_MAX, _int_arg, _require_dense, _require_devices_and_dtypes, _require_layout, _shape,
                       bshd_strides, packed_strides)
 
 if TYPE_CHECKING:
     from ._attention import Stream, Tensor
-
-
-def _require_devices_and_dtypes(tensors, floats):
-    """(name, tensor) pairs on the first one's CUDA device; the first `floats` of one dtype (bf16 or fp16), the
-    rest int32."""
-    first_name, first = tensors[0]
-    for name, t in tensors:
-        _require_cuda(name, t)
-        if str(t.device) != str(first.device):
-            raise ValueError(f"{name} is on {t.device} but {first_name} is on {first.device}: all tensors must be on "
-                             f"one CUDA device")
-    if str(first.dtype) not in DTYPES:
-        raise ValueError(f"{first_name}: dtype {first.dtype} is not supported (torch.bfloat16 or torch.float16)")
-    for name, t in tensors[1:floats]:
-        if str(t.dtype) != str(first.dtype):
-            raise ValueError(f"{name}: dtype {t.dtype} differs from {first_name}'s {first.dtype}")
-    for name, t in tensors[floats:]:
-        if str(t.dtype) != INT32:
-            raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")
 
 
 def check_new_rows(name_k, k, name_v, v, k_cache, ragged):

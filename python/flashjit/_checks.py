@@ -434,24 +434,26 @@ class DecodeProblem:
     max_pages_per_seq: int
 
 
-def _require_same_device(name, t, q):
-    if str(t.device) != str(q.device):
-        raise ValueError(f"{name} is on {t.device} but q is on {q.device}: all tensors must be on one CUDA device")
+def _require_same_device(name, t, first, first_name="q"):
+    if str(t.device) != str(first.device):
+        raise ValueError(f"{name} is on {t.device} but {first_name} is on {first.device}: all tensors must be on one "
+                         f"CUDA device")
 
 
 def _require_devices_and_dtypes(tensors, floats, traced=False):
-    """tensors: (name, tensor) pairs, q first, all CUDA tensors on q's device; the first `floats` in q's
-    dtype (bf16 or fp16), the rest int32."""
-    q = tensors[0][1]
+    """tensors: (name, tensor) pairs, the one the others are measured by first (q; append's new rows k), all CUDA
+    tensors on its device; the first `floats` in its dtype (bf16 or fp16), the rest int32. Messages name the
+    tensors as given."""
+    first_name, first = tensors[0]
     for name, t in tensors:
         _require_cuda(name, t, traced)
     for name, t in tensors[1:]:
-        _require_same_device(name, t, q)
-    if str(q.dtype) not in DTYPES:
-        raise ValueError(f"q: dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+        _require_same_device(name, t, first, first_name)
+    if str(first.dtype) not in DTYPES:
+        raise ValueError(f"{first_name}: dtype {first.dtype} is not supported (torch.bfloat16 or torch.float16)")
     for name, t in tensors[1:floats]:
-        if str(t.dtype) != str(q.dtype):
-            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}")
+        if str(t.dtype) != str(first.dtype):
+            raise ValueError(f"{name}: dtype {t.dtype} differs from {first_name}'s {first.dtype}")
     for name, t in tensors[floats:]:
         if str(t.dtype) != INT32:
             raise ValueError(f"{name}: dtype {t.dtype} must be torch.int32")

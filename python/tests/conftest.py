@@ -6,6 +6,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 _temporary_cache = None
@@ -21,3 +23,14 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if _temporary_cache is not None:
         shutil.rmtree(_temporary_cache, ignore_errors=True)
+
+
+@pytest.fixture
+def library_untouched(monkeypatch):
+    """Loading the library fails the test: the argument checks must refuse a call before the library is reached.
+    The argument-check modules use it for every test (pytestmark) or for those that take it."""
+    from flashjit import _library  # not at the top: the package is first imported after pytest_configure
+
+    def refuse():
+        raise AssertionError("the library was reached before the arguments were checked")
+    monkeypatch.setattr(_library, "load", refuse)

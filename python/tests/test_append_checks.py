@@ -12,12 +12,7 @@ B, NEW, HKV, D, CAP = 3, 5, 4, 128, 64
 PAGES, PAGE, MAX_PAGES = 20, 16, 4
 
 
-@pytest.fixture(autouse=True)
-def library_untouched(monkeypatch):
-    def refuse():
-        raise AssertionError("the library was reached before the arguments were checked")
-    monkeypatch.setattr(_append._library, "load", refuse)
-    monkeypatch.setattr(_decode._library, "load", refuse)
+pytestmark = pytest.mark.usefixtures("library_untouched")
 
 
 def inputs(paged=False, **changes):

@@ -5,15 +5,11 @@ import math
 import pytest
 
 import flashjit
-from flashjit import _abi, _attention, _checks
+from flashjit import _abi, _checks
 from fakes import FakeTensor, qkv
 
 
-@pytest.fixture(autouse=True)
-def library_untouched(monkeypatch):
-    def refuse():
-        raise AssertionError("the library was reached before the arguments were checked")
-    monkeypatch.setattr(_attention._library, "load", refuse)
+pytestmark = pytest.mark.usefixtures("library_untouched")
 
 
 def mutate(**changes):

@@ -13,11 +13,7 @@ B, QLEN, HQ, HKV, D, MAXSEQ = 2, 1, 8, 2, 64, 96
 NUM_PAGES, PAGE, MAX_PAGES = 40, 16, 6
 
 
-@pytest.fixture(autouse=True)
-def library_untouched(monkeypatch):
-    def refuse():
-        raise AssertionError("the library was reached before the arguments were checked")
-    monkeypatch.setattr(_decode._library, "load", refuse)
+pytestmark = pytest.mark.usefixtures("library_untouched")
 
 
 def like(t, **overrides):

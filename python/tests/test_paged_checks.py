@@ -56,13 +56,6 @@ def like(t, **overrides):
     return FakeTensor(**fields)
 
 
-@pytest.fixture
-def library_untouched(monkeypatch):
-    def refuse():
-        raise AssertionError("the library was reached before the arguments were checked")
-    monkeypatch.setattr(_attention._library, "load", refuse)
-
-
 # Cases of both functions: (changes, message).
 COMMON_CASES = {
     "page_table without seqused_k": (dict(seqused_k=None), "page_table needs seqused_k"),

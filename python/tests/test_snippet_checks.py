@@ -9,7 +9,7 @@ import pytest
 import flashjit
 from flashjit import _abi, _attention, _decode
 from fakes import FakeTensor, qkv
-from test_variant_checks import decode_tensors, recorded, untouched  # noqa: F401  (fixtures)
+from test_variant_checks import decode_tensors, recorded  # noqa: F401  (fixtures)
 
 SCORE = ("__device__ float score_mod(float s, int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
          "  return s - ctx.scalar(0) * (q > k ? q - k : k - q);\n"
@@ -38,7 +38,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("kwargs,message", BAD, ids=[m for _, m in BAD])
-def test_snippet_errors_name_the_argument(kwargs, message, untouched):  # noqa: F811
+def test_snippet_errors_name_the_argument(kwargs, message, library_untouched):
     q, k, v = qkv()
     cu = FakeTensor((3,), "torch.int32")
     calls = [lambda: flashjit.attention(q, k, v, **kwargs),
@@ -51,7 +51,7 @@ def test_snippet_errors_name_the_argument(kwargs, message, untouched):  # noqa: 
         assert message in str(raised.value)
 
 
-def test_alignment_errors(untouched):  # noqa: F811
+def test_alignment_errors(library_untouched):
     q, k, v = qkv()
     with pytest.raises(ValueError, match="alignment must be 'bottom_right' or 'top_left'"):
         flashjit.attention(q, k, v, causal=True, alignment="top-left")

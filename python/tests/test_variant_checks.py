@@ -12,14 +12,6 @@ from fakes import FakeTensor, qkv
 F32 = "torch.float32"
 
 
-@pytest.fixture
-def untouched(monkeypatch):
-    def refuse():
-        raise AssertionError("the library was reached before the arguments were checked")
-    monkeypatch.setattr(_attention._library, "load", refuse)
-    monkeypatch.setattr(_decode._library, "load", refuse)
-
-
 def slopes(*shape, **kw):
     return FakeTensor(shape, kw.pop("dtype", F32), **kw)
 
@@ -49,7 +41,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("variants,message", BAD, ids=[m for _, m in BAD])
-def test_attention_variant_errors_name_the_argument(variants, message, untouched):
+def test_attention_variant_errors_name_the_argument(variants, message, library_untouched):
     q, k, v = qkv()
     with pytest.raises(ValueError) as raised:
         flashjit.attention(q, k, v, **variants)
@@ -57,7 +49,7 @@ def test_attention_variant_errors_name_the_argument(variants, message, untouched
 
 
 @pytest.mark.parametrize("variants,message", BAD, ids=[m for _, m in BAD])
-def test_varlen_variant_errors_name_the_argument(variants, message, untouched):
+def test_varlen_variant_errors_name_the_argument(variants, message, library_untouched):
     # Packed q [128, 8, 64] with 2 sequences: [2, 8] slopes are per sequence.
     q, k, v = (FakeTensor((128, 8, 64)), FakeTensor((192, 2, 64)), FakeTensor((192, 2, 64)))
     cu = FakeTensor((3,), "torch.int32")
@@ -72,7 +64,7 @@ def decode_tensors(batch=2):
 
 
 @pytest.mark.parametrize("variants,message", BAD, ids=[m for _, m in BAD])
-def test_decode_variant_errors_name_the_argument(variants, message, untouched):
+def test_decode_variant_errors_name_the_argument(variants, message, library_untouched):
     with pytest.raises(ValueError) as raised:
         flashjit.decode(*decode_tensors(), **variants)
     assert message in str(raised.value)

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -71,6 +72,13 @@ class Cli {
  private:
   fs::path root_;
 };
+
+// Writes `text` to the file `name` in the test's folder; returns its path quoted for a command line.
+inline std::string write_input(const Cli& cli, const std::string& name, const std::string& text) {
+  const fs::path p = cli.root() / name;
+  std::ofstream(p) << text;
+  return quote(p.string());
+}
 
 // stdout of a --json command as JSON (a failed parse fails the test).
 inline nlohmann::json parsed(const CliResult& r) {

@@ -2,7 +2,6 @@
 // invalid input with one line naming what the user gave, strict JSON types and JSON syntax errors with their
 // line and column, warnings for unknown FLASHJIT_* values, NVRTC not found, NVRTC and its builtins from one folder.
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -13,15 +12,10 @@
 using flashjit::test::Cli;
 using flashjit::test::parsed;
 using flashjit::test::quote;
+using flashjit::test::write_input;
 using nlohmann::json;
 
 namespace {
-
-std::string write(const Cli& cli, const std::string& name, const std::string& text) {
-  const auto p = cli.root() / name;
-  std::ofstream(p) << text;
-  return quote(p.string());
-}
 
 bool has_gpu() {
   auto n = flashjit::cuda::device_count();
@@ -88,7 +82,7 @@ TEST_CASE("cli json: select answers without a GPU", "[cli][json][select]") {
 
 TEST_CASE("cli json: run and precompile", "[cli][json]") {
   Cli cli;
-  const std::string sweep = write(cli, "one.json", R"({"name": "one", "problems": [
+  const std::string sweep = write_input(cli, "one.json", R"({"name": "one", "problems": [
     {"heads_q": 4, "heads_kv": 4, "head_dim": 64, "seqlen": 256}]})");
   auto pre = cli("precompile --json --sweep " + sweep + " --arch sm_80 -j 1", "", true);
   CHECK(pre.code == 0);
@@ -114,9 +108,9 @@ TEST_CASE("cli json: run and precompile", "[cli][json]") {
 
 TEST_CASE("cli: every invalid input exits 2 with one line naming it", "[cli][usage]") {
   Cli cli;
-  const std::string string_int = write(cli, "string_int.json", R"({"head_dim": "64"})");
-  const std::string syntax = write(cli, "syntax.json", "{\n  \"head_dim\": 64,\n  \"block_m\" 64\n}");
-  const std::string sweep = write(cli, "s.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256}]})");
+  const std::string string_int = write_input(cli, "string_int.json", R"({"head_dim": "64"})");
+  const std::string syntax = write_input(cli, "syntax.json", "{\n  \"head_dim\": 64,\n  \"block_m\" 64\n}");
+  const std::string sweep = write_input(cli, "s.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256}]})");
   const std::pair<std::string, std::string> invalid[] = {
       {"emit head_dim=65", "head_dim"},
       {"emit head_dimm=64", "head_dimm"},

@@ -5,7 +5,6 @@
 // combine configs through `flashjit compile` / `emit`, the worker fault hook on a decode kernel, `--sms`,
 // and autotune on sweeps with decode problems.
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "cache/disk_cache.hpp"
@@ -23,6 +22,7 @@ using flashjit::AnyKernelConfig;
 using flashjit::Arch;
 using flashjit::test::Cli;
 using flashjit::test::quote;
+using flashjit::test::write_input;
 
 namespace {
 
@@ -33,12 +33,6 @@ const Arch kSm80{80, false};
 // three kernels.
 const char* kDecodeSweep = R"({"name": "tiny-decode", "problems": [
   {"kind": "decode", "heads_q": 4, "heads_kv": 1, "head_dim": 64, "batch": [1, 256], "seqlen_k": 4096}]})";
-
-std::string write(const Cli& cli, const std::string& name, const std::string& text) {
-  const fs::path p = cli.root() / name;
-  std::ofstream(p) << text;
-  return quote(p.string());
-}
 
 flashjit::tune::PrecompilePlan plan_of(const char* sweep_text, int sms = flashjit::tune::kDefaultPrecompileSms) {
   auto sweep = flashjit::tune::parse_sweep(sweep_text, "tiny-decode.json");
@@ -51,7 +45,7 @@ flashjit::tune::PrecompilePlan plan_of(const char* sweep_text, int sms = flashji
 TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime finds the kernels",
           "[cli][precompile][decode]") {
   Cli cli;
-  const std::string sweep = write(cli, "tiny-decode.json", kDecodeSweep);
+  const std::string sweep = write_input(cli, "tiny-decode.json", kDecodeSweep);
   const auto plan = plan_of(kDecodeSweep);
   REQUIRE(plan.decode.size() == 1);
   REQUIRE(plan.combine.size() == 1);
@@ -103,7 +97,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
 
   // `flashjit compile` of the same configs' JSON in precompiled-only mode: hits.
   for (std::size_t i = 0; i < kernels.size(); ++i) {
-    const std::string file = write(cli, "kernel" + std::to_string(i) + ".json", to_json(kernels[i]));
+    const std::string file = write_input(cli, "kernel" + std::to_string(i) + ".json", to_json(kernels[i]));
     auto hit = cli("compile " + file, "FLASHJIT_JIT=0");
     INFO(hit);
     CHECK(hit.code == 0);
@@ -137,7 +131,7 @@ TEST_CASE("cli: precompile of decode problems, then a precompiled-only runtime f
 TEST_CASE("cli: precompile of mixed sweeps, decode worker faults, --sms usage", "[cli][precompile][decode]") {
   Cli cli;
   // One prefill problem (one fa2 kernel) and the decode problems: four kernels; the decode worker crashes.
-  const std::string mixed = write(cli, "mixed.json", R"({"problems": [
+  const std::string mixed = write_input(cli, "mixed.json", R"({"problems": [
     {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256},
     {"kind": "decode", "heads_q": 4, "heads_kv": 1, "head_dim": 64, "batch": [1, 256], "seqlen_k": 4096}]})");
   auto crashed = cli("precompile --sweep " + mixed + " --arch sm_80 -j 2", "FLASHJIT_WORKER_FAULT=crash:decode_");
@@ -155,7 +149,7 @@ TEST_CASE("cli: precompile of mixed sweeps, decode worker faults, --sms usage", 
   CHECK(again.has("cached         3"));
 
   // A prefill-only sweep keeps its summary as it was.
-  const std::string prefill = write(cli, "prefill.json", R"({"problems": [{"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256}]})");
+  const std::string prefill = write_input(cli, "prefill.json", R"({"problems": [{"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256}]})");
   auto plain = cli("precompile --sweep " + prefill + " --arch sm_80");
   INFO(plain);
   CHECK(plain.code == 0);
@@ -168,7 +162,7 @@ TEST_CASE("cli: precompile of mixed sweeps, decode worker faults, --sms usage", 
     CHECK(bad.code == 2);
   }
   auto bad_sweep = cli("precompile --sweep " +
-                       write(cli, "bad.json", R"({"problems": [{"kind": "decode", "heads_q": 4, "head_dim": 64,
+                       write_input(cli, "bad.json", R"({"problems": [{"kind": "decode", "heads_q": 4, "head_dim": 64,
                                                                   "seqlen_k": 64, "mask": "causal"}]})"));
   INFO(bad_sweep);
   CHECK(bad_sweep.code == 2);
@@ -182,7 +176,7 @@ TEST_CASE("cli: emit of decode and combine configs", "[cli][decode]") {
   CHECK(split.code == 0);
   CHECK(split.has("decode_bf16_d64_r16_bn64_s3_w4_paged16_window_sm80"));
   CHECK(split.has(R"("kernel":"decode")"));
-  const std::string file = write(cli, "combine.json", R"({"kernel": "combine", "dtype": "fp16", "fp32_inputs": false})");
+  const std::string file = write_input(cli, "combine.json", R"({"kernel": "combine", "dtype": "fp16", "fp32_inputs": false})");
   auto combine = cli("emit " + file);
   INFO(combine);
   CHECK(combine.code == 0);
@@ -203,7 +197,7 @@ TEST_CASE("cli: emit of decode and combine configs", "[cli][decode]") {
 
 TEST_CASE("cli: autotune refuses paged prefill problems, which precompile compiles", "[cli][autotune][paged]") {
   Cli cli;
-  const std::string paged = write(cli, "paged.json", R"({"problems": [
+  const std::string paged = write_input(cli, "paged.json", R"({"problems": [
     {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen_q": 64, "seqlen_k": 256, "page_size": [0, 16]}]})");
   const std::string out = quote((cli.root() / "out.json").string());
   auto rejected = cli("autotune --sweep " + paged + " -o " + out);
@@ -219,7 +213,7 @@ TEST_CASE("cli: autotune refuses paged prefill problems, which precompile compil
 
 TEST_CASE("cli: autotune skips decode problems", "[cli][autotune][decode]") {
   Cli cli;
-  const std::string only_decode = write(cli, "decode.json", kDecodeSweep);
+  const std::string only_decode = write_input(cli, "decode.json", kDecodeSweep);
   const std::string out = quote((cli.root() / "out.json").string());
   auto rejected = cli("autotune --sweep " + only_decode + " -o " + out);
   INFO(rejected);
@@ -230,7 +224,7 @@ TEST_CASE("cli: autotune skips decode problems", "[cli][autotune][decode]") {
 
   auto devices = flashjit::cuda::device_count();
   if (devices.ok() && *devices > 0) return;  // the rest needs no GPU; with one, autotune would run
-  const std::string mixed = write(cli, "mixed.json", R"({"problems": [
+  const std::string mixed = write_input(cli, "mixed.json", R"({"problems": [
     {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256},
     {"kind": "decode", "heads_q": 4, "heads_kv": 1, "head_dim": 64, "seqlen_k": 4096}]})");
   auto skipped = cli("autotune --sweep " + mixed + " -o " + out);

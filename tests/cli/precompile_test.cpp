@@ -24,18 +24,13 @@
 namespace fs = std::filesystem;
 using flashjit::test::Cli;
 using flashjit::test::quote;
+using flashjit::test::write_input;
 
 namespace {
 
 // Two problems, d64 on sm_80: the dispatcher picks one fa2 kernel per mask.
 const char* kTinySweep = R"({"name": "tiny", "problems": [
   {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256, "mask": ["none", "causal"]}]})";
-
-std::string write(const Cli& cli, const std::string& name, const std::string& text) {
-  const fs::path p = cli.root() / name;
-  std::ofstream(p) << text;
-  return quote(p.string());
-}
 
 flashjit::KernelConfig picked(flashjit::MaskKind mask) {
   flashjit::AttentionProblem p;
@@ -47,7 +42,7 @@ flashjit::KernelConfig picked(flashjit::MaskKind mask) {
 
 TEST_CASE("cli: precompile compiles once, in workers, and a crash fails alone", "[cli][precompile]") {
   Cli cli;
-  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  const std::string sweep = write_input(cli, "tiny.json", kTinySweep);
   const std::string none = readable_name(picked(flashjit::MaskKind::none));
   const std::string causal = readable_name(picked(flashjit::MaskKind::causal));
 
@@ -88,7 +83,7 @@ TEST_CASE("cli: precompile compiles once, in workers, and a crash fails alone", 
   CHECK(picked(flashjit::MaskKind::none).block_n == 64);  // the configs compiled above are the dispatcher's
 
   // The whole candidate space of a reduced sweep: the dispatcher's pick (cached) plus 16-rows-per-warp.
-  const std::string space = write(cli, "space.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256}],
+  const std::string space = write_input(cli, "space.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256}],
       "candidates": {"warps": [4], "block_n": [64], "stages": [2]}})");
   auto all = cli("precompile --sweep " + space + " --arch sm_80 --all-candidates -j 1");
   INFO(all);
@@ -100,7 +95,7 @@ TEST_CASE("cli: precompile compiles once, in workers, and a crash fails alone", 
 
 TEST_CASE("cli: precompile kills a hung worker at the timeout", "[cli][precompile]") {
   Cli cli;
-  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  const std::string sweep = write_input(cli, "tiny.json", kTinySweep);
   auto hung = cli("precompile --sweep " + sweep + " --arch sm_80 -j 2 --timeout 0.5", "FLASHJIT_WORKER_FAULT=hang:fa2");
   INFO(hung);
   CHECK(hung.code == 1);
@@ -110,7 +105,7 @@ TEST_CASE("cli: precompile kills a hung worker at the timeout", "[cli][precompil
 
 TEST_CASE("cli: precompile and autotune usage errors", "[cli][precompile]") {
   Cli cli;
-  const std::string good = write(cli, "tiny.json", kTinySweep);
+  const std::string good = write_input(cli, "tiny.json", kTinySweep);
   const std::pair<std::string, int> usage[] = {
       {"precompile", 2},                                   // --sweep is required
       {"precompile --sweep " + good + " --arch sm_12x", 2},
@@ -122,7 +117,7 @@ TEST_CASE("cli: precompile and autotune usage errors", "[cli][precompile]") {
     INFO(r);
     CHECK(r.code == code);
   }
-  const std::string bad = write(cli, "bad.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256},
+  const std::string bad = write_input(cli, "bad.json", R"({"problems": [{"heads_q": 4, "head_dim": 64, "seqlen": 256},
                                                                  {"heads_q": 4, "head_dim": 64, "seqlen": "x"}]})");
   auto r = cli("precompile --sweep " + bad);
   INFO(r);
@@ -143,7 +138,7 @@ TEST_CASE("cli: autotune needs a GPU", "[cli][autotune]") {
   auto devices = flashjit::cuda::device_count();
   if (devices.ok() && *devices > 0) return;  // exercised on GPU machines by hand (it takes minutes)
   Cli cli;
-  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  const std::string sweep = write_input(cli, "tiny.json", kTinySweep);
   auto r = cli("autotune --sweep " + sweep + " -o " + quote((cli.root() / "out.json").string()));
   INFO(r);
   CHECK(r.code == 1);
@@ -155,7 +150,7 @@ TEST_CASE("cli: autotune needs a GPU", "[cli][autotune]") {
 // counted as compiled, and precompile exited 0 for a cache a FLASHJIT_JIT=0 server would then miss in.
 TEST_CASE("cli: precompile fails a kernel the cache did not keep", "[cli][precompile]") {
   Cli cli;
-  const std::string sweep = write(cli, "tiny.json", kTinySweep);
+  const std::string sweep = write_input(cli, "tiny.json", kTinySweep);
   auto key = flashjit::Runtime::kernel_key(picked(flashjit::MaskKind::causal));
   REQUIRE(key.ok());
   fs::create_directories(cli.cache() / "v1");

@@ -6,13 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
-#include "compile/nvrtc.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "support/catch.hpp"
+#include "support/compile_all.hpp"
 
 using flashjit::Arch;
 using flashjit::CombineKernelConfig;
@@ -21,59 +20,14 @@ using flashjit::DType;
 using flashjit::KvLayout;
 using flashjit::Result;
 using flashjit::codegen::GeneratedSource;
-using flashjit::compile::CompiledKernel;
+using flashjit::test::check_compiled;
+using flashjit::test::compile_all;
+using flashjit::test::on_two_threads;
 
 namespace {
 
 const Arch kSm90a{90, true};
 const Arch kSm80{80, false};
-
-struct Outcome {
-  std::string name;
-  Result<GeneratedSource> source = flashjit::Error();
-  Result<CompiledKernel> compiled = flashjit::Error();
-};
-
-// Runs f(i) for i in [0, n) on two threads (the CI machine has two cores).
-template <class F>
-void on_two_threads(std::size_t n, F f) {
-  auto work = [&](std::size_t first) {
-    for (std::size_t i = first; i < n; i += 2) f(i);
-  };
-  std::thread second(work, 1);
-  work(0);
-  second.join();
-}
-
-// Generates and compiles every config.
-template <class Config>
-std::vector<Outcome> compile_all(const std::vector<Config>& configs) {
-  std::vector<Outcome> out(configs.size());
-  on_two_threads(configs.size(), [&](std::size_t i) {
-    out[i].name = readable_name(configs[i]);
-    out[i].source = flashjit::codegen::generate(configs[i]);
-    if (out[i].source.ok())
-      out[i].compiled = flashjit::compile::compile(*out[i].source, flashjit::compile::options_for(configs[i].arch),
-                                                     flashjit::log::Logger{});
-  });
-  return out;
-}
-
-void check_compiled(const Outcome& o, bool no_spills) {
-  INFO(o.name);
-  if (!o.source.ok()) FAIL_CHECK(o.source.error().to_string());
-  if (!o.source.ok()) return;
-  if (!o.compiled.ok()) FAIL_CHECK(o.compiled.error().to_string());
-  if (!o.compiled.ok()) return;
-  INFO(o.compiled->log);
-  CHECK(o.compiled->cubin.compare(0, 4, "\x7f" "ELF") == 0);
-  CHECK(o.compiled->ptxas.registers > 0);
-  CHECK(o.compiled->log.find(o.source->entry) != std::string::npos);
-  if (no_spills) {
-    CHECK(o.compiled->ptxas.spill_stores == 0);
-    CHECK(o.compiled->ptxas.spill_loads == 0);
-  }
-}
 
 }  // namespace
 

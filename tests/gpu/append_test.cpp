@@ -31,10 +31,7 @@ using namespace flashjit::test;
 
 namespace {
 
-std::uint64_t fresh_seed() {
-  static std::uint64_t n = 0xa99e7d;
-  return n += 0x9e3779b97f4a7c15ull;
-}
+SeedSequence fresh_seed{0xa99e7d};
 
 struct AppendShape {
   DType dtype = DType::bf16;

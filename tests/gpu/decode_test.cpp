@@ -31,10 +31,7 @@ using namespace flashjit::test;
 
 namespace {
 
-std::uint64_t fresh_seed() {
-  static std::uint64_t n = 0xdec0de;
-  return n += 0x9e3779b97f4a7c15ull;
-}
+SeedSequence fresh_seed{0xdec0de};
 
 // The split kernel the runtime plans for a shape's problem on device 0, and whether that device is the one the
 // planner's short- and paged-cache rules were measured on (sm_90 with 132 SMs: H100 SXM, H200). Elsewhere the

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -199,40 +200,52 @@ void reference_attention(const Shape& s, const std::vector<float>& q, const std:
   for (auto& t : threads) t.join();
 }
 
+void ComparisonSum::add_output(float x, double ref) {
+  if (std::isnan(x)) {
+    ++c_.nan_count;
+    return;
+  }
+  const double diff = double(x) - ref;
+  num_ += diff * diff;
+  den_ += ref * ref;
+  c_.max_abs = std::max(c_.max_abs, std::abs(diff));
+}
+
+void ComparisonSum::add_lse(float l, double ref, const float* o_row, int d) {
+  if (std::isnan(l)) {
+    ++c_.nan_count;
+  } else if (std::isinf(ref)) {
+    bool row_zero = true;
+    for (int i = 0; i < d; ++i) row_zero &= o_row[i] == 0.f;
+    if (!(std::isinf(l) && l < 0) || !row_zero) ++c_.empty_row_violations;
+  } else {
+    c_.lse_max_abs = std::max(c_.lse_max_abs, std::abs(double(l) - ref));
+  }
+}
+
+Comparison ComparisonSum::result() const {
+  Comparison c = c_;
+  c.rel_l2 = den_ > 0 ? std::sqrt(num_ / den_) : std::sqrt(num_);
+  return c;
+}
+
+std::string GuardedComparison::to_string() const {
+  return fmt::format("{}, guard writes {}", cmp.to_string(), guard_written);
+}
+
 template <class Ref>
 static Comparison compare_impl(const Shape& s, const std::vector<float>& o, const std::vector<float>& lse,
                                const std::vector<Ref>& ref_o, const std::vector<Ref>& ref_lse) {
-  Comparison c;
-  double num = 0, den = 0;
+  ComparisonSum sum;
   const int D = s.dv();
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    if (std::isnan(o[i])) {
-      ++c.nan_count;
-      continue;
-    }
-    const double diff = double(o[i]) - double(ref_o[i]);
-    num += diff * diff;
-    den += double(ref_o[i]) * ref_o[i];
-    c.max_abs = std::max(c.max_abs, std::abs(diff));
-  }
-  c.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  for (std::size_t i = 0; i < o.size(); ++i) sum.add_output(o[i], ref_o[i]);
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < s.heads_q; ++h)
       for (int i = 0; i < s.seqlen_q; ++i) {
         const std::size_t li = (std::size_t(b) * s.heads_q + h) * s.seqlen_q + i;
-        const double r = ref_lse[li];
-        if (std::isnan(lse[li])) {
-          ++c.nan_count;
-        } else if (std::isinf(r)) {
-          bool row_zero = true;
-          const std::size_t oi = ((std::size_t(b) * s.seqlen_q + i) * s.heads_q + h) * D;
-          for (int d = 0; d < D; ++d) row_zero &= o[oi + d] == 0.f;
-          if (!(std::isinf(lse[li]) && lse[li] < 0) || !row_zero) ++c.empty_row_violations;
-        } else {
-          c.lse_max_abs = std::max(c.lse_max_abs, std::abs(double(lse[li]) - r));
-        }
+        sum.add_lse(lse[li], ref_lse[li], o.data() + ((std::size_t(b) * s.seqlen_q + i) * s.heads_q + h) * D, D);
       }
-  return c;
+  return sum.result();
 }
 
 Comparison compare(const Shape& s, const std::vector<float>& o, const std::vector<float>& lse,

@@ -84,6 +84,28 @@ struct Comparison {
   std::int64_t empty_row_violations = 0;  // rows with no visible key whose O is not exactly 0 / LSE not -inf
   std::string to_string() const;
 };
+// A Comparison built element by element (the layouts of O and LSE are the caller's): each output element against
+// its reference, then each row's LSE.
+class ComparisonSum {
+ public:
+  void add_output(float x, double ref);
+  // One row's LSE; where the reference has no visible key (-inf) the LSE must be -inf and the row's d output
+  // elements (o_row) exactly 0.
+  void add_lse(float l, double ref, const float* o_row, int d);
+  Comparison result() const;  // with rel_l2
+
+ private:
+  Comparison c_;
+  double num_ = 0, den_ = 0;
+};
+
+// A comparison of outputs surrounded by guard rows (and pad elements) that no kernel may write.
+struct GuardedComparison {
+  Comparison cmp;
+  std::int64_t guard_written = 0;  // guard rows / pad elements of O and LSE that are no longer the poison
+  std::string to_string() const;
+};
+
 Comparison compare(const Shape& s, const std::vector<float>& o, const std::vector<float>& lse,
                    const std::vector<double>& ref_o, const std::vector<double>& ref_lse);
 Comparison compare(const Shape& s, const std::vector<float>& o, const std::vector<float>& lse,
@@ -93,6 +115,17 @@ Comparison compare(const Shape& s, const std::vector<float>& o, const std::vecto
 double tolerance(DType d);
 // Prefill and varlen LSE tolerance (absolute).
 inline constexpr double kPrefillLseTolerance = 2e-2;
+
+// The seeds of one test file's cases, called as fresh_seed(): from the file's own start, each the last plus
+// 2^64 / phi.
+class SeedSequence {
+ public:
+  explicit constexpr SeedSequence(std::uint64_t start) : n_(start) {}
+  std::uint64_t operator()() { return n_ += 0x9e3779b97f4a7c15ull; }
+
+ private:
+  std::uint64_t n_;
+};
 
 // One Runtime for the whole test executable (cache under FLASHJIT_CACHE_DIR or the default).
 Runtime& runtime();

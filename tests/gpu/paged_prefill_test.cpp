@@ -25,6 +25,7 @@
 #include <optional>
 #include <thread>
 
+#include "checks.hpp"
 #include "config/half.hpp"
 #include "dispatch/heuristics.hpp"
 #include "harness.hpp"
@@ -351,20 +352,14 @@ class PagedCase {
   cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dcu_q_, dseqused_, dtable_, dindptr_, dindices_, dlast_;
 };
 
-struct PagedComparison {
-  Comparison cmp;
-  std::int64_t guard_written = 0;  // guard rows of O and LSE that are no longer the poison
-  std::string to_string() const { return fmt::format("{}, guard writes {}", cmp.to_string(), guard_written); }
-};
-
 // out / out_lse from read(); ref_o [rows_q][Hq][D] and ref_lse (lse_index) from reference().
-PagedComparison compare_paged(const PagedCase& c, const std::vector<float>& out, const std::vector<float>& out_lse,
-                              const std::vector<double>& ref_o, const std::vector<double>& ref_lse) {
+GuardedComparison compare_paged(const PagedCase& c, const std::vector<float>& out, const std::vector<float>& out_lse,
+                                const std::vector<double>& ref_o, const std::vector<double>& ref_lse) {
   const PagedShape& s = c.shape();
   const int D = s.head_dim, Hq = s.heads_q, rows = s.rows_q();
   const std::size_t row = c.o_row();
-  PagedComparison r;
-  double num = 0, den = 0;
+  GuardedComparison r;
+  ComparisonSum sum;
   for (int qi = 0; qi < rows + kGuardRows; ++qi)
     for (std::size_t e = 0; e < row; ++e) {
       const float x = out[qi * row + e];
@@ -372,52 +367,21 @@ PagedComparison compare_paged(const PagedCase& c, const std::vector<float>& out,
         if (!std::isnan(x)) ++r.guard_written;
         continue;
       }
-      if (std::isnan(x)) {
-        ++r.cmp.nan_count;
-        continue;
-      }
-      const double ref = ref_o[qi * row + e];
-      const double diff = double(x) - ref;
-      num += diff * diff;
-      den += ref * ref;
-      r.cmp.max_abs = std::max(r.cmp.max_abs, std::abs(diff));
+      sum.add_output(x, ref_o[qi * row + e]);
     }
-  r.cmp.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   for (int b = 0; b < s.batch(); ++b)
     for (int h = 0; h < Hq; ++h)
       for (int i = 0; i < s.len_q[b]; ++i) {
         const std::size_t li = c.lse_index(b, h, i);
-        const float l = out_lse[li];
-        const double ref = ref_lse[li];
-        if (std::isnan(l)) {
-          ++r.cmp.nan_count;
-        } else if (std::isinf(ref)) {
-          bool zero = true;
-          const std::size_t oi = (c.q_start(b) + i) * row + std::size_t(h) * D;
-          for (int d = 0; d < D; ++d) zero &= out[oi + d] == 0.f;
-          if (!(std::isinf(l) && l < 0) || !zero) ++r.cmp.empty_row_violations;
-        } else {
-          r.cmp.lse_max_abs = std::max(r.cmp.lse_max_abs, std::abs(double(l) - ref));
-        }
+        sum.add_lse(out_lse[li], ref_lse[li], out.data() + (c.q_start(b) + i) * row + std::size_t(h) * D, D);
       }
+  r.cmp = sum.result();
   for (std::size_t i = c.lse_size(); i < out_lse.size(); ++i)
     if (!std::isnan(out_lse[i])) ++r.guard_written;
   return r;
 }
 
-void check_ok(const PagedComparison& r, DType dtype) {
-  INFO(r.to_string());
-  CHECK(r.cmp.nan_count == 0);
-  CHECK(r.cmp.empty_row_violations == 0);
-  CHECK(r.guard_written == 0);
-  CHECK(r.cmp.rel_l2 <= tolerance(dtype));
-  CHECK(r.cmp.lse_max_abs <= kPrefillLseTolerance);
-}
-
-std::uint64_t fresh_seed() {
-  static std::uint64_t n = 0x9a9ed;
-  return n += 0x9e3779b97f4a7c15ull;
-}
+SeedSequence fresh_seed{0x9a9ed};
 
 bool algorithm_enabled(Algorithm a) {
   // FLASHJIT_TEST_ALGORITHMS=fa3,naive limits the sweeps (as in attention_test.cpp).

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <thread>
 
+#include "checks.hpp"
 #include "config/half.hpp"
 #include "dispatch/heuristics.hpp"
 #include "harness.hpp"
@@ -201,23 +202,17 @@ class VarlenCase {
   cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dcu_q_, dcu_k_;
 };
 
-struct VarlenComparison {
-  Comparison cmp;
-  std::int64_t guard_written = 0;  // guard rows / pad elements of O and LSE that are no longer the poison
-  std::string to_string() const { return fmt::format("{}, guard writes {}", cmp.to_string(), guard_written); }
-};
-
 bool poisoned_half(float x) { return std::isnan(x); }
 
 // out / out_lse from read(); ref_o [total_q][Hq][D] and ref_lse [Hq][total_q] (double or float).
 template <class Ref>
-VarlenComparison compare_varlen(const VarlenCase& c, const std::vector<float>& out, const std::vector<float>& out_lse,
-                                const std::vector<Ref>& ref_o, const std::vector<Ref>& ref_lse) {
+GuardedComparison compare_varlen(const VarlenCase& c, const std::vector<float>& out, const std::vector<float>& out_lse,
+                                 const std::vector<Ref>& ref_o, const std::vector<Ref>& ref_lse) {
   const VarlenShape& s = c.shape();
   const int D = s.head_dim, Hq = s.heads_q, total_q = s.total_q();
   const std::size_t row = c.o_row();
-  VarlenComparison r;
-  double num = 0, den = 0;
+  GuardedComparison r;
+  ComparisonSum sum;
   for (int qi = 0; qi < total_q + kGuardRows; ++qi)
     for (std::size_t e = 0; e < row; ++e) {
       const float x = out[qi * row + e];
@@ -226,49 +221,20 @@ VarlenComparison compare_varlen(const VarlenCase& c, const std::vector<float>& o
         if (!poisoned_half(x)) ++r.guard_written;
         continue;
       }
-      if (std::isnan(x)) {
-        ++r.cmp.nan_count;
-        continue;
-      }
-      const double ref = ref_o[(std::size_t(qi) * Hq + h) * D + d];
-      const double diff = double(x) - ref;
-      num += diff * diff;
-      den += ref * ref;
-      r.cmp.max_abs = std::max(r.cmp.max_abs, std::abs(diff));
+      sum.add_output(x, ref_o[(std::size_t(qi) * Hq + h) * D + d]);
     }
-  r.cmp.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   for (int h = 0; h < Hq; ++h)
     for (int qi = 0; qi < total_q; ++qi) {
-      const float l = out_lse[std::size_t(h) * total_q + qi];
-      const double ref = ref_lse[std::size_t(h) * total_q + qi];
-      if (std::isnan(l)) {
-        ++r.cmp.nan_count;
-      } else if (std::isinf(ref)) {
-        bool zero = true;
-        for (int d = 0; d < D; ++d) zero &= out[qi * row + std::size_t(h) * D + d] == 0.f;
-        if (!(std::isinf(l) && l < 0) || !zero) ++r.cmp.empty_row_violations;
-      } else {
-        r.cmp.lse_max_abs = std::max(r.cmp.lse_max_abs, std::abs(double(l) - ref));
-      }
+      const std::size_t li = std::size_t(h) * total_q + qi;
+      sum.add_lse(out_lse[li], ref_lse[li], out.data() + qi * row + std::size_t(h) * D, D);
     }
+  r.cmp = sum.result();
   for (std::size_t i = std::size_t(Hq) * total_q; i < out_lse.size(); ++i)
     if (!std::isnan(out_lse[i])) ++r.guard_written;
   return r;
 }
 
-void check_ok(const VarlenComparison& r, DType dtype) {
-  INFO(r.to_string());
-  CHECK(r.cmp.nan_count == 0);
-  CHECK(r.cmp.empty_row_violations == 0);
-  CHECK(r.guard_written == 0);
-  CHECK(r.cmp.rel_l2 <= tolerance(dtype));
-  CHECK(r.cmp.lse_max_abs <= kPrefillLseTolerance);
-}
-
-std::uint64_t fresh_seed() {
-  static std::uint64_t n = 0x7a71e5;
-  return n += 0x9e3779b97f4a7c15ull;
-}
+SeedSequence fresh_seed{0x7a71e5};
 
 KernelConfig varlen_config(Algorithm algorithm, DType dtype, int head_dim, MaskKind mask) {
   KernelConfig c = algorithm == Algorithm::fa3   ? dispatch::fa3_heuristic(dtype, head_dim, mask, kSm90a)
