@@ -86,6 +86,10 @@ struct KernelConfig {
   // empty: none. Their text is part of the config (its JSON, so the cache key; its name has a hash of each).
   std::string score_mod;
   std::string mask_mod;
+  // Block sparsity (AttentionProblem::block_mask): the key tiles of a block of query rows come from the block
+  // mask's lists instead of the mask's key range, and full blocks skip the mask_mod. Dense batches only (not
+  // with varlen, page_size or pack_gqa). In the JSON and the name only when on.
+  bool block_sparse = false;
 
   // The tiles an algorithm's config has when none are given (naive: its only shape; fa2 / fa3: the d128
   // tiles). The dispatcher's heuristics choose per head dim and problem instead (Runtime::resolve).
@@ -153,20 +157,35 @@ struct AppendKernelConfig {
   bool operator==(const AppendKernelConfig&) const = default;
 };
 
-enum class KernelKind { prefill, decode, combine, append };
+// Block-mask kernel (templates/block_mask/kernel.cuh): the BlockMask of a mask, the built-in one (its constants
+// run-time) and a mask_mod compiled in, for Runtime::make_block_mask. Grid (query blocks, heads, batch entries);
+// each warp classifies key blocks (none, partial, full) by evaluating their pairs, then the CTA lists them.
+struct BlockMaskKernelConfig {
+  Arch arch{};
+  MaskKind mask = MaskKind::none;
+  std::string mask_mod;  // CUDA C++ source defining flashjit_user's mask_mod; empty: none
+  int warps = 4;         // warps per CTA (1 to 32)
+
+  bool operator==(const BlockMaskKernelConfig&) const = default;
+};
+
+enum class KernelKind { prefill, decode, combine, append, block_mask };
 const char* to_string(KernelKind kind);
 
 // A config of any kind: what the runtime's kernel map, the cache, the CLI, the C ABI and the compile pool
-// pass around. Told apart in JSON by the "kernel" field: absent (or "prefill"), "decode", "combine", "append".
+// pass around. Told apart in JSON by the "kernel" field: absent (or "prefill"), "decode", "combine", "append",
+// "block_mask".
 class AnyKernelConfig {
  public:
-  using Variant = std::variant<KernelConfig, DecodeKernelConfig, CombineKernelConfig, AppendKernelConfig>;
+  using Variant =
+      std::variant<KernelConfig, DecodeKernelConfig, CombineKernelConfig, AppendKernelConfig, BlockMaskKernelConfig>;
 
   AnyKernelConfig() = default;
   AnyKernelConfig(const KernelConfig& c) : config_(c) {}         // NOLINT: implicit on purpose
   AnyKernelConfig(const DecodeKernelConfig& c) : config_(c) {}   // NOLINT
   AnyKernelConfig(const CombineKernelConfig& c) : config_(c) {}  // NOLINT
   AnyKernelConfig(const AppendKernelConfig& c) : config_(c) {}   // NOLINT
+  AnyKernelConfig(const BlockMaskKernelConfig& c) : config_(c) {}  // NOLINT
 
   KernelKind kind() const { return static_cast<KernelKind>(config_.index()); }
   const Variant& variant() const { return config_; }
@@ -195,12 +214,14 @@ std::vector<ConfigIssue> validate(const KernelConfig& config);
 std::vector<ConfigIssue> validate(const DecodeKernelConfig& config);
 std::vector<ConfigIssue> validate(const CombineKernelConfig& config);
 std::vector<ConfigIssue> validate(const AppendKernelConfig& config);
+std::vector<ConfigIssue> validate(const BlockMaskKernelConfig& config);
 std::vector<ConfigIssue> validate(const AnyKernelConfig& config);
 // validate() as a Status (invalid_config, one line per issue).
 Status check(const KernelConfig& config);
 Status check(const DecodeKernelConfig& config);
 Status check(const CombineKernelConfig& config);
 Status check(const AppendKernelConfig& config);
+Status check(const BlockMaskKernelConfig& config);
 Status check(const AnyKernelConfig& config);
 
 // Resources: dynamic shared memory in bytes, threads per CTA.
@@ -208,11 +229,13 @@ int shared_memory_bytes(const KernelConfig& config);
 int shared_memory_bytes(const DecodeKernelConfig& config);
 int shared_memory_bytes(const CombineKernelConfig& config);
 int shared_memory_bytes(const AppendKernelConfig& config);
+int shared_memory_bytes(const BlockMaskKernelConfig& config);
 int shared_memory_bytes(const AnyKernelConfig& config);
 int threads_per_cta(const KernelConfig& config);
 int threads_per_cta(const DecodeKernelConfig& config);
 int threads_per_cta(const CombineKernelConfig& config);
 int threads_per_cta(const AppendKernelConfig& config);
+int threads_per_cta(const BlockMaskKernelConfig& config);
 int threads_per_cta(const AnyKernelConfig& config);
 
 // Canonical JSON: every field of the config, by name, in declaration order, no whitespace; decode and
@@ -221,14 +244,16 @@ std::string to_json(const KernelConfig& config);
 std::string to_json(const DecodeKernelConfig& config);
 std::string to_json(const CombineKernelConfig& config);
 std::string to_json(const AppendKernelConfig& config);
+std::string to_json(const BlockMaskKernelConfig& config);
 std::string to_json(const AnyKernelConfig& config);
 // Readable names: fa3_bf16_d128_bm128_bn128_s2_wg2_causal_persistent_sm90a,
 // decode_bf16_d128_r16_bn64_s3_w4_paged16_window_sm90a, combine_f32_bf16_d128_w4_sm90a,
-// append_bf16_d128_paged16_w4_v4_sm90a.
+// append_bf16_d128_paged16_w4_v4_sm90a, block_mask_causal_mmod3f2a1b0c_w4_sm90a.
 std::string readable_name(const KernelConfig& config);
 std::string readable_name(const DecodeKernelConfig& config);
 std::string readable_name(const CombineKernelConfig& config);
 std::string readable_name(const AppendKernelConfig& config);
+std::string readable_name(const BlockMaskKernelConfig& config);
 std::string readable_name(const AnyKernelConfig& config);
 // Hash over the config's fields (the runtime's loaded-kernel map).
 std::size_t hash_of(const AnyKernelConfig& config);
@@ -260,5 +285,7 @@ Result<CombineKernelConfig> combine_config_from_json(std::string_view json);
 Result<CombineKernelConfig> combine_config_from_pairs(const std::vector<std::string>& pairs);
 Result<AppendKernelConfig> append_config_from_json(std::string_view json);
 Result<AppendKernelConfig> append_config_from_pairs(const std::vector<std::string>& pairs);
+Result<BlockMaskKernelConfig> block_mask_config_from_json(std::string_view json);
+Result<BlockMaskKernelConfig> block_mask_config_from_pairs(const std::vector<std::string>& pairs);
 
 }  // namespace flashjit

@@ -234,6 +234,26 @@ typedef struct flashjit_attention_args {
    * seqused_k NULL then) (pages - 1) * page_size + last_page_len[b]. Both 4-byte aligned. */
   const int* page_indptr;
   const int* last_page_len;
+  /* Block sparsity (FlexAttention's BlockMask layout; default NULL: none; dense batches only). Query block m (rows
+   * [m * bm_q_block, (m + 1) * bm_q_block)) of batch entry b and query head h visits the bm_kv_num_blocks[i] key
+   * blocks bm_kv_indices[i * bm_num_kv_blocks + n] (keys [j * bm_kv_block, (j + 1) * bm_kv_block) of block j; the
+   * mask_mod decides their pairs) and the bm_full_kv_num_blocks[i] blocks of bm_full_kv_indices (every pair
+   * visible, the mask_mod not evaluated; optional, both or neither), with i = b * bm_batch_stride + h *
+   * bm_head_stride + m (element strides; 0 broadcasts one mask). Pairs in no listed block are hidden and their
+   * keys never loaded; the mask applies in every block. Each block listed at most once. Device int32, 4-byte
+   * aligned; bm_q_block and bm_kv_block multiples of 16, bm_num_q_blocks >= ceil(seqlen_q / bm_q_block) and
+   * bm_num_kv_blocks (the index rows' length) >= ceil(seqlen_k / bm_kv_block). flashjit_make_block_mask makes
+   * one from a mask_mod. */
+  const int32_t* bm_kv_num_blocks;
+  const int32_t* bm_kv_indices;
+  const int32_t* bm_full_kv_num_blocks;
+  const int32_t* bm_full_kv_indices;
+  int bm_q_block;
+  int bm_kv_block;
+  int bm_num_q_blocks;
+  int bm_num_kv_blocks;
+  int64_t bm_batch_stride;
+  int64_t bm_head_stride;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))
@@ -537,6 +557,42 @@ FLASHJIT_API int flashjit_merge(flashjit_runtime* runtime, const flashjit_merge_
  * any size, or one flashjit_append_kv of the same size). */
 FLASHJIT_API int flashjit_append_kv(flashjit_runtime* runtime, const flashjit_append_args* args);
 FLASHJIT_API int flashjit_prepare_append_kv(flashjit_runtime* runtime, const flashjit_append_args* args);
+
+/* A block mask made on the device from a mask and a mask_mod, like FlexAttention's create_block_mask: a generated
+ * kernel evaluates every (query, key) pair of every q_block x kv_block block and lists each query block's key
+ * blocks, partial ones (some pairs visible) in kv_indices and full ones (every pair inside the lengths visible)
+ * in full_kv_indices (or, when those are NULL, in kv_indices too), ascending. The mask_mod sees batch entries
+ * [0, batch) and heads [0, heads); a mask of batch 1 (heads 1) serves every batch entry (head): bm_batch_stride
+ * (bm_head_stride) 0. Outputs: device int32, contiguous, kv_num_blocks / full_kv_num_blocks [batch, heads,
+ * ceil(seqlen_q / q_block)], kv_indices / full_kv_indices [batch, heads, ceil(seqlen_q / q_block),
+ * ceil(seqlen_k / kv_block)] (entries past a row's count are not written). Asynchronous on stream. */
+typedef struct flashjit_block_mask_args {
+  size_t struct_size; /* sizeof(flashjit_block_mask_args) */
+  int batch;          /* the mask's batch entries (1: one for all) */
+  int heads;          /* its query heads (1: one for all) */
+  int seqlen_q;
+  int seqlen_k;
+  int q_block;        /* a multiple of 16; 0: 128 */
+  int kv_block;       /* a multiple of 16; 0: 128 */
+  int mask;           /* flashjit_mask, with window_left / window_right / chunk_size as an attention's */
+  int window_left;
+  int window_right;
+  int chunk_size;
+  int alignment;      /* flashjit_alignment */
+  const char* mask_mod; /* NULL: the mask alone */
+  const void* aux_pointers[8];
+  float aux_scalars[8];
+  int64_t aux_integers[8];
+  int32_t* kv_num_blocks;
+  int32_t* kv_indices;
+  int32_t* full_kv_num_blocks; /* optional */
+  int32_t* full_kv_indices;    /* optional */
+  void* stream;
+} flashjit_block_mask_args;
+
+#define FLASHJIT_BLOCK_MASK_ARGS_MIN_SIZE (sizeof(flashjit_block_mask_args))
+
+FLASHJIT_API int flashjit_make_block_mask(flashjit_runtime* runtime, const flashjit_block_mask_args* args);
 
 /* The canonical JSON of the config the dispatcher picks for args on their device. The variants args ask for are
  * in it ("softcap":true, "alibi":true, "sinks":true; the kernel's name, as flashjit_compile's info gives it, has

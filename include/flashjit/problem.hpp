@@ -39,6 +39,34 @@ struct ModAux {
   long long integers[kIntegers] = {};
 };
 
+// Block sparsity (FlexAttention's BlockMask layout): which key blocks each block of query rows visits. Query
+// block m (rows [m * q_block, (m + 1) * q_block)) of batch entry b and query head h visits the
+// kv_num_blocks[i] key blocks kv_indices[i * num_kv_blocks + n] (n < kv_num_blocks[i]; key block j: keys
+// [j * kv_block, (j + 1) * kv_block)), where the mask_mod decides each pair ("partial" blocks), and the
+// full_kv_num_blocks[i] blocks of full_kv_indices (optional), where every pair is visible and the mask_mod is not
+// evaluated ("full" blocks), with i = b * batch_stride + h * head_stride + m. A pair in no listed block is
+// hidden; its keys are never loaded. The built-in mask (causal, windows, chunks) applies in every block. Each
+// block is listed at most once, in either list (FlexAttention's create_block_mask and Runtime::make_block_mask
+// list them in ascending order). Counts are clamped to [0, num_kv_blocks]; an index outside [0, num_kv_blocks) stands
+// for no keys (never read). Dense batches only (no cu_seqlens, no page_table); not with packed GQA tiles.
+struct BlockMask {
+  const int* kv_num_blocks = nullptr;       // device int32, [B', H', num_q_blocks]; null: no block mask
+  const int* kv_indices = nullptr;          // device int32, [B', H', num_q_blocks, num_kv_blocks]
+  const int* full_kv_num_blocks = nullptr;  // optional, as kv_num_blocks (both full_* or neither)
+  const int* full_kv_indices = nullptr;     // optional, as kv_indices
+  int q_block = 128;   // query rows per block (a multiple of 64 for fa3, 16 for fa2)
+  int kv_block = 128;  // keys per block (a multiple of 16)
+  int num_q_blocks = 0;   // at least ceil(seqlen_q / q_block)
+  int num_kv_blocks = 0;  // the index arrays' row length: at least ceil(seqlen_k / kv_block)
+  // Element strides of the count arrays over the batch entry and the query head (the index arrays': these times
+  // num_kv_blocks); 0 broadcasts one mask over that dimension (B' or H' = 1). Contiguous [B, Hq, num_q_blocks]:
+  // head_stride num_q_blocks, batch_stride Hq * num_q_blocks.
+  std::int64_t batch_stride = 0;
+  std::int64_t head_stride = 0;
+
+  bool active() const { return kv_num_blocks != nullptr; }
+};
+
 // Element strides of a BSHD tensor. Zero means "contiguous BSHD" for that dimension.
 struct Strides {
   std::int64_t batch = 0;
@@ -104,6 +132,10 @@ struct AttentionProblem {
   const char* score_mod = nullptr;
   const char* mask_mod = nullptr;
   ModAux aux{};
+
+  // Block sparsity (BlockMask above; Runtime::make_block_mask makes one from a mask_mod): key blocks a block of
+  // query rows does not list are skipped, and listed full blocks skip the mask_mod.
+  BlockMask block_mask{};
 
   // Paged keys and values (chunked prefill and prefix caching over a serving engine's cache; flash-attn's
   // block_table): set page_table. K and V are then page pools [num_pages, page_size, Hkv, D] (k_strides /

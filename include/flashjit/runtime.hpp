@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flashjit/append.hpp"
+#include "flashjit/block_mask.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/decode.hpp"
 #include "flashjit/error.hpp"
@@ -126,6 +127,10 @@ class Runtime {
   // may be captured into a CUDA graph. A decode with new rows (DecodeProblem::new_len) runs the same kernel.
   Status append_kv(const AppendProblem& problem);
   Status prepare_append_kv(const AppendProblem& problem);
+  // A block mask made on the device from a mask and a mask_mod (see BlockMaskProblem), on problem.stream:
+  // nothing synchronized, nothing allocated (the caller's arrays). Its BlockMask (block_mask_of) then goes into
+  // AttentionProblem::block_mask.
+  Status make_block_mask(const BlockMaskProblem& problem);
 
   // The config forward() would use for this problem on its device.
   Result<KernelConfig> select(const AttentionProblem& problem) const;

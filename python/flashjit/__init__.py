@@ -7,6 +7,8 @@
     o = flashjit.decode(q, k_cache, v_cache, seqlens_k)            # q [B, q_len, Hq, D] over a KV cache
     o = flashjit.decode(q, k_pages, v_pages, seqlens_k, page_table=page_table)   # paged cache
     flashjit.append_kv(k_pages, v_pages, k_new, v_new, cache_seqlens, page_table=page_table)   # write new K/V
+    bm = flashjit.block_mask(docs_mod, 1, 1, S, S, causal=True, aux_tensors=[doc_ids])   # block sparsity
+    o = flashjit.attention(q, k, v, causal=True, mask_mod=docs_mod, aux_tensors=[doc_ids], block_mask=bm)
     o, lse = flashjit.merge([o1, o2], [lse1, lse2], return_lse=True)            # states over disjoint keys
     from flashjit import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache   # flash-attn's names
     flashjit.select((1, 4096, 32, 128), (1, 4096, 8, 128), causal=True, arch="sm_90a")   # which kernel, no GPU
@@ -30,6 +32,7 @@ import sys as _sys
 
 from ._append import append_kv
 from ._attention import attention, attention_varlen, precompile, warmup
+from ._block_mask import BlockMask, block_mask
 from ._decode import decode, merge, prepare_decode
 from ._errors import FlashjitError
 from ._flash_attn import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
@@ -38,7 +41,7 @@ from ._select import select, select_decode
 from ._version import __version__
 
 __all__ = ["__version__", "attention", "attention_varlen", "warmup", "precompile", "decode", "prepare_decode", "merge",
-           "append_kv", "cache_info", "emit", "version", "select", "select_decode", "flash_attn_func", "flash_attn_varlen_func",
+           "append_kv", "block_mask", "BlockMask", "cache_info", "emit", "version", "select", "select_decode", "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "FlashjitError"]
 
 if "torch" in _sys.modules:  # the custom ops now, so that a trace never has to define them (else on first use)

@@ -54,6 +54,21 @@ _SNIPPET_FIELDS = [
 ]
 
 
+# The block mask's fields at the end of flashjit_attention_args (bm_kv_num_blocks NULL: none).
+BLOCK_MASK_FIELDS = [
+    ("bm_kv_num_blocks", ctypes.c_void_p),
+    ("bm_kv_indices", ctypes.c_void_p),
+    ("bm_full_kv_num_blocks", ctypes.c_void_p),
+    ("bm_full_kv_indices", ctypes.c_void_p),
+    ("bm_q_block", ctypes.c_int),
+    ("bm_kv_block", ctypes.c_int),
+    ("bm_num_q_blocks", ctypes.c_int),
+    ("bm_num_kv_blocks", ctypes.c_int),
+    ("bm_batch_stride", ctypes.c_int64),
+    ("bm_head_stride", ctypes.c_int64),
+]
+
+
 class RuntimeOptions(ctypes.Structure):
     """flashjit_runtime_options; zero fields take the defaults (the environment). pdl, check_pages, check_seqlens and
     compile_in_process: 1 on, -1 off. A log_callback must stay referenced for as long as the runtime lives."""
@@ -131,7 +146,7 @@ class AttentionArgs(ctypes.Structure):
         # FlashInfer's CSR page table (page_indptr NULL: the dense table).
         ("page_indptr", ctypes.c_void_p),
         ("last_page_len", ctypes.c_void_p),
-    ]
+    ] + BLOCK_MASK_FIELDS
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}
@@ -262,3 +277,35 @@ class Target(ctypes.Structure):
 
     def __init__(self, **fields):
         super().__init__(**{"struct_size": ctypes.sizeof(Target), **fields})
+
+
+class BlockMaskArgs(ctypes.Structure):
+    """flashjit_block_mask_args: the inputs and outputs of flashjit_make_block_mask."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("batch", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),
+        ("seqlen_k", ctypes.c_int),
+        ("q_block", ctypes.c_int),
+        ("kv_block", ctypes.c_int),
+        ("mask", ctypes.c_int),
+        ("window_left", ctypes.c_int),
+        ("window_right", ctypes.c_int),
+        ("chunk_size", ctypes.c_int),
+        ("alignment", ctypes.c_int),
+        ("mask_mod", ctypes.c_char_p),
+        ("aux_pointers", ctypes.c_void_p * AUX_POINTERS),
+        ("aux_scalars", ctypes.c_float * AUX_SCALARS),
+        ("aux_integers", ctypes.c_int64 * AUX_INTEGERS),
+        ("kv_num_blocks", ctypes.c_void_p),
+        ("kv_indices", ctypes.c_void_p),
+        ("full_kv_num_blocks", ctypes.c_void_p),
+        ("full_kv_indices", ctypes.c_void_p),
+        ("stream", ctypes.c_void_p),
+    ]
+
+    def __init__(self, **fields):
+        defaults = {"struct_size": ctypes.sizeof(BlockMaskArgs), "window_left": -1, "window_right": -1}
+        super().__init__(**{**defaults, **fields})

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
+from ._block_mask import block_mask_fields
 from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bshd_strides, check_attention_inputs,
                       check_attention_varlen_inputs, check_out, check_variants, dtype_code, mask_of, packed_strides,
                       renamed_window, scale_of, shape4, shape_variants, snippet_fields, snippets, softcap_of,
@@ -198,7 +199,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
               window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
               aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (), aux_integers: Sequence[int] = (),
               alignment: str = "bottom_right", page_table: Optional[Tensor] = None,
-              seqused_k: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+              seqused_k: Optional[Tensor] = None, block_mask=None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
@@ -238,6 +239,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         positions (causal and windows bottom-right per sequence, or top-left with alignment). A page index outside
         [0, num_pages) reads as zeros (FLASHJIT_CHECK_PAGES=1 checks the table on the host first); the tokens of
         a sequence's last page past its length are read and masked, so they must hold finite values.
+    block_mask: block sparsity, a flashjit.BlockMask (flashjit.block_mask(mask_mod, ...)) or FlexAttention's
+      BlockMask (torch.nn.attention.flex_attention.create_block_mask): key blocks a query block does not list are
+      never loaded, and its full blocks skip the mask_mod (pass the mask_mod the block mask was made from as well, for
+      its partial blocks). Its B and H are 1 or the call's batch and heads_q; dense keys only (no page_table).
     return_lse: also return the log-sum-exp of each row, float32 [batch, heads_q, seqlen_q].
     config: an explicit kernel config (dict or JSON; missing fields come from the problem and the device).
     stream: torch.cuda.Stream or CUstream handle; default torch.cuda.current_stream(q.device).
@@ -245,7 +250,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
 
     Forward only: inputs that require grad (with grad mode on) raise RuntimeError. Under torch.compile and
     torch.export the call is the custom op flashjit::attention (stream= is then refused: use torch.cuda.stream;
-    the snippets, aux_* and alignment are not yet supported there: ValueError).
+    the snippets, aux_*, alignment and block_mask are not yet supported there: ValueError).
     Asynchronous on the stream, no synchronization, no allocation besides out and lse. The first call for a
     kind of problem compiles (or reads from the disk cache) and loads its kernel: make it outside CUDA-graph
     capture (warmup, precompile). Bad arguments raise ValueError before anything runs; failures in the library
@@ -256,10 +261,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
     traced = _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out)
     snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
     if traced:
+        if block_mask is not None:
+            raise ValueError("flashjit.attention: block_mask is not supported under torch.compile / torch.export yet")
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
                             return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k)
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k)
+                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k, block_mask)
     return (o, lse) if return_lse else o
 
 
@@ -269,10 +276,15 @@ def _page_fields(pages):
 
 
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None):
-    """attention() straight through the library: (O, LSE or None)."""
+                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None,
+                    block_mask=None):
+    """attention() straight through the library: (O, LSE or None). With a block mask every call is checked (its
+    arrays' addresses go into the arguments there)."""
     def check(out):
         problem, pages = check_attention_inputs(q, k, v, page_table, seqused_k)
+        if block_mask is not None and pages is not None:
+            raise ValueError("flashjit.attention: block_mask takes dense keys, not a page_table")
+        sparse = block_mask_fields(block_mask, q, problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
                                                                 window_size, chunk_size, softmax_scale, v)
@@ -282,10 +294,10 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale, softcap=cap,
-            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip), **_page_fields(pages))
+            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip), **_page_fields(pages), **sparse)
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
-    key = None if snip is not None else _forward_key(
+    key = None if snip is not None or block_mask is not None else _forward_key(
         (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k),
         (causal, window_size, softmax_scale, softcap, chunk_size), config)
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,

@@ -338,7 +338,7 @@ def _snippet_bytes(name, text):
 
 
 def snippets(q, score_mod=None, mask_mod=None, aux_tensors=(), aux_scalars=(), aux_integers=(),
-             alignment="bottom_right", traced=False, with_alignment=True):
+             alignment="bottom_right", traced=False, with_alignment=True, first_name="q"):
     """The checked Snippets of a call, or None when it has none (every argument at its default): score_mod and
     mask_mod CUDA C++ text; aux_tensors up to 8 CUDA tensors on q's device (any dtype; the snippets get their
     data pointers), aux_scalars up to 8 numbers (float32), aux_integers up to 8 ints (int64); alignment
@@ -367,7 +367,7 @@ def snippets(q, score_mod=None, mask_mod=None, aux_tensors=(), aux_scalars=(), a
         if not hasattr(t, "data_ptr"):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         _require_cuda(name, t, traced)
-        _require_same_device(name, t, q)
+        _require_same_device(name, t, q, first_name)
     for i, x in enumerate(lists["aux_scalars"]):
         if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
             raise ValueError(f"aux_scalars[{i}] must be a finite number, got {x!r}")

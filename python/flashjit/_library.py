@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ._abi import AppendArgs, AttentionArgs, DecodeArgs, MergeArgs, RuntimeOptions, Target
+from ._abi import AppendArgs, AttentionArgs, BlockMaskArgs, DecodeArgs, MergeArgs, RuntimeOptions, Target
 from ._errors import FlashjitError
 
 LIBRARY = "libflashjit.so"
@@ -89,6 +89,7 @@ def _declare(lib):
         "flashjit_merge": (c.c_int, [c.c_void_p, c.POINTER(MergeArgs)]),
         "flashjit_append_kv": (c.c_int, [c.c_void_p, c.POINTER(AppendArgs)]),
         "flashjit_prepare_append_kv": (c.c_int, [c.c_void_p, c.POINTER(AppendArgs)]),
+        "flashjit_make_block_mask": (c.c_int, [c.c_void_p, c.POINTER(BlockMaskArgs)]),
         "flashjit_select": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs)] + text_out),
         "flashjit_select_target": (c.c_int64, [c.c_void_p, c.POINTER(AttentionArgs), c.POINTER(Target)] + text_out),
         "flashjit_select_decode": (c.c_int64, [c.c_void_p, c.POINTER(DecodeArgs), c.POINTER(Target)] + text_out),

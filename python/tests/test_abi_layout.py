@@ -19,6 +19,7 @@ STRUCTS = {
     "flashjit_attention_args": _abi.AttentionArgs,
     "flashjit_decode_args": _abi.DecodeArgs,
     "flashjit_append_args": _abi.AppendArgs,
+    "flashjit_block_mask_args": _abi.BlockMaskArgs,
     "flashjit_merge_args": _abi.MergeArgs,
     "flashjit_target": _abi.Target,
 }
@@ -116,7 +117,8 @@ def test_paged_fields_default_off(layout):
     fields = [name for name, _, _ in layout["flashjit_attention_args"] if name != "sizeof"]
     paged = ["page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages"]
     csr = ["page_indptr", "last_page_len"]
-    assert fields[-len(paged) - len(csr) - 1:] == ["alignment"] + paged + csr
+    block_mask = [name for name, _ in _abi.BLOCK_MASK_FIELDS]
+    assert fields[-len(paged) - len(csr) - len(block_mask) - 1:] == ["alignment"] + paged + csr + block_mask
     offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
     alignment_end = offsets["alignment"] + ctypes.sizeof(ctypes.c_int)
     pointer = ctypes.sizeof(ctypes.c_void_p)
@@ -126,6 +128,17 @@ def test_paged_fields_default_off(layout):
     # The CSR fields start where the struct ended before them (after check_pages, rounded to a pointer).
     check_pages_end = offsets["check_pages"] + ctypes.sizeof(ctypes.c_int)
     assert offsets["page_indptr"] == -(-check_pages_end // pointer) * pointer
+
+
+def test_block_mask_fields_default_off(layout):
+    """The block mask's fields end flashjit_attention_args, start where the struct ended before them (after
+    last_page_len) and default to no block mask."""
+    offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
+    assert offsets["bm_kv_num_blocks"] == offsets["last_page_len"] + ctypes.sizeof(ctypes.c_void_p)
+    args = _abi.AttentionArgs()
+    assert (args.bm_kv_num_blocks, args.bm_kv_indices, args.bm_full_kv_num_blocks, args.bm_full_kv_indices) == \
+        (None, None, None, None)
+    assert (args.bm_q_block, args.bm_kv_block, args.bm_batch_stride, args.bm_head_stride) == (0, 0, 0, 0)
 
 
 def test_decode_csr_fields_default_off(layout):

@@ -133,10 +133,12 @@ def test_a_broken_snippet_names_its_line():
 
 def test_struct_size_covers_the_snippets():
     # The struct holds the snippets and the alignment; the paged fields follow them, from the end of the struct they
-    # ended (the int plus tail padding), and the CSR page-table fields follow those the same way.
+    # ended (the int plus tail padding), the CSR page-table fields follow those the same way, and the block mask's
+    # follow them.
     assert _abi.AttentionArgs.page_table.offset == _abi.AttentionArgs.alignment.offset + 8
     assert _abi.AttentionArgs.page_indptr.offset == _abi.AttentionArgs.check_pages.offset + 4
-    assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.last_page_len.offset + 8  # no tail padding
+    assert _abi.AttentionArgs.bm_kv_num_blocks.offset == _abi.AttentionArgs.last_page_len.offset + 8
+    assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.bm_head_stride.offset + 8  # no tail padding
     # The decode args' fused append follows the snippets' aux values, and the CSR page-table fields follow it.
     assert _abi.DecodeArgs.k_new.offset == _abi.DecodeArgs.aux_integers.offset + 8 * 8
     assert _abi.DecodeArgs.page_indptr.offset == _abi.DecodeArgs.seqlens_out.offset + 8

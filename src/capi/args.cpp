@@ -60,20 +60,6 @@ void read_snippets(const Args& a, Problem& p) {
     for (int i = 0; i < ModAux::kIntegers; ++i) p.aux.integers[i] = a.aux_integers[i];
 }
 
-Result<MaskKind> mask_of(int v) {
-  switch (v) {
-    case FLASHJIT_MASK_NONE: return MaskKind::none;
-    case FLASHJIT_MASK_CAUSAL: return MaskKind::causal;
-    case FLASHJIT_MASK_SLIDING_WINDOW: return MaskKind::sliding_window;
-    case FLASHJIT_MASK_CHUNKED: return MaskKind::chunked;
-    case FLASHJIT_MASK_CHUNKED_CAUSAL: return MaskKind::chunked_causal;
-    default:
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("mask {} is not a flashjit_mask (0 none, 1 causal, 2 sliding window, 3 chunked, "
-                               "4 chunked causal)",
-                               v));
-  }
-}
 
 Result<std::optional<LogLevel>> log_level_of(int v) {
   switch (v) {
@@ -149,6 +135,31 @@ Result<DType> dtype_of(int v) {
     default:
       return Error(ErrorCode::invalid_argument,
                    fmt::format("dtype {} is not a flashjit_dtype (0 bf16, 1 fp16)", v));
+  }
+}
+
+Result<MaskKind> mask_of(int v) {
+  switch (v) {
+    case FLASHJIT_MASK_NONE: return MaskKind::none;
+    case FLASHJIT_MASK_CAUSAL: return MaskKind::causal;
+    case FLASHJIT_MASK_SLIDING_WINDOW: return MaskKind::sliding_window;
+    case FLASHJIT_MASK_CHUNKED: return MaskKind::chunked;
+    case FLASHJIT_MASK_CHUNKED_CAUSAL: return MaskKind::chunked_causal;
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("mask {} is not a flashjit_mask (0 none, 1 causal, 2 sliding window, 3 chunked, "
+                               "4 chunked causal)",
+                               v));
+  }
+}
+
+Result<Alignment> alignment_of(int v) {
+  switch (v) {
+    case FLASHJIT_ALIGN_BOTTOM_RIGHT: return Alignment::bottom_right;
+    case FLASHJIT_ALIGN_TOP_LEFT: return Alignment::top_left;
+    default:
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("alignment {} is not a flashjit_alignment (0 bottom-right, 1 top-left)", v));
   }
 }
 
@@ -247,13 +258,9 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, sinks)) p.sinks = a.sinks;
   read_snippets(a, p);
   if (FLASHJIT_PRESENT(a, alignment)) {
-    switch (a.alignment) {
-      case FLASHJIT_ALIGN_BOTTOM_RIGHT: p.alignment = Alignment::bottom_right; break;
-      case FLASHJIT_ALIGN_TOP_LEFT: p.alignment = Alignment::top_left; break;
-      default:
-        return Error(ErrorCode::invalid_argument,
-                     fmt::format("alignment {} is not a flashjit_alignment (0 bottom-right, 1 top-left)", a.alignment));
-    }
+    auto alignment = alignment_of(a.alignment);
+    if (!alignment.ok()) return std::move(alignment).error();
+    p.alignment = *alignment;
   }
   if (FLASHJIT_PRESENT(a, page_table)) p.page_table = a.page_table;
   if (FLASHJIT_PRESENT(a, seqused_k)) p.seqused_k = a.seqused_k;
@@ -263,6 +270,7 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, check_pages)) p.check_pages = a.check_pages != 0;
   if (FLASHJIT_PRESENT(a, page_indptr)) p.page_indptr = a.page_indptr;
   if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
+  read_block_mask(a, p.block_mask);
   return out;
 }
 

@@ -29,6 +29,13 @@ void read_fused_append(const flashjit_decode_args& args, DecodeProblem& problem)
 // runtime's).
 Result<AppendProblem> read_append_args(const flashjit_append_args* args);
 
+// The block mask's fields of flashjit_attention_args (bm_*), where the caller's struct has them.
+void read_block_mask(const flashjit_attention_args& args, BlockMask& mask);
+
+// A block-mask problem from flashjit_block_mask_args (struct_size and enum checks here; the problem's own checks
+// are the runtime's).
+Result<BlockMaskProblem> read_block_mask_args(const flashjit_block_mask_args* args);
+
 // A merge problem from flashjit_merge_args: num_states is checked before the o_in and lse_in arrays are read.
 Result<MergeProblem> read_merge_args(const flashjit_merge_args* args);
 

@@ -274,6 +274,16 @@ int flashjit_prepare_append_kv(flashjit_runtime* runtime, const flashjit_append_
   });
 }
 
+int flashjit_make_block_mask(flashjit_runtime* runtime, const flashjit_block_mask_args* args) {
+  return run_status("flashjit_make_block_mask", [&]() -> Status {
+    auto rt = runtime_of(runtime);
+    if (!rt.ok()) return std::move(rt).error();
+    auto problem = read_block_mask_args(args);
+    if (!problem.ok()) return std::move(problem).error();
+    return (*rt)->make_block_mask(*problem);
+  });
+}
+
 int64_t flashjit_select(flashjit_runtime* runtime, const flashjit_attention_args* args, char* config_json_out,
                         size_t cap) {
   return flashjit_select_target(runtime, args, nullptr, config_json_out, cap);

@@ -57,7 +57,9 @@ Status check_struct_size(const T& s, std::size_t min_size, const char* type) {
 
 inline Strides strides_of(const flashjit_strides& s) { return Strides{s.batch, s.seq, s.head}; }
 
-// A flashjit_dtype value.
+// A flashjit_dtype, flashjit_mask or flashjit_alignment value.
 Result<DType> dtype_of(int v);
+Result<MaskKind> mask_of(int v);
+Result<Alignment> alignment_of(int v);
 
 }  // namespace flashjit::capi

@@ -1,6 +1,7 @@
 // Code generation: a small, readable translation unit per config of any kind (constants from the config,
 // the mask policy, one extern "C" entry); all logic lives in the embedded templates. One generator per kind:
-// prefill in generate.cpp, decode and combine in decode_generate.cpp, append in append_generate.cpp.
+// prefill in generate.cpp, decode and combine in decode_generate.cpp, append in append_generate.cpp, block_mask in
+// block_mask_generate.cpp.
 #pragma once
 
 #include <string>
@@ -21,6 +22,7 @@ Result<GeneratedSource> generate(const KernelConfig& config);
 Result<GeneratedSource> generate(const DecodeKernelConfig& config);
 Result<GeneratedSource> generate(const CombineKernelConfig& config);
 Result<GeneratedSource> generate(const AppendKernelConfig& config);
+Result<GeneratedSource> generate(const BlockMaskKernelConfig& config);
 Result<GeneratedSource> generate(const AnyKernelConfig& config);
 
 }  // namespace flashjit::codegen

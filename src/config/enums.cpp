@@ -35,7 +35,7 @@ constexpr std::pair<KvLayout, const char*> kLayouts[] = {{KvLayout::contiguous, 
                                                          {KvLayout::paged, "paged"}};
 constexpr std::pair<KernelKind, const char*> kKinds[] = {
     {KernelKind::prefill, "prefill"}, {KernelKind::decode, "decode"}, {KernelKind::combine, "combine"},
-    {KernelKind::append, "append"}};
+    {KernelKind::append, "append"}, {KernelKind::block_mask, "block_mask"}};
 
 }  // namespace
 

@@ -39,6 +39,7 @@ std::optional<JsonType> field_json_type(const std::string& key) {
   scan(static_cast<const DecodeKernelConfig*>(nullptr));
   scan(static_cast<const CombineKernelConfig*>(nullptr));
   scan(static_cast<const AppendKernelConfig*>(nullptr));
+  scan(static_cast<const BlockMaskKernelConfig*>(nullptr));
   return type;
 }
 
@@ -93,6 +94,7 @@ const char* kind_name(const KernelConfig&) { return "prefill"; }
 const char* kind_name(const DecodeKernelConfig&) { return "decode"; }
 const char* kind_name(const CombineKernelConfig&) { return "combine"; }
 const char* kind_name(const AppendKernelConfig&) { return "append"; }
+const char* kind_name(const BlockMaskKernelConfig&) { return "block_mask"; }
 // Who a field belongs to in messages: "fa3 kernels", "decode configs".
 std::string owner(const KernelConfig& c) { return fmt::format("{} kernels", to_string(c.algorithm)); }
 template <class Config>
@@ -162,7 +164,8 @@ Result<PartialConfig> parse_any(Result<TextFields> fields) {
   if (kind == "decode") return parse_fields<DecodeKernelConfig>(*fields);
   if (kind == "combine") return parse_fields<CombineKernelConfig>(*fields);
   if (kind == "append") return parse_fields<AppendKernelConfig>(*fields);
-  return bad_field("kernel", fmt::format("'{}' is not one of prefill, decode, combine, append", kind));
+  if (kind == "block_mask") return parse_fields<BlockMaskKernelConfig>(*fields);
+  return bad_field("kernel", fmt::format("'{}' is not one of prefill, decode, combine, append, block_mask", kind));
 }
 
 // One kind: "kernel", when named, must name it.
@@ -231,6 +234,7 @@ std::string to_json(const KernelConfig& c) { return config::json_of(c); }
 std::string to_json(const DecodeKernelConfig& c) { return config::json_of(c); }
 std::string to_json(const CombineKernelConfig& c) { return config::json_of(c); }
 std::string to_json(const AppendKernelConfig& c) { return config::json_of(c); }
+std::string to_json(const BlockMaskKernelConfig& c) { return config::json_of(c); }
 std::string to_json(const AnyKernelConfig& c) { return c.visit([](const auto& x) { return to_json(x); }); }
 
 std::size_t hash_of(const AnyKernelConfig& c) {
@@ -276,6 +280,12 @@ Result<AppendKernelConfig> append_config_from_json(std::string_view json) {
 }
 Result<AppendKernelConfig> append_config_from_pairs(const std::vector<std::string>& pairs) {
   return config::parse_one<AppendKernelConfig>(config::pair_text_fields(pairs));
+}
+Result<BlockMaskKernelConfig> block_mask_config_from_json(std::string_view json) {
+  return config::parse_one<BlockMaskKernelConfig>(config::json_text_fields(json));
+}
+Result<BlockMaskKernelConfig> block_mask_config_from_pairs(const std::vector<std::string>& pairs) {
+  return config::parse_one<BlockMaskKernelConfig>(config::pair_text_fields(pairs));
 }
 
 const Arch& AnyKernelConfig::arch() const {

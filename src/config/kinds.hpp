@@ -26,7 +26,8 @@ struct Kind<KernelConfig> {
       Field<C, int>{"page_size", &C::page_size, nullptr, true}, Field<C, bool>{"softcap", &C::softcap, nullptr, true},
       Field<C, bool>{"alibi", &C::alibi, nullptr, true}, Field<C, bool>{"sinks", &C::sinks, nullptr, true},
       Field<C, std::string>{"score_mod", &C::score_mod, nullptr, true},
-      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true});
+      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true},
+      Field<C, bool>{"block_sparse", &C::block_sparse, nullptr, true});
 };
 
 template <>
@@ -62,6 +63,15 @@ struct Kind<AppendKernelConfig> {
       Field<C, Arch>{"arch", &C::arch}, Field<C, DType>{"dtype", &C::dtype}, Field<C, int>{"head_dim", &C::head_dim},
       Field<C, KvLayout>{"layout", &C::layout}, Field<C, int>{"page_size", &C::page_size},
       Field<C, int>{"warps", &C::warps}, Field<C, int>{"vectors", &C::vectors});
+};
+
+template <>
+struct Kind<BlockMaskKernelConfig> {
+  static constexpr const char* tag = "block_mask";
+  using C = BlockMaskKernelConfig;
+  static constexpr auto fields =
+      std::make_tuple(Field<C, Arch>{"arch", &C::arch}, Field<C, MaskKind>{"mask", &C::mask},
+                      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true}, Field<C, int>{"warps", &C::warps});
 };
 
 }  // namespace flashjit::config

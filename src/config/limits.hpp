@@ -52,4 +52,20 @@ inline std::string pack_gqa_mismatch(const KernelConfig& c, long long heads_q, l
   return {};
 }
 
+// Why a config cannot run a problem with this block mask (empty when it can; q_block 0: the problem has none):
+// block_sparse must match the problem, and a tile must lie within one block: block_m divides q_block and
+// block_n kv_block (templates/attention/key_tiles.cuh; the reference kernel looks up each key's block).
+inline std::string block_mask_mismatch(const KernelConfig& c, int q_block, int kv_block) {
+  const bool has = q_block > 0;
+  if (c.block_sparse != has)
+    return has ? "the problem has a block mask but the kernel is not block_sparse"
+               : "a block_sparse kernel needs a problem with a block mask";
+  if (!has || c.algorithm == Algorithm::naive) return {};
+  if (q_block % c.block_m != 0 || kv_block % c.block_n != 0)
+    return "a block_sparse kernel's tile (block_m " + std::to_string(c.block_m) + ", block_n " +
+           std::to_string(c.block_n) + ") must divide the block mask's blocks (q_block " + std::to_string(q_block) +
+           ", kv_block " + std::to_string(kv_block) + ")";
+  return {};
+}
+
 }  // namespace flashjit::config

@@ -159,6 +159,9 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
     why.push_back(c.mask_mod.empty() ? "the problem has a mask_mod but the kernel has none"
                                      : "the kernel's mask_mod is not the problem's");
   if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
+  const BlockMask& bm = p.block_mask;
+  if (const std::string b = config::block_mask_mismatch(c, bm.active() ? bm.q_block : 0, bm.kv_block); !b.empty())
+    why.push_back(b);
   // A cubin for sm_XY runs on devices of the same major version and minor >= Y; an "a" target only on XY.
   bool loadable = c.arch.accelerated ? c.arch.sm == device.sm
                                      : (c.arch.sm / 10 == device.sm / 10 && c.arch.sm <= device.sm);
@@ -184,6 +187,7 @@ void fit_variant_registers(KernelConfig& c) {
 
 void fit_pack_gqa(KernelConfig& c, const AttentionProblem& p) {
   if (c.algorithm != Algorithm::fa3 || c.pack_gqa || p.heads_kv <= 0 || p.heads_q <= p.heads_kv) return;
+  if (p.block_mask.active()) return;  // a block mask's list is per query head
   if (p.mask != MaskKind::sliding_window || p.window_left < 0 || p.window_right < 0) return;
   // Sliding windows with grouped heads: a tile of the group's query heads at block_m / group positions sees
   // block_m / group + span keys instead of block_m + span (gpt-oss, window 128, H64/8, 192-row tiles: 152 keys,
@@ -226,6 +230,36 @@ void fit_pages(KernelConfig& c, const AttentionProblem& p) {
   // tiles (255 registers at head dim 128) have no registers left: 64 rows.
   if (c.algorithm == Algorithm::fa3) c.scheduler = Scheduler::grid;
   if (c.algorithm == Algorithm::fa2 && c.block_m > 64 && 64 % (16 * c.warps) == 0) c.block_m = 64;
+}
+
+bool fit_block_mask(KernelConfig& c, const AttentionProblem& p) {
+  const BlockMask& m = p.block_mask;
+  c.block_sparse = m.active();
+  if (!m.active() || c.algorithm == Algorithm::naive) return true;
+  KernelConfig k = c;
+  // Rows: fa3 64 per consumer warpgroup, fa2 16 or 32 per warp; the most that divide q_block.
+  if (m.q_block % k.block_m != 0) {
+    if (k.algorithm == Algorithm::fa3) {
+      k.consumer_warpgroups = m.q_block % 128 == 0 ? 2 : 1;
+      k.block_m = 64 * k.consumer_warpgroups;
+    } else {
+      while (k.block_m > 16 * k.warps && m.q_block % k.block_m != 0) k.block_m /= 2;
+    }
+  }
+  // fa2: the list's state beside 32 rows per warp above head dim 64 (255 registers) spills (ptxas, d128 128-row
+  // tiles: 36 bytes); 16 rows per warp do not (208 registers).
+  if (k.algorithm == Algorithm::fa2 && k.block_m > 16 * k.warps && std::max(p.head_dim, value_head_dim(p)) > 64)
+    k.block_m = 16 * k.warps;
+  // Keys: the widest multiple of 16 up to the heuristic's that divides kv_block (fa3: at least 64).
+  if (m.kv_block % k.block_n != 0) {
+    const int least = k.algorithm == Algorithm::fa3 ? 64 : 16;
+    int n = k.block_n / 16 * 16;
+    while (n >= least && m.kv_block % n != 0) n -= 16;
+    k.block_n = n;
+  }
+  if (!validate(k).empty() || !config::block_mask_mismatch(k, m.q_block, m.kv_block).empty()) return false;
+  c = k;
+  return true;
 }
 
 namespace {
@@ -274,26 +308,43 @@ Result<KernelConfig> choose_tiles(const AttentionProblem& p, const Arch& arch, A
 }  // namespace
 
 std::string reference_fallback_reason(const AttentionProblem& p, const Arch& arch) {
-  const KernelConfig fa3 = fa3_config(p, arch), fa2 = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
+  KernelConfig fa3 = fa3_config(p, arch), fa2 = fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v);
   const auto fa3_issues = validate(fa3), fa2_issues = validate(fa2);
-  if (fa3_issues.empty() || fa2_issues.empty()) return {};
   auto first = [](const std::vector<ConfigIssue>& issues) { return issues.front().field + ": " + issues.front().message; };
-  return fmt::format("no fast kernel runs it on {} (fa3 {}; fa2 {})", arch.to_string(), first(fa3_issues),
-                     first(fa2_issues));
+  if (!fa3_issues.empty() && !fa2_issues.empty())
+    return fmt::format("no fast kernel runs it on {} (fa3 {}; fa2 {})", arch.to_string(), first(fa3_issues),
+                       first(fa2_issues));
+  const bool fits = (fa3_issues.empty() && fit_block_mask(fa3, p)) || (fa2_issues.empty() && fit_block_mask(fa2, p));
+  if (!fits)
+    return fmt::format("no fast kernel's tiles divide the block mask's {} x {} blocks", p.block_mask.q_block,
+                       p.block_mask.kv_block);
+  return {};
 }
 
 Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorithm requested,
                             const TunedTables* tuned) {
   auto c = choose_tiles(p, arch, requested, tuned);
-  if (c.ok()) {
-    c->varlen = p.varlen();
-    c->softcap = p.softcap > 0.f, c->alibi = p.alibi_slopes != nullptr, c->sinks = p.sinks != nullptr;
-    c->score_mod = snippet_text(p.score_mod), c->mask_mod = snippet_text(p.mask_mod);
-    fit_variant_registers(*c);
-    fit_pack_gqa(*c, p);
-    fit_pages(*c, p);  // after the tiles' last change
+  if (!c.ok()) return c;
+  auto finish = [&](KernelConfig k) {
+    k.varlen = p.varlen();
+    k.softcap = p.softcap > 0.f, k.alibi = p.alibi_slopes != nullptr, k.sinks = p.sinks != nullptr;
+    k.score_mod = snippet_text(p.score_mod), k.mask_mod = snippet_text(p.mask_mod);
+    fit_variant_registers(k);
+    fit_pack_gqa(k, p);
+    fit_pages(k, p);  // after the tiles' last change
+    return k;
+  };
+  KernelConfig k = finish(*c);
+  if (fit_block_mask(k, p)) return k;
+  // No tile of the algorithm divides the block mask's blocks: fa2's when the algorithm was the dispatcher's to
+  // pick, else the reference kernel, which takes any.
+  if (requested == Algorithm::automatic && k.algorithm == Algorithm::fa3) {
+    KernelConfig fa2 = finish(fa2_heuristic(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v));
+    if (validate(fa2).empty() && fit_block_mask(fa2, p)) return fa2;
   }
-  return c;
+  KernelConfig reference = finish(naive_config(p.dtype, p.head_dim, p.mask, arch, p.head_dim_v));
+  fit_block_mask(reference, p);
+  return reference;
 }
 
 }  // namespace flashjit::dispatch

@@ -41,6 +41,12 @@ void fit_pack_gqa(KernelConfig& config, const AttentionProblem& problem);
 // and the grid scheduler when pages are smaller than the key tile; fa2 then 64-row tiles.
 void fit_pages(KernelConfig& config, const AttentionProblem& problem);
 
+// The problem's block mask (AttentionProblem::block_mask) into the config: block_sparse on, and tiles that lie
+// within one block (fa3: 128 or 64 rows, the widest key tile of at least 64 that divides kv_block; fa2: likewise
+// with 16 or 32 rows per warp and key tiles of 16 or more). False when no such tile is valid (choose() then takes
+// the reference kernel, which looks up each key's block).
+bool fit_block_mask(KernelConfig& config, const AttentionProblem& problem);
+
 // Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what
 // fa3 and fa2 lack there, e.g. "fa2: needs sm_80 or newer ...". Empty when a fast kernel runs it.
 std::string reference_fallback_reason(const AttentionProblem& problem, const Arch& arch);

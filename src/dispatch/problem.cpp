@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "dispatch/block_mask_check.hpp"
 #include "dispatch/variant_check.hpp"
 #include "flashjit/problem.hpp"
 
@@ -229,6 +230,7 @@ Status check(const AttentionProblem& p) {
   for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
                                                         p.score_mod, p.mask_mod))
     add(std::move(issue));
+  for (auto& issue : dispatch::block_mask_issues(p)) add(std::move(issue));
   if (p.alignment != Alignment::bottom_right && p.alignment != Alignment::top_left)
     add(fmt::format("alignment must be bottom_right (0) or top_left (1), got {}", static_cast<int>(p.alignment)));
   switch (p.mask) {

@@ -14,7 +14,7 @@
 namespace flashjit::launch {
 
 static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8 +
-                                              2 * 8 + 2 * 4 + 2 * 8,
+                                              2 * 8 + 2 * 4 + 2 * 8 + 4 * 8 + 2 * 8 + 4 * 4,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
@@ -64,6 +64,12 @@ AttentionParams make_params(const AttentionProblem& p) {
     a.page_table = p.page_table, a.seqused_k = p.seqused_k;
     a.page_table_stride = p.max_pages_per_seq, a.num_pages = p.num_pages;
     a.page_indptr = p.page_indptr, a.last_page_len = p.last_page_len;
+  }
+  if (const BlockMask& m = p.block_mask; m.active()) {
+    a.bm_kv_num = m.kv_num_blocks, a.bm_kv_indices = m.kv_indices;
+    a.bm_full_num = m.full_kv_num_blocks, a.bm_full_indices = m.full_kv_indices;
+    a.bm_batch = m.batch_stride, a.bm_head = m.head_stride;
+    a.bm_q_block = m.q_block, a.bm_kv_block = m.kv_block, a.bm_num_kv_blocks = m.num_kv_blocks;
   }
   return a;
 }
@@ -169,6 +175,10 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
                              config.page_size > 0 ? fmt::format("pages of {} tokens", config.page_size) : "contiguous keys",
                              problem.paged() ? fmt::format("in pages of {} tokens", problem.page_size) : "contiguous"));
   if (const std::string why = config::pack_gqa_mismatch(config, problem.heads_q, problem.heads_kv); !why.empty())
+    return Error(ErrorCode::invalid_argument, fmt::format("kernel {}: {}", readable_name(config), why));
+  const BlockMask& bm = problem.block_mask;
+  if (const std::string why = config::block_mask_mismatch(config, bm.active() ? bm.q_block : 0, bm.kv_block);
+      !why.empty())
     return Error(ErrorCode::invalid_argument, fmt::format("kernel {}: {}", readable_name(config), why));
   auto api = cuda::api();
   if (!api.ok()) return api.error();

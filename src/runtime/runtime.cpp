@@ -14,11 +14,13 @@
 #include "compile/key.hpp"
 #include "compile/nvrtc.hpp"
 #include "dispatch/append_plan.hpp"
+#include "dispatch/block_mask_problem.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "dispatch/page_check.hpp"
 #include "dispatch/resolve.hpp"
 #include "launch/append_launch.hpp"
+#include "launch/block_mask_launch.hpp"
 #include "launch/decode_launch.hpp"
 #include "launch/launch.hpp"
 #include "runtime/compiler.hpp"
@@ -197,6 +199,25 @@ struct Runtime::Impl {
     return {};
   }
 
+  Status run_block_mask(const BlockMaskProblem& p) {
+    FLASHJIT_TRY(check(p));
+    auto ordinal = Devices::common_device({p.kv_num_blocks, "kv_num_blocks"}, {{p.kv_indices, "kv_indices"},
+                                          {p.full_kv_num_blocks, "full_kv_num_blocks"},
+                                          {p.full_kv_indices, "full_kv_indices"}});
+    if (!ordinal.ok()) return std::move(ordinal).error();
+    auto found = devices.get(*ordinal);
+    if (!found.ok()) return std::move(found).error();
+    const Device& dev = **found;
+    const BlockMaskKernelConfig config = dispatch::block_mask_kernel(p, dev.info.arch);
+    Status st = Devices::in_context(dev, [&]() -> Status {
+      auto fn = function(config, dev, static_cast<CUstream>(p.stream));
+      if (!fn.ok()) return std::move(fn).error();
+      return launch::launch_block_mask(*fn, config, p);
+    });
+    if (!st.ok()) return std::move(st).error().with(fmt::format("while running {}", readable_name(config)));
+    return {};
+  }
+
   Status run_append(const AppendProblem& p, bool launch_it) {
     FLASHJIT_TRY(check(p));
     auto ordinal = Devices::common_device({p.k_cache, "k_cache"}, {{p.v_cache, "v_cache"}, {p.k, "k"}, {p.v, "v"},
@@ -331,6 +352,7 @@ Result<std::size_t> Runtime::decode_workspace_bytes(const DecodeProblem& problem
 Status Runtime::merge(const MergeProblem& problem) { return impl_->run_merge(problem); }
 Status Runtime::append_kv(const AppendProblem& problem) { return impl_->run_append(problem, true); }
 Status Runtime::prepare_append_kv(const AppendProblem& problem) { return impl_->run_append(problem, false); }
+Status Runtime::make_block_mask(const BlockMaskProblem& problem) { return impl_->run_block_mask(problem); }
 
 Status Runtime::release_decode_workspace(void* stream) {
   return impl_->workspaces.release(static_cast<CUstream>(stream), impl_->devices);

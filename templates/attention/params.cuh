@@ -57,6 +57,18 @@ struct AttentionParams {
   int num_pages;
   const int* page_indptr;    // [B + 1] or null (dense table)
   const int* last_page_len;  // [B] or null (seqused_k)
+
+  // Block-sparse kernels only (attention/key_tiles.cuh; flashjit/problem.hpp's BlockMask): the key blocks of query
+  // block m of (batch b, head h) at count index i = b * bm_batch + h * bm_head + m, their indices in row i of
+  // [*, bm_num_kv_blocks] arrays; full blocks (null: none) skip the mask_mod.
+  const int* bm_kv_num;
+  const int* bm_kv_indices;
+  const int* bm_full_num;
+  const int* bm_full_indices;
+  long long bm_batch, bm_head;
+  int bm_q_block, bm_kv_block;
+  int bm_num_kv_blocks;
+  int bm_pad;
 };
 
 }  // namespace flashjit

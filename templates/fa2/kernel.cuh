@@ -15,8 +15,12 @@
 //
 // Paged (kPageSize > 0): K/V rows are found through the sequence's page-table row (SmemTile::load_async_paged),
 // its key count is seqused_k's.
+//
+// Block-sparse (kBlockSparse, attention/key_tiles.cuh): the key tiles are those of the key blocks the CTA's query
+// block lists; full blocks skip the mask_mod.
 #pragma once
 
+#include "attention/key_tiles.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/seqlen.cuh"
@@ -33,7 +37,7 @@ namespace flashjit::fa2 {
 // is padded to 16 for the mma k-steps: Q's and K's padding chunk is zeroed in shared memory, V's reaches only
 // O columns that are never stored.
 template <class T, int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask,
-          bool kVarlen = false, int kPageSize = 0, class V = NoVariant>
+          bool kVarlen = false, int kPageSize = 0, class V = NoVariant, bool kBlockSparse = false>
 struct Kernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRowsPerWarp = kBM / kWarps;
@@ -83,13 +87,20 @@ struct Kernel {
 
     const Mask<kMask> mask(p, seq.causal_offset(p), seqlen_k);
     const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_q, seqlen_k);
-    int key_lo, key_hi;
-    mask.key_range(m0, m0 + rows_valid, key_lo, key_hi);
-    const int tile_begin = key_lo / kBN;
-    const int num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
+    const auto tiles = [&] {
+      if constexpr (kBlockSparse) {
+        return BlockTiles(p, batch, head, m0 / p.bm_q_block, kBN, seqlen_k);
+      } else {
+        int key_lo, key_hi;
+        mask.key_range(m0, m0 + rows_valid, key_lo, key_hi);
+        const int tile_begin = key_lo / kBN;
+        return KeyRun{tile_begin, key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0};
+      }
+    }();
+    const int num_tiles = tiles.count;
 
     auto load_kv = [&](int tile, int stage) {
-      const int n0 = (tile_begin + tile) * kBN;
+      const int n0 = tiles.tile(tile) * kBN;
       const int valid = min(kBN, seqlen_k - n0);
       if constexpr (kPageSize > 0) {
         const int* table = SeqInfo<kVarlen, kPageSize>::page_row(p, batch);
@@ -190,7 +201,8 @@ struct Kernel {
 
       // The variant's scores (softcap, ALiBi, score_mod), then per-element masking (and mask_mod) only on tiles
       // the mask (or the end of the keys) cuts, or on every tile with a mask_mod.
-      const int n0 = (tile_begin + it) * kBN;
+      const int n0 = tiles.tile(it) * kBN;
+      const bool full = tiles.full(it);
       if constexpr (V::kTransformsScores) {
         const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile (Variant::distance_base)
 #pragma unroll
@@ -208,7 +220,8 @@ struct Kernel {
               }
           }
       }
-      if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
+      if ((V::kMasks && !full) || n0 + kBN > seqlen_k ||
+          !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -217,7 +230,8 @@ struct Kernel {
             for (int c = 0; c < 4; ++c) {
               const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
               const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
-              if (key >= seqlen_k || !mask.visible(row, key) || !variant.visible(row, key)) s[mt][nt][c] = neg_infinity();
+              if (key >= seqlen_k || !mask.visible(row, key) || (!full && !variant.visible(row, key)))
+                s[mt][nt][c] = neg_infinity();
             }
       }
 

@@ -7,6 +7,7 @@
 // warpgroup's rows span positions [packed_first, packed_end).
 #pragma once
 
+#include "attention/key_tiles.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/softmax.cuh"
@@ -120,9 +121,10 @@ struct Consumer {
   }
 
   // The variant's scores (softcap, ALiBi, score_mod), then the mask and mask_mod (per element only where the
-  // tile is cut, or on every tile with a mask_mod), then the online softmax in the variant's unit.
+  // tile is cut, or on every tile with a mask_mod but those a block mask calls full), then the online softmax in
+  // the variant's unit.
   __device__ void softmax_step(const Mask<kMask>& mask, const V& variant, int n0, int seqlen_k, float unit_log2,
-                               float (&rescale)[2]) {
+                               float (&rescale)[2], bool full) {
     // ALiBi under causal masks (every visible key at or before the row's aligned key): a term per score and one
     // per row (Variant::score_causal, alibi_row_term), the row's in the softmax's offsets. H200, llama3 causal
     // S 8192, 128-row tiles: −12% -> −9.8% against the plain kernel (bench/NOTES.md, 2026-12-02). Not on three
@@ -151,13 +153,14 @@ struct Consumer {
     }
     int wg_first, wg_end;
     wg_span(wg_first, wg_end);
-    if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_first, wg_end, n0, n0 + kBN)) {
+    if ((V::kMasks && !full) || n0 + kBN > seqlen_k || !mask.tile_all_visible(wg_first, wg_end, n0, n0 + kBN)) {
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int row = c / 2 ? row1() : row0, key = n0 + 8 * j + 2 * (lane % 4) + c % 2;
-          if (key >= seqlen_k || !mask.visible(row, key) || !variant.visible(row, key)) s[0][j][c] = neg_infinity();
+          if (key >= seqlen_k || !mask.visible(row, key) || (!full && !variant.visible(row, key)))
+            s[0][j][c] = neg_infinity();
         }
     }
     if constexpr (kAlibiRowTerm) moved = softmax.update_lazy(s, unit_log2, rescale, row_term);
@@ -203,12 +206,16 @@ struct Consumer {
     }
   }
 
-  // The key tiles [tile, tile + count) (count >= 1) that this warpgroup computes, their first at ring index
-  // `ring`: count + 1 turns, the last handed over with last_turn.
+  // The key tiles tiles.tile(first) .. tiles.tile(first + count - 1) (count >= 1) that this warpgroup computes,
+  // the first at ring index `ring`: count + 1 turns, the last handed over with last_turn. Each tile's index is read
+  // at the top of its step, before the waits (a block mask's list is in global memory).
+  template <class Tiles>
   __device__ void run_tiles(const Storage& smem, const Mask<kMask>& mask, const V& variant, float unit_log2,
-                            int seqlen_k, int tile, int count, int ring, bool last_turn) {
+                            int seqlen_k, const Tiles& tiles, int first_tile, int count, int ring, bool last_turn) {
     const bool leader = threadIdx.x % 128 == 0;
     float rescale[2];
+    const int tile0 = tiles.tile(first_tile);
+    const bool full0 = tiles.full(first_tile);
     const int first = ring % kStages;
     ptx::mbarrier_wait(smem.k_full(first), (ring / kStages) & 1);
     wait_turn();
@@ -217,10 +224,12 @@ struct Consumer {
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
     if (leader) ptx::mbarrier_arrive(smem.k_empty(first));
-    softmax_step(mask, variant, tile * kBN, seqlen_k, unit_log2, rescale);
+    softmax_step(mask, variant, tile0 * kBN, seqlen_k, unit_log2, rescale, full0);
 
     for (int i = 1; i < count; ++i) {
       const int r = ring + i, stage = r % kStages, prev = (r - 1) % kStages;
+      const int tile = tiles.tile(first_tile + i);
+      const bool full = tiles.full(first_tile + i);
       pack_p();  // frees the score registers for S_i
       ptx::mbarrier_wait(smem.k_full(stage), (r / kStages) & 1);
       ptx::mbarrier_wait(smem.v_full(prev), ((r - 1) / kStages) & 1);
@@ -231,7 +240,7 @@ struct Consumer {
       ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
       ptx::fence_registers(s[0]);
       if (leader) ptx::mbarrier_arrive(smem.k_empty(stage));
-      softmax_step(mask, variant, (tile + i) * kBN, seqlen_k, unit_log2, rescale);
+      softmax_step(mask, variant, tile * kBN, seqlen_k, unit_log2, rescale, full);
       ptx::wgmma_wait<0>();
       ptx::fence_registers(o);
       if (leader) ptx::mbarrier_arrive(smem.v_empty(prev));
@@ -261,10 +270,13 @@ struct Consumer {
   // d128, windows 512 and 4096: 0.95-0.96x the plain loop, within the noise but not better), nor with causal
   // or chunked masks (at most one tile of a long row skipped; the extra loops cost the register-tight kernels
   // spills: ptxas, persistent, d96 three warpgroups 52 bytes, d256 140).
+  // Not with a block mask, whose tiles are not a run of the key range.
   static constexpr bool kPerWarpgroupTiles =
       kMask == MaskKind::sliding_window && kBM >= 192 && QK::kPadded <= 64 && VO::kPadded <= 64;
+  template <class Tiles>
   __device__ void mainloop(const Storage& smem, const AttentionParams& p, int causal_offset, int seqlen_k,
-                           int tile_begin, int num_tiles, int local, int ring, int batch, int head, int seqlen_q) {
+                           const Tiles& tiles, int local, int ring, int batch, int head, int seqlen_q) {
+    const int num_tiles = tiles.count;
 #pragma unroll
     for (int j = 0; j < kOT; ++j)
 #pragma unroll
@@ -278,35 +290,36 @@ struct Consumer {
     const V variant(p, batch, head, causal_offset, seqlen_q, seqlen_k);
     const float unit_log2 = V::unit_log2(p);
 
-    if constexpr (!kPerWarpgroupTiles) {
+    if constexpr (!kPerWarpgroupTiles || IsBlockTiles<Tiles>::value) {
       if (consumers > 1 && wg == consumers - 1) ptx::named_barrier_arrive(kTurnBarrier, 256);
-      run_tiles(smem, mask, variant, unit_log2, seqlen_k, tile_begin, num_tiles, ring, true);
+      run_tiles(smem, mask, variant, unit_log2, seqlen_k, tiles, 0, num_tiles, ring, true);
       return;
-    }
-    int a = 0, b = 0;  // the tiles this warpgroup computes (none: a == b)
-    int wg_row0, wg_row1;
-    wg_span(wg_row0, wg_row1);
-    wg_row1 = min(wg_row1, seqlen_q);
-    if (wg_row0 < wg_row1) {
-      int lo, hi;
-      mask.key_range(wg_row0, wg_row1, lo, hi);
-      if (hi > lo) {
-        a = max(0, lo / kBN - tile_begin);
-        b = min(num_tiles, (hi + kBN - 1) / kBN - tile_begin);
-        if (b < a) b = a;
+    } else {
+      int a = 0, b = 0;  // the tiles this warpgroup computes (none: a == b)
+      int wg_row0, wg_row1;
+      wg_span(wg_row0, wg_row1);
+      wg_row1 = min(wg_row1, seqlen_q);
+      if (wg_row0 < wg_row1) {
+        int lo, hi;
+        mask.key_range(wg_row0, wg_row1, lo, hi);
+        if (hi > lo) {
+          a = max(0, lo / kBN - tiles.begin);
+          b = min(num_tiles, (hi + kBN - 1) / kBN - tiles.begin);
+          if (b < a) b = a;
+        }
       }
-    }
 
-    if (consumers > 1 && wg == consumers - 1) ptx::named_barrier_arrive(kTurnBarrier, 256);  // opens the first turn
-    if (a == b) {  // no tile to compute: one turn of its own, then one per tile
-      wait_turn();
-      pass_turn(false);
-      for (int i = 0; i < num_tiles; ++i) pass_tile(smem, ring + i, i == num_tiles - 1);
-      return;
+      if (consumers > 1 && wg == consumers - 1) ptx::named_barrier_arrive(kTurnBarrier, 256);  // opens the first turn
+      if (a == b) {  // no tile to compute: one turn of its own, then one per tile
+        wait_turn();
+        pass_turn(false);
+        for (int i = 0; i < num_tiles; ++i) pass_tile(smem, ring + i, i == num_tiles - 1);
+        return;
+      }
+      for (int i = 0; i < a; ++i) pass_tile(smem, ring + i, false);
+      run_tiles(smem, mask, variant, unit_log2, seqlen_k, tiles, a, b - a, ring + a, b == num_tiles);
+      for (int i = b; i < num_tiles; ++i) pass_tile(smem, ring + i, i == num_tiles - 1);
     }
-    for (int i = 0; i < a; ++i) pass_tile(smem, ring + i, false);
-    run_tiles(smem, mask, variant, unit_log2, seqlen_k, tile_begin + a, b - a, ring + a, b == num_tiles);
-    for (int i = b; i < num_tiles; ++i) pass_tile(smem, ring + i, i == num_tiles - 1);
   }
 };
 

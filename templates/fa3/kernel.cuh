@@ -17,8 +17,13 @@
 //
 // Paged (kPageSize > 0): K and V come from page pools through each sequence's page-table row (fa3/producer.cuh),
 // its key count from seqused_k (SeqInfo); queries fixed-length or varlen.
+//
+// Block-sparse (kBlockSparse, attention/key_tiles.cuh): a work tile's key tiles are those of the key blocks its
+// query block lists (the tile lies within one query block and each key tile within one key block), producer and
+// consumers walking the same list; full blocks skip the mask_mod.
 #pragma once
 
+#include "attention/key_tiles.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/seqlen.cuh"
@@ -47,7 +52,8 @@ template <bool kGather> struct RegisterSplit<3, kGather> { static constexpr int 
 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
-          bool kPersistent, bool kVarlen = false, bool kPackGqa = false, int kPageSize = 0, class V = NoVariant>
+          bool kPersistent, bool kVarlen = false, bool kPackGqa = false, int kPageSize = 0, class V = NoVariant,
+          bool kBlockSparse = false>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -69,15 +75,19 @@ struct Kernel {
     return true;
   }
 
-  // Key tiles [tile_begin, tile_begin + num_tiles) that the rows of m-block `m_block` may see.
-  static __device__ void key_tiles(const AttentionParams& p, const Seq& seq, const RowsT& rows, int m_block,
-                                   int& tile_begin, int& num_tiles) {
-    const int m0 = m_block * rows.positions();
-    int key_lo, key_hi;
-    Mask<kMask>(p, seq.causal_offset(p), seq.seqlen_k)
-        .key_range(m0, min(m0 + rows.positions(), seq.seqlen_q), key_lo, key_hi);
-    tile_begin = key_lo / kBN;
-    num_tiles = key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0;
+  using Tiles = typename KeyTiles<kBlockSparse>::type;
+  // The key tiles of work tile t: those the rows of its m-block may see, or those its block mask lists.
+  static __device__ Tiles key_tiles(const AttentionParams& p, const Seq& seq, const RowsT& rows, const WorkTile& t) {
+    const int m0 = t.m_block * rows.positions();
+    if constexpr (kBlockSparse) {
+      return Tiles(p, t.batch, t.head, m0 / p.bm_q_block, kBN, seq.seqlen_k);
+    } else {
+      int key_lo, key_hi;
+      Mask<kMask>(p, seq.causal_offset(p), seq.seqlen_k)
+          .key_range(m0, min(m0 + rows.positions(), seq.seqlen_q), key_lo, key_hi);
+      const int tile_begin = key_lo / kBN;
+      return Tiles{tile_begin, key_hi > key_lo ? (key_hi + kBN - 1) / kBN - tile_begin : 0};
+    }
   }
 
   static __device__ void run(const AttentionParams& p, const TensorMaps& maps) {
@@ -113,12 +123,11 @@ struct Kernel {
         const WorkTile t = sched.tile();
         const Seq seq(p, t.batch);
         if (!has_rows(seq, rows, t.m_block)) continue;
-        int tile_begin, num_tiles;
-        key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
+        const Tiles tiles = key_tiles(p, seq, rows, t);
         const int* table = kPageSize > 0 ? Seq::page_row(p, t.batch) : nullptr;
         ProducerT::load_tile(smem, maps, p, local, t.m_block * rows.positions(), t.head, rows.kv_head(p, t.head),
-                             t.batch, tile_begin, num_tiles, ring, seq.q_start, seq.k_start, table, seq.seqlen_k);
-        ring += num_tiles;
+                             t.batch, tiles, ring, seq.q_start, seq.k_start, table, seq.seqlen_k);
+        ring += tiles.count;
         ++local;
       }
     } else {
@@ -132,8 +141,7 @@ struct Kernel {
         const WorkTile t = sched.tile();
         const Seq seq(p, t.batch);
         if (!has_rows(seq, rows, t.m_block)) continue;
-        int tile_begin, num_tiles;
-        key_tiles(p, seq, rows, t.m_block, tile_begin, num_tiles);
+        const Tiles tiles = key_tiles(p, seq, rows, t);
         const int m0 = t.m_block * rows.positions();  // the tile's first position
         const int r = 64 * c.wg + 16 * ((threadIdx.x / 32) % 4) + c.lane / 4;  // this thread's first tile row
         c.row0 = m0 + rows.position(r);
@@ -143,11 +151,10 @@ struct Kernel {
           c.packed_first += m0, c.packed_end += m0;
         }
         const int head = rows.first_query_head(t.head);  // the variant's head (packed: the group's first)
-        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tile_begin, num_tiles, local, ring, t.batch, head,
-                   seq.seqlen_q);
+        c.mainloop(smem, p, seq.causal_offset(p), seq.seqlen_k, tiles, local, ring, t.batch, head, seq.seqlen_q);
         Epilogue<T, Storage, kBM, V, kPackGqa>::run(c, smem_ptr + Storage::q_offset(c.qbuf), smem.q_empty(c.qbuf), p,
                                                     m0, head, t.batch, seq, rows);
-        ring += num_tiles;
+        ring += tiles.count;
         ++local;
       }
     }

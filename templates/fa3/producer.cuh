@@ -174,15 +174,18 @@ struct Producer {
   // first position; head its query head (packed GQA: its KV head, the same as kv_head). Paged: table is the
   // sequence's page-table row and seqlen_k its key count. With kWarpLoads every lane of the warp calls this;
   // lane 0 alone arms the barriers and loads Q.
+  // tiles: the work tile's key tiles (attention/key_tiles.cuh).
+  template <class Tiles>
   static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, const AttentionParams& p, int local,
-                                   int m0, int head, int kv_head, int batch, int tile_begin, int num_tiles, int ring,
+                                   int m0, int head, int kv_head, int batch, const Tiles& tiles, int ring,
                                    int q_start, int k_start, const int* table, int seqlen_k) {
+    const int num_tiles = tiles.count;
     const bool leader = (!kWarpLoads && !kGather) || threadIdx.x % (kGather ? kGatherThreads : 32) == 0;
     auto load_kv = [&](int i) {
       const int r = ring + i, stage = r % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
       const unsigned free_parity = ((r / kStages) & 1) ^ 1;
-      const int key0 = (tile_begin + i) * kBN, n0 = k_start + key0;
+      const int key0 = tiles.tile(i) * kBN, n0 = k_start + key0;
       if constexpr (kGather) {
         const unsigned long long k_row = gather_row(p, table, key0, seqlen_k, static_cast<const char*>(p.k) +
                                                     2 * kv_head * p.k_head, p.k_batch, p.k_seq);

@@ -3,9 +3,11 @@
 // the yardstick for large-shape GPU tests and the fallback for problems no fast kernel supports.
 // Varlen (kVarlen): blockIdx.z is the sequence (SeqInfo); rows past its length exit at once. Paged
 // (kPageSize > 0): each key's row is looked up in the sequence's page-table row; a page outside the pool reads
-// as zeros.
+// as zeros. Block-sparse (kBlockSparse): the keys are those of the key blocks the row's query block lists
+// (attention/key_tiles.cuh, one "tile" per block), walked block by block; full blocks skip the mask_mod.
 #pragma once
 
+#include "attention/key_tiles.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/seqlen.cuh"
@@ -17,7 +19,7 @@ namespace flashjit::reference {
 
 // kHeadDim: Q's and K's head dim; kHeadDimV: V's and O's.
 template <class T, int kHeadDim, int kHeadDimV, int kBlockThreads, MaskKind kMask, bool kVarlen = false,
-          int kPageSize = 0, class V = NoVariant>
+          int kPageSize = 0, class V = NoVariant, bool kBlockSparse = false>
 struct Kernel {
   static constexpr int kThreads = kBlockThreads;
   static constexpr int kWarps = kThreads / 32;
@@ -70,7 +72,27 @@ struct Kernel {
     int lo, hi;
     mask.key_range(row, row + 1, lo, hi);
     const V variant(p, batch, head, seq.causal_offset(p), seq.seqlen_q, seq.seqlen_k);
-    const auto visible = [&](int key) { return mask.visible(row, key) && variant.visible(row, key); };
+    // The keys walked: [lo, hi), or the listed blocks' keys, position u of the walk being key key_at(u); n_walk
+    // positions, those outside [lo, hi) hidden.
+    const auto blocks = [&] {
+      if constexpr (kBlockSparse) {
+        return BlockTiles(p, batch, head, row / p.bm_q_block, p.bm_kv_block, seq.seqlen_k);
+      } else {
+        return KeyRun{lo, 1};
+      }
+    }();
+    const int n_walk = kBlockSparse ? blocks.count * p.bm_kv_block : max(hi - lo, 0);
+    const auto key_at = [&](int u) {
+      if constexpr (kBlockSparse) return blocks.tile(u / p.bm_kv_block) * p.bm_kv_block + u % p.bm_kv_block;
+      return lo + u;
+    };
+    const auto visible = [&](int u, int key) {
+      if constexpr (kBlockSparse) {
+        if (key < lo || key >= hi) return false;
+        if (blocks.full(u / p.bm_kv_block)) return mask.visible(row, key);
+      }
+      return mask.visible(row, key) && variant.visible(row, key);
+    };
     const float unit = V::unit(p);  // the scores' unit in natural logits (variant.cuh)
     auto score = [&](int key) {
       const T *kr, *vr;
@@ -83,28 +105,29 @@ struct Kernel {
 
     // Pass 1: the row max over visible keys.
     float m = neg_infinity();
-    for (int key = lo + tid; key < hi; key += kThreads)
-      if (visible(key)) m = fmaxf(m, score(key));
+    for (int u = tid; u < n_walk; u += kThreads)
+      if (const int key = key_at(u); visible(u, key)) m = fmaxf(m, score(key));
     m = block_reduce(m, scratch, true);
 
     // Pass 2: probabilities chunk by chunk, accumulated into O columns owned by this thread.
     float acc[kColsPerThread];
     for (int c = 0; c < kColsPerThread; ++c) acc[c] = 0.f;
     float sum = 0.f;
-    for (int base = lo; base < hi; base += kThreads) {
-      const int key = base + tid;
+    for (int base = 0; base < n_walk; base += kThreads) {
+      const int u = base + tid, key = key_at(u);
       float pk = 0.f;
-      if (key < hi && visible(key)) pk = expf((score(key) - m) * unit);
+      if (u < n_walk && visible(u, key)) pk = expf((score(key) - m) * unit);
       probs[tid] = pk;
       sum += pk;
       __syncthreads();
-      const int n = min(kThreads, hi - base);
+      const int n = min(kThreads, n_walk - base);
       for (int c = 0; c < kColsPerThread; ++c) {
         const int d = tid + c * kThreads;
         if (d < kHeadDimV)
           for (int j = 0; j < n; ++j) {
+            if (probs[j] == 0.f) continue;  // hidden (or underflowed): its row may lie outside K and V
             const T *kr, *vr;
-            key_rows(base + j, kr, vr);
+            key_rows(key_at(base + j), kr, vr);
             if (vr != nullptr) acc[c] = fmaf(probs[j], to_float(vr[d]), acc[c]);
           }
       }

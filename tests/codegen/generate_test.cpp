@@ -420,3 +420,36 @@ TEST_CASE("the templates use no toolkit type headers by any spelling", "[codegen
     }
   }
 }
+
+TEST_CASE("generate: block_sparse follows the variant (NoVariant without one) and names the kernel",
+          "[codegen][block_sparse]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
+    INFO(readable_name(c));
+    c.block_sparse = true;
+    auto plain = generate(c);
+    REQUIRE(plain.ok());
+    CHECK(contains(plain->text, "/*page_size=*/0,\n    /*variant=*/flashjit::NoVariant,\n    /*block_sparse=*/true>;"));
+    CHECK(contains(plain->name, "_bsparse_"));
+    c.sinks = true;
+    auto with = generate(c);
+    REQUIRE(with.ok());
+    CHECK(contains(with->text, "/*sinks=*/true>,\n    /*block_sparse=*/true>;"));
+  }
+}
+
+TEST_CASE("generate: a block_mask kernel takes its mask and its mask_mod's wrapper", "[codegen][block_mask]") {
+  flashjit::BlockMaskKernelConfig c;
+  c.mask = MaskKind::sliding_window;
+  auto plain = generate(c);
+  REQUIRE(plain.ok());
+  CHECK(contains(plain->text, "#include \"block_mask/kernel.cuh\""));
+  CHECK(contains(plain->text, "/*mask=*/flashjit::MaskKind::sliding_window, /*mask_mod=*/flashjit::NoMod, /*warps=*/4>"));
+  c.mask_mod = "__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext&) { return q >= k; }\n";
+  auto with = generate(c);
+  REQUIRE(with.ok());
+  CHECK(contains(with->text, "#line 1 \"mask_mod\""));
+  CHECK(contains(with->text, "/*mask_mod=*/flashjit_mask_mod"));
+  CHECK(contains(with->text, "struct flashjit_mask_mod {"));
+}

@@ -150,7 +150,8 @@ Status Case::read_outputs(std::vector<float>& o, std::vector<float>& lse) const 
 }
 
 void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
-                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse) {
+                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse,
+                         const PairFilter& also_visible) {
   const int D = s.head_dim, Dv = s.dv(), group = s.heads_q / s.heads_kv;
   const double scale = 1.0 / std::sqrt(double(D));
   o.assign(elems(s.batch, s.seqlen_q, s.heads_q, Dv), 0.0);
@@ -165,7 +166,7 @@ void reference_attention(const Shape& s, const std::vector<float>& q, const std:
         const float* qr = &q[((std::size_t(b) * s.seqlen_q + i) * s.heads_q + h) * D];
         double mx = -INFINITY;
         for (int j = 0; j < s.seqlen_k; ++j) {
-          if (!visible(s, i, j)) {
+          if (!visible(s, i, j) || (also_visible && !also_visible(b, h, i, j))) {
             scores[j] = -INFINITY;
             continue;
           }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -72,9 +73,14 @@ class Case {
   cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dslopes_, dsinks_;
 };
 
-// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows).
+// Which (batch entry, query head, query, key) pairs a test's mask_mod or block mask lets through.
+using PairFilter = std::function<bool(int b, int h, int i, int j)>;
+
+// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows). also_visible
+// (when set) hides the pairs it refuses, on top of the shape's mask.
 void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
-                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse);
+                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse,
+                         const PairFilter& also_visible = {});
 
 struct Comparison {
   double rel_l2 = 0;          // ||out - ref|| / ||ref||
