@@ -203,7 +203,9 @@ struct Runtime::Impl {
                                                                    {p.cache_seqlens, "cache_seqlens"},
                                                                    {p.seqlens_out, "seqlens_out"},
                                                                    {p.cu_seqlens, "cu_seqlens"},
-                                                                   {p.page_table, "page_table"}});
+                                                                   {p.page_table, "page_table"},
+                                                                   {p.page_indptr, "page_indptr"},
+                                                                   {p.last_page_len, "last_page_len"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     auto found = devices.get(*ordinal);
     if (!found.ok()) return std::move(found).error();
