@@ -173,10 +173,12 @@ struct Runtime::Impl {
       }
       if (!launch_it) return {};
       if (!fused) return launch::launch_decode(*split, combine, p, plan, ws, settings.pdl);
-      if (append.seqlens_out == nullptr) append.seqlens_out = reinterpret_cast<int*>(ws);
+      if (lengths > 0) append.seqlens_out = reinterpret_cast<int*>(ws);
       FLASHJIT_TRY(launch::launch_append(append_fn, append_config, append, settings.pdl));
-      DecodeProblem after = p;  // the attention over the lengths the append wrote
-      after.seqlens_k = append.seqlens_out;
+      // The attention over the lengths the append wrote, or a CSR table's last_page_len, which counts the new
+      // rows already.
+      DecodeProblem after = p;
+      if (p.last_page_len == nullptr) after.seqlens_k = append.seqlens_out;
       return launch::launch_decode(*split, combine, after, plan, ws == nullptr ? nullptr : ws + lengths, settings.pdl);
     });
     if (!st.ok())
