@@ -19,7 +19,10 @@
 // position seqlens_k[b] + s), and the attention then covers seqlens_k[b] + new_len keys: seqlens_k holds the
 // keys already in the cache, and max_seqlen_k bounds the lengths after the append. Both kernels run on the
 // stream, the decode's lengths read from the device (a workspace buffer, or seqlens_out): no host sync,
-// graph-capturable.
+// graph-capturable. Over a CSR page table the same with seqlens_k; with last_page_len instead (FlashInfer's
+// convention: the pages of the new tokens are allocated already) the table describes the cache after the append:
+// sequence b's (pages - 1) * page_size + last_page_len[b] keys are what the attention covers, and the new rows go
+// to its last new_len positions (the decode reads last_page_len itself; no lengths in the workspace).
 #pragma once
 
 #include <cstddef>
@@ -121,10 +124,11 @@ struct DecodeProblem {
   void* stream = nullptr;
 
   // Fused append (see the top of this file): new_len > 0 new tokens per sequence written into k_cache /
-  // v_cache (which the call then writes) before the attention. A position at or past the cache's capacity, or
-  // on a page index outside [0, num_pages), is not written. The new lengths go to seqlens_out when set (int32
-  // [B] on the device, not seqlens_k itself), else to the workspace (Runtime::decode_workspace_bytes counts
-  // them; the runtime's own workspace when none is given).
+  // v_cache (which the call then writes) before the attention. A position at or past the cache's capacity (a CSR
+  // sequence's: its pages' tokens), or on a page index outside [0, num_pages), is not written. The new lengths go
+  // to seqlens_out when set (int32 [B] on the device, not seqlens_k or last_page_len itself), else to the
+  // workspace (Runtime::decode_workspace_bytes counts them; the runtime's own workspace when none is given) unless
+  // a CSR table's last_page_len gives them.
   const void* k_new = nullptr;
   const void* v_new = nullptr;
   Strides k_new_strides{}, v_new_strides{};  // zero: contiguous [B, new_len, Hkv, D]

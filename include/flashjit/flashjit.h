@@ -372,7 +372,10 @@ typedef struct flashjit_decode_args {
    * flat page index array and sequence b's pages are page_table[page_indptr[b] .. page_indptr[b + 1]), at most
    * max_pages_per_seq of them. Its key count is seqlens_k[b], or with last_page_len (device int32 [batch], its last
    * page's tokens in [1, page_size]; seqlens_k NULL then) (pages - 1) * page_size + last_page_len[b]; the kernels
-   * clamp it to the sequence's pages and to max_seqlen_k. Both 4-byte aligned. */
+   * clamp it to the sequence's pages and to max_seqlen_k. Both 4-byte aligned. With a fused append (new_len > 0)
+   * seqlens_k counts the keys before the new rows, as above, while last_page_len describes the cache after the
+   * append (FlashInfer's convention: the new tokens' pages allocated already): the new rows go to each sequence's
+   * last new_len positions, and the attention covers (pages - 1) * page_size + last_page_len[b] keys. */
   const int32_t* page_indptr;
   const int32_t* last_page_len;
 } flashjit_decode_args;
@@ -420,8 +423,9 @@ static inline flashjit_merge_args flashjit_merge_args_default(void) {
 }
 
 /* Append: the new tokens' keys and values written into a KV cache (FlashInfer's append_paged_kv_cache): token s of
- * sequence b goes to position cache_seqlens[b] + s. Tensors (device pointers, last dimension contiguous, 16-byte
- * aligned rows, element strides multiples of 8):
+ * sequence b goes to position cache_seqlens[b] + s (with a CSR table's last_page_len: the sequence's last positions
+ * after the append, below). Tensors (device pointers, last dimension contiguous, 16-byte aligned rows, element
+ * strides multiples of 8):
  *   k, v          dense [B, new_len, Hkv, D]; or ragged [total_new, Hkv, D] with cu_seqlens int32 [B + 1]
  *                 (sequence b brings rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1, at most new_len of them:
  *                 new_len is then a host bound that sizes the grid; batch strides 0)
@@ -430,8 +434,13 @@ static inline flashjit_merge_args flashjit_merge_args_default(void) {
  *                 head fields; FlashInfer's HND [num_pages, Hkv, page_size, D] is {Hkv*page_size*D, D,
  *                 page_size*D}); page_table [B, max_pages_per_seq] int32 contiguous
  *   cache_seqlens [B] int32 on the device: keys already cached (read by the kernel only)
- * A position at or past the capacity (cache_seqlen, or max_pages_per_seq * page_size), or on a page index outside
- * [0, num_pages), is not written. */
+ *   CSR table:    FlashInfer's (page_indptr set, the last fields): page_table is the flat page indices and sequence
+ *                 b's pages are page_table[page_indptr[b] .. page_indptr[b + 1]), at most max_pages_per_seq of them;
+ *                 cache_seqlens gives the lengths before the append, or last_page_len (cache_seqlens NULL) the
+ *                 tokens of each last page after it (the new tokens' pages allocated already): the new rows are the
+ *                 sequence's last ones of (pages - 1) * page_size + last_page_len[b]
+ * A position at or past the capacity (cache_seqlen, or max_pages_per_seq * page_size; a CSR sequence's pages), or
+ * on a page index outside [0, num_pages), is not written. */
 typedef struct flashjit_append_args {
   size_t struct_size; /* sizeof(flashjit_append_args) */
   const void* k;
@@ -463,6 +472,12 @@ typedef struct flashjit_append_args {
    * check_pages (FLASHJIT_CHECK_PAGES=1). Not graph-capturable. */
   int check_pages;
   void* stream; /* CUstream; NULL: the legacy default stream */
+  /* FlashInfer's CSR page table (paged): int32 [B + 1] offsets into page_table, non-decreasing from >= 0; NULL: the
+   * dense table [B, max_pages_per_seq]. */
+  const int32_t* page_indptr;
+  /* With page_indptr, instead of cache_seqlens (NULL then): int32 [B], the tokens of each sequence's last page after
+   * the append, in [1, page_size]. */
+  const int32_t* last_page_len;
 } flashjit_append_args;
 
 #define FLASHJIT_APPEND_ARGS_MIN_SIZE (offsetof(flashjit_append_args, layout))

@@ -237,6 +237,8 @@ class AppendArgs(ctypes.Structure):
         ("v_cache_strides", Strides),
         ("check_pages", ctypes.c_int),
         ("stream", ctypes.c_void_p),
+        ("page_indptr", ctypes.c_void_p),
+        ("last_page_len", ctypes.c_void_p),
     ]
 
     def __init__(self, **fields):

@@ -1,8 +1,9 @@
 """Appending to a KV cache on a GPU: flashjit.append_kv against torch indexing (the whole cache compared exactly,
 untouched slots included), contiguous and paged caches with shuffled pages of 1, 16 and 256 tokens, NHD and HND
 pools, dense and ragged new rows, chunks starting mid-page, a page outside the pool and positions past the capacity
-skipped, seqlens_out; flash_attn_with_kvcache(k=, v=) (the library's fused append + decode) against the append
-done with torch indexing followed by decode, and captured in a CUDA graph.
+skipped, seqlens_out; FlashInfer's CSR page tables (page_indptr, with cache_seqlens or last_page_len);
+flash_attn_with_kvcache(k=, v=) (the library's fused append + decode) against the append done with torch indexing
+followed by decode, and captured in a CUDA graph; the fused append + decode over a CSR table.
 
 Used by test_gpu.py under pytest, and runnable without pytest on a GPU machine:
     PYTHONPATH=python python3 python/tests/gpu_append_checks.py"""
@@ -145,6 +146,107 @@ def check_bad_arguments_raise_before_launch():
     assert not k_cache.any() and not v_cache.any(), "a refused call wrote the cache"
 
 
+def csr_table(after, page_size, pages_in_pool, extra):
+    """(page_indptr, flat page indices) of shuffled pages, on the GPU: sequence b owns ceil(after[b] / page_size)
+    pages, and one more when extra(b)."""
+    counts = [(n + page_size - 1) // page_size + (1 if extra(b) else 0) for b, n in enumerate(after)]
+    indptr = [0]
+    for n in counts:
+        indptr.append(indptr[-1] + n)
+    assert indptr[-1] <= pages_in_pool
+    indices = torch.randperm(pages_in_pool, device="cuda", dtype=torch.int32)[: indptr[-1]].contiguous()
+    return torch.tensor(indptr, device="cuda", dtype=torch.int32), indices
+
+
+def check_append_over_csr_tables():
+    """append_kv over FlashInfer's CSR tables equals torch indexing, the whole pool compared exactly: pages of 1, 16
+    and 64 tokens, NHD and HND, dense and ragged rows, chunks starting mid-page, a sequence without keys; the lengths
+    before the append (cache_seqlens; odd sequences own a spare page) or after it (last_page_len, FlashInfer's
+    append_paged_kv_cache convention); seqlens_out the lengths after the append."""
+    h, d = 4, 128
+    for page_size in (1, 16, 64):
+        for hnd in (False, True):
+            for from_last in (False, True):
+                for ragged in (False, True):
+                    cached = [1, 7, 300, 4097, 0, 64]
+                    counts = [7, 1, 300, 0, 5, 64] if ragged else [7] * 6
+                    after = [c + n for c, n in zip(cached, counts)]
+                    pool = sum((n + page_size - 1) // page_size + 1 for n in after) + 5
+                    indptr, indices = csr_table(after, page_size, pool, lambda b: not from_last and b % 2 == 1)
+                    shape = (pool, h, page_size, d) if hnd else (pool, page_size, h, d)
+                    k_cache, v_cache = (torch.randn(shape, device="cuda", dtype=BF16) for _ in range(2))
+                    if hnd:
+                        k_cache, v_cache = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
+                    if ragged:
+                        k = torch.randn(sum(counts), h, d, device="cuda", dtype=BF16)
+                        offsets = [0]
+                        for n in counts:
+                            offsets.append(offsets[-1] + n)
+                        cu = torch.tensor(offsets, device="cuda", dtype=torch.int32)
+                        rows = [slice(offsets[b], offsets[b + 1]) for b in range(len(counts))]
+                    else:
+                        k = torch.randn(len(counts), counts[0], h, d, device="cuda", dtype=BF16)
+                        cu, rows = None, list(range(len(counts)))
+                    v = torch.randn_like(k)
+                    expected_k, expected_v = k_cache.clone(), v_cache.clone()
+                    bounds = indptr.tolist()
+                    for b in range(len(counts)):
+                        pos = cached[b] + torch.arange(counts[b], device="cuda")
+                        pages = indices[bounds[b]:bounds[b + 1]].long()[pos // page_size]
+                        expected_k[pages, pos % page_size] = k[rows[b]]
+                        expected_v[pages, pos % page_size] = v[rows[b]]
+                    lens = torch.tensor(cached, device="cuda", dtype=torch.int32)
+                    last = torch.tensor([n - (n - 1) // page_size * page_size if n else 0 for n in after],
+                                        device="cuda", dtype=torch.int32)
+                    out = torch.full((len(counts),), -1, device="cuda", dtype=torch.int32)
+                    flashjit.append_kv(k_cache, v_cache, k, v, None if from_last else lens, page_table=indices,
+                                       page_indptr=indptr, last_page_len=last if from_last else None, cu_seqlens=cu,
+                                       max_new_len=max(counts) if ragged else None, seqlens_out=out,
+                                       check_pages=hnd)
+                    what = (f"page {page_size}{' HND' if hnd else ''} {'last_page_len' if from_last else 'cache_seqlens'}"
+                            f"{' ragged' if ragged else ''}")
+                    assert torch.equal(k_cache, expected_k), f"{what}: k_cache differs"
+                    assert torch.equal(v_cache, expected_v), f"{what}: v_cache differs"
+                    assert out.tolist() == after, f"{what}: seqlens_out {out.tolist()}"
+
+
+def check_fused_decode_over_csr_tables():
+    """The library's fused append + decode over a CSR table (the path flash_attn_with_kvcache takes for a dense one):
+    seqlens_k the lengths before the new rows, or last_page_len after them; the cache and O equal torch's append
+    followed by decode over the table."""
+    from flashjit import _decode
+    torch.manual_seed(2)
+    hq, hkv, d, page_size = 16, 4, 128, 16
+    for new in (1, 3):
+        for from_last in (False, True):
+            cached = [0, 700, 33]
+            after = [c + new for c in cached]
+            pool = sum((n + page_size - 1) // page_size + 1 for n in after) + 5
+            indptr, indices = csr_table(after, page_size, pool, lambda b: b == 1 and not from_last)
+            k_cache, v_cache = (torch.randn(pool, page_size, hkv, d, device="cuda", dtype=BF16) for _ in range(2))
+            q = torch.randn(len(cached), new, hq, d, device="cuda", dtype=BF16)
+            k = torch.randn(len(cached), new, hkv, d, device="cuda", dtype=BF16)
+            v = torch.randn_like(k)
+            ref_k, ref_v = k_cache.clone(), v_cache.clone()
+            bounds = indptr.tolist()
+            for b in range(len(cached)):
+                pos = cached[b] + torch.arange(new, device="cuda")
+                pages = indices[bounds[b]:bounds[b + 1]].long()[pos // page_size]
+                ref_k[pages, pos % page_size], ref_v[pages, pos % page_size] = k[b], v[b]
+            after_lens = torch.tensor(after, device="cuda", dtype=torch.int32)
+            ref_o = flashjit.decode(q, ref_k, ref_v, after_lens, page_table=indices, page_indptr=indptr,
+                                    max_seqlen_k=max(after))
+            lens = torch.tensor(cached, device="cuda", dtype=torch.int32)
+            last = torch.tensor([n - (n - 1) // page_size * page_size for n in after], device="cuda",
+                                dtype=torch.int32)
+            o, _ = _decode.decode_eager(q, k_cache, v_cache, None if from_last else lens, indices, -1, None, False,
+                                        None, 0, "auto", max(after), None, 0, new_kv=(k, v), page_indptr=indptr,
+                                        last_page_len=last if from_last else None)
+            what = f"new {new} {'last_page_len' if from_last else 'seqlens_k'}"
+            assert torch.equal(k_cache, ref_k) and torch.equal(v_cache, ref_v), f"{what}: cache differs"
+            expect_close(o.float(), None, ref_o.float(), None, BF16, f"fused over CSR, {what}")
+
+
 def decode_inputs(page_size, new):
     torch.manual_seed(1)
     b, hq, hkv, d, cache = 3, 16, 4, 128, 1024
@@ -194,7 +296,8 @@ def check_fused_graph_capture_and_replay():
 
 
 CHECKS = [check_skips_outside_pool_and_capacity, check_bad_arguments_raise_before_launch,
-          check_flash_attn_with_kvcache_fused, check_fused_graph_capture_and_replay]
+          check_flash_attn_with_kvcache_fused, check_fused_graph_capture_and_replay, check_append_over_csr_tables,
+          check_fused_decode_over_csr_tables]
 
 
 def main():

@@ -97,7 +97,8 @@ def test_ctypes_struct_is_the_c_struct(struct, layout):
 
 
 def test_struct_size_defaults_are_the_full_size():
-    for mirror in (_abi.RuntimeOptions, _abi.AttentionArgs, _abi.DecodeArgs, _abi.MergeArgs, _abi.Target):
+    for mirror in (_abi.RuntimeOptions, _abi.AttentionArgs, _abi.DecodeArgs, _abi.AppendArgs, _abi.MergeArgs,
+                   _abi.Target):
         assert mirror().struct_size == ctypes.sizeof(mirror)
 
 
@@ -151,4 +152,16 @@ def test_decode_csr_fields_default_off(layout):
     pointer = ctypes.sizeof(ctypes.c_void_p)
     assert offsets["page_indptr"] == offsets["seqlens_out"] + pointer
     args = _abi.DecodeArgs()
+    assert (args.page_indptr, args.last_page_len) == (None, None)
+
+
+def test_append_csr_fields_default_off(layout):
+    """The CSR page-table fields end flashjit_append_args, after the stream, start where the struct ended before them
+    (so that a caller of the older header covers none of them) and default to the dense table."""
+    fields = [name for name, _, _ in layout["flashjit_append_args"] if name != "sizeof"]
+    assert fields[-3:] == ["stream", "page_indptr", "last_page_len"]
+    offsets = {name: offset for name, offset, _ in layout["flashjit_append_args"]}
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    assert offsets["page_indptr"] == offsets["stream"] + pointer
+    args = _abi.AppendArgs()
     assert (args.page_indptr, args.last_page_len) == (None, None)

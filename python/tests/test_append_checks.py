@@ -28,7 +28,8 @@ def inputs(paged=False, **changes):
 
 def args_of(t, **kw):
     return _append.append_args(t["k_cache"], t["v_cache"], t["k"], t["v"], t["cache_seqlens"], t.get("page_table"),
-                               kw.get("cu_seqlens"), kw.get("max_new_len"), kw.get("seqlens_out"), False)
+                               kw.get("cu_seqlens"), kw.get("max_new_len"), kw.get("seqlens_out"), False,
+                               kw.get("page_indptr"), kw.get("last_page_len"))
 
 
 def test_valid_contiguous_and_paged_args():
@@ -92,6 +93,65 @@ def test_seqlens_out():
         args_of(t, seqlens_out=t["cache_seqlens"])
     with pytest.raises(ValueError, match="seqlens_out must have shape"):
         args_of(t, seqlens_out=FakeTensor((B + 1,), "torch.int32"))
+
+
+INDICES = 11
+
+
+def csr_inputs(**changes):
+    """A paged call over FlashInfer's CSR table: page_table the flat indices [num_indices] (page_indptr [B + 1] is
+    args_of's)."""
+    t = inputs(paged=True, page_table=FakeTensor((INDICES,), "torch.int32"))
+    t.update(changes)
+    return t
+
+
+def test_csr_tables():
+    t = csr_inputs()
+    indptr, last = FakeTensor((B + 1,), "torch.int32"), FakeTensor((B,), "torch.int32")
+    a = args_of(t, page_indptr=indptr)
+    assert (a.layout, a.page_indptr, a.last_page_len, a.cache_seqlens) == (_abi.KV_PAGED, indptr.data_ptr(), None,
+                                                                           t["cache_seqlens"].data_ptr())
+    assert (a.max_pages_per_seq, a.num_pages, a.page_size) == (INDICES, PAGES, PAGE)  # every page one sequence's
+    # last_page_len instead of cache_seqlens: the lengths after the append.
+    t["cache_seqlens"] = None
+    a = args_of(t, page_indptr=indptr, last_page_len=last)
+    assert (a.cache_seqlens, a.last_page_len) == (None, last.data_ptr())
+    cu = FakeTensor((B + 1,), "torch.int32")
+    r = args_of(csr_inputs(cache_seqlens=None, k=FakeTensor((17, HKV, D)), v=FakeTensor((17, HKV, D))),
+                cu_seqlens=cu, page_indptr=indptr, last_page_len=last)
+    assert (r.total_new, r.cu_seqlens, r.last_page_len) == (17, cu.data_ptr(), last.data_ptr())
+    assert args_of(t, page_indptr=indptr, last_page_len=last,
+                   seqlens_out=FakeTensor((B,), "torch.int32")).seqlens_out
+
+
+@pytest.mark.parametrize("changes, csr, message", [
+    (dict(), dict(last_page_len=FakeTensor((B,), "torch.int32")), "last_page_len is for a CSR page table: pass "
+     r"page_indptr too \(int32 \[batch \+ 1\]\), or cache_seqlens instead"),
+    (dict(page_table=None), dict(page_indptr=FakeTensor((B + 1,), "torch.int32")), "page_indptr needs page_table"),
+    (dict(), dict(page_indptr=FakeTensor((B + 1,), "torch.int32"), last_page_len=FakeTensor((B,), "torch.int32")),
+     "exactly one of cache_seqlens .* and last_page_len .*, got both"),
+    (dict(cache_seqlens=None), dict(page_indptr=FakeTensor((B + 1,), "torch.int32")), "got neither"),
+    (dict(cache_seqlens=None), dict(), "cache_seqlens is None"),
+    (dict(page_table=FakeTensor((B, MAX_PAGES), "torch.int32")), dict(page_indptr=FakeTensor((B + 1,), "torch.int32")),
+     r"page_table must have shape \[num_indices\] with page_indptr"),
+    (dict(), dict(page_indptr=FakeTensor((B,), "torch.int32")), r"page_indptr must have shape \[4\]"),
+    (dict(), dict(page_indptr=FakeTensor((B + 1,), "torch.int64")), "page_indptr: dtype torch.int64"),
+    (dict(), dict(page_indptr=FakeTensor((B + 1,), "torch.int32", device="cuda:1")), "page_indptr is on cuda:1"),
+    (dict(cache_seqlens=None), dict(page_indptr=FakeTensor((B + 1,), "torch.int32"),
+                                    last_page_len=FakeTensor((B + 1,), "torch.int32")),
+     r"last_page_len must have shape \[3\]"),
+])
+def test_each_bad_csr_argument_is_named(changes, csr, message):
+    with pytest.raises(ValueError, match=message):
+        args_of(csr_inputs(**changes), **csr)
+
+
+def test_seqlens_out_is_not_last_page_len():
+    last = FakeTensor((B,), "torch.int32")
+    with pytest.raises(ValueError, match="seqlens_out is last_page_len"):
+        args_of(csr_inputs(cache_seqlens=None), page_indptr=FakeTensor((B + 1,), "torch.int32"), last_page_len=last,
+                seqlens_out=last)
 
 
 def test_append_kv_checks_before_the_library():

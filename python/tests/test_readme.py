@@ -675,7 +675,7 @@ extern void *q, *k, *v, *o;            // device pointers
 extern void *k_cache, *v_cache, *k_new, *v_new;
 extern float* lse;
 extern CUstream stream;
-extern const int *cu_q, *cu_k, *lens;  // device int32
+extern const int *cu_q, *cu_k, *lens, *indptr, *last;  // device int32
 extern int B, max_len_q, max_len_k, total_q, total_k, capacity;
 """
 C_DECLARATIONS = """\

@@ -10,6 +10,10 @@ namespace flashjit::capi {
 static_assert(sizeof(void*) != 8 || offsetof(flashjit_decode_args, k_new) == 472,
               "a fused append field starts inside the older struct's size");
 
+// The CSR table's fields followed the stream, which ended flashjit_append_args at 232 bytes (LP64).
+static_assert(sizeof(void*) != 8 || offsetof(flashjit_append_args, page_indptr) == 232,
+              "a CSR table field starts inside the older struct's size");
+
 void read_fused_append(const flashjit_decode_args& a, DecodeProblem& p) {
   if (FLASHJIT_PRESENT(a, k_new)) p.k_new = a.k_new;
   if (FLASHJIT_PRESENT(a, v_new)) p.v_new = a.v_new;
@@ -49,6 +53,8 @@ Result<AppendProblem> read_append_args(const flashjit_append_args* args) {
   if (FLASHJIT_PRESENT(a, v_cache_strides)) p.v_cache_strides = strides_of(a.v_cache_strides);
   if (FLASHJIT_PRESENT(a, check_pages)) p.check_pages = a.check_pages != 0;
   if (FLASHJIT_PRESENT(a, stream)) p.stream = a.stream;
+  if (FLASHJIT_PRESENT(a, page_indptr)) p.page_indptr = a.page_indptr;
+  if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
   return p;
 }
 

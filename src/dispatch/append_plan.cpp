@@ -69,6 +69,8 @@ AppendProblem append_of(const DecodeProblem& d, int* seqlens_out) {
   } else {
     a.page_table = d.page_table, a.num_pages = d.num_pages, a.page_size = d.page_size;
     a.max_pages_per_seq = d.max_pages_per_seq;
+    // A CSR table: with last_page_len (seqlens_k null) the lengths after the append, as the decode reads them.
+    a.page_indptr = d.page_indptr, a.last_page_len = d.last_page_len;
   }
   a.check_pages = d.check_pages;
   a.stream = d.stream;
@@ -76,7 +78,7 @@ AppendProblem append_of(const DecodeProblem& d, int* seqlens_out) {
 }
 
 std::size_t fused_lengths_bytes(const DecodeProblem& p) {
-  if (p.new_len <= 0 || p.seqlens_out != nullptr) return 0;
+  if (p.new_len <= 0 || p.seqlens_out != nullptr || p.last_page_len != nullptr) return 0;
   return (static_cast<std::size_t>(std::max(p.batch, 1)) * sizeof(int) + 255) / 256 * 256;
 }
 

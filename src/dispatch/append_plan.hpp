@@ -30,11 +30,12 @@ std::vector<AppendKernelConfig> append_prepare_kernels(DType dtype, int head_dim
 // CTAs along one sequence's new rows (grid.x; the grid is (that, batch, 2)).
 unsigned append_blocks(const AppendKernelConfig& config, const AppendProblem& problem);
 
-// A decode's fused append (DecodeProblem::new_len > 0): its new rows into its cache at seqlens_k, the new lengths
-// into `seqlens_out`.
+// A decode's fused append (DecodeProblem::new_len > 0): its new rows into its cache at seqlens_k (a CSR table's
+// last_page_len: the lengths after the append, the rows before them), the new lengths into `seqlens_out`.
 AppendProblem append_of(const DecodeProblem& problem, int* seqlens_out);
 // Workspace bytes a fused decode takes for the new lengths (int32 [batch], at offset 0 of its workspace, the split
-// partials behind them): 0 without new rows or when the caller gives seqlens_out; a multiple of 256.
+// partials behind them): 0 without new rows, when the caller gives seqlens_out, or with a CSR table's
+// last_page_len (which counts the new rows already: the decode reads it); a multiple of 256.
 std::size_t fused_lengths_bytes(const DecodeProblem& problem);
 
 }  // namespace flashjit::dispatch

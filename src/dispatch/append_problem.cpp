@@ -54,12 +54,26 @@ Status check(const AppendProblem& p) {
   } else if (p.total_new != 0) {
     add(fmt::format("total_new ({}) is for ragged rows (cu_seqlens); dense rows take 0", p.total_new));
   }
-  if (p.cache_seqlens == nullptr) add("cache_seqlens is a null pointer (int32 [batch] on the device)");
-  else if (!aligned(p.cache_seqlens, 4)) add("cache_seqlens must be 4-byte aligned");
+  // The lengths: cache_seqlens, or with a CSR page table (page_indptr) cache_seqlens or last_page_len.
+  if (p.csr()) {
+    if ((p.cache_seqlens == nullptr) == (p.last_page_len == nullptr))
+      add("a CSR page table (page_indptr) needs exactly one of cache_seqlens (the lengths before the append) and "
+          "last_page_len (the tokens of each sequence's last page after it)");
+    if (!aligned(p.page_indptr, 4)) add("page_indptr must be 4-byte aligned");
+    if (p.last_page_len != nullptr && !aligned(p.last_page_len, 4)) add("last_page_len must be 4-byte aligned");
+  } else {
+    if (p.last_page_len != nullptr)
+      add("last_page_len is for CSR page tables: set page_indptr too, or give cache_seqlens");
+    if (p.cache_seqlens == nullptr) add("cache_seqlens is a null pointer (int32 [batch] on the device)");
+  }
+  if (p.cache_seqlens != nullptr && !aligned(p.cache_seqlens, 4)) add("cache_seqlens must be 4-byte aligned");
   if (p.seqlens_out != nullptr && !aligned(p.seqlens_out, 4)) add("seqlens_out must be 4-byte aligned");
   if (p.seqlens_out != nullptr && p.seqlens_out == p.cache_seqlens)
     add("seqlens_out is cache_seqlens: every CTA of a sequence reads its length while one writes the new one; "
         "give another buffer");
+  if (p.seqlens_out != nullptr && p.seqlens_out == p.last_page_len)
+    add("seqlens_out is last_page_len: every CTA of a sequence reads it while one writes the new length; give "
+        "another buffer");
 
   const bool paged = p.layout == KvLayout::paged;
   if (p.layout != KvLayout::contiguous && !paged) {
@@ -68,12 +82,16 @@ Status check(const AppendProblem& p) {
     if (p.cache_seqlen < 1) add(fmt::format("cache_seqlen must be >= 1 (the contiguous cache's capacity), got {}",
                                             p.cache_seqlen));
     if (p.page_table != nullptr) add("page_table is set but layout is contiguous (use KvLayout::paged)");
+    if (p.csr() || p.last_page_len != nullptr)
+      add("page_indptr and last_page_len are for a paged cache's CSR page table, but layout is contiguous");
   } else {
     if (!is_power_of_two(p.page_size) || p.page_size > kMaxAppendPageSize)
       add(fmt::format("page_size must be a power of two in [1, {}], got {}", kMaxAppendPageSize, p.page_size));
     if (p.num_pages < 1) add(fmt::format("num_pages must be >= 1, got {}", p.num_pages));
     if (p.max_pages_per_seq < 1) add(fmt::format("max_pages_per_seq must be >= 1, got {}", p.max_pages_per_seq));
-    if (p.page_table == nullptr) add("page_table is a null pointer (int32 [batch, max_pages_per_seq] on the device)");
+    if (p.page_table == nullptr)
+      add(p.csr() ? "page_table is a null pointer (the CSR table's page indices, int32 on the device)"
+                  : "page_table is a null pointer (int32 [batch, max_pages_per_seq] on the device)");
     else if (!aligned(p.page_table, 4)) add("page_table must be 4-byte aligned");
   }
 
@@ -102,7 +120,8 @@ Status check(const AppendProblem& p) {
   if (p.k_cache != nullptr && p.k_cache == p.v_cache)
     add("k_cache and v_cache are one tensor: the keys and values would overwrite each other");
   if (issues.empty()) return {};
-  std::string msg = fmt::format("invalid append problem ({} cache{}):", to_string(p.layout), p.ragged() ? ", ragged" : "");
+  std::string msg = fmt::format("invalid append problem ({} cache{}{}):", to_string(p.layout),
+                                p.csr() ? ", CSR page table" : "", p.ragged() ? ", ragged" : "");
   for (const auto& i : issues) msg += "\n  " + i;
   return Error(ErrorCode::invalid_argument, msg);
 }

@@ -142,9 +142,6 @@ Status check(const DecodeProblem& p) {
   if (p.new_len < 0) add(fmt::format("new_len must be >= 0 (0: no fused append), got {}", p.new_len));
   else if (p.new_len == 0 && (p.k_new != nullptr || p.v_new != nullptr || p.seqlens_out != nullptr))
     add("k_new, v_new or seqlens_out is set but new_len is 0 (the new tokens per sequence to append)");
-  else if (p.new_len > 0 && csr)
-    add("a fused append (new_len > 0) over a CSR page table (page_indptr) is not supported yet: append the new rows "
-        "first (Runtime::append), then decode");
   if (issues.empty()) return {};
   std::string msg = fmt::format("invalid decode problem ({} cache):", to_string(p.layout));
   for (const auto& i : issues) msg += "\n  " + i;

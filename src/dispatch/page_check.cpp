@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace flashjit::dispatch {
@@ -147,23 +148,59 @@ Status check_keys(const cuda::Api& api, const PagedKeys& k) {
   return {};
 }
 
-// The pages of positions [first, end) of sequence b's row of the table (first < end).
-Status check_written_pages(const cuda::Api& api, const AppendProblem& p, int b, long long first, long long end) {
+// The pages of positions [first, end) of sequence b (first < end), whose row of the table starts at entry `row`
+// (a dense table: b * max_pages_per_seq; a CSR one: page_indptr[b]).
+Status check_written_pages(const cuda::Api& api, const AppendProblem& p, int b, std::size_t row, long long first,
+                           long long end) {
   std::vector<int> pages;
-  const std::size_t row = static_cast<std::size_t>(b) * static_cast<std::size_t>(p.max_pages_per_seq);
   const std::size_t j_first = static_cast<std::size_t>(first / p.page_size);
   const std::size_t j_end = static_cast<std::size_t>((end - 1) / p.page_size) + 1;
   for (std::size_t j0 = j_first; j0 < j_end; j0 += kCheckChunk) {
     const std::size_t n = std::min(kCheckChunk, j_end - j0);
     FLASHJIT_TRY(copy_ints(api, p.page_table, row + j0, n, pages, "page_table"));
-    for (std::size_t j = 0; j < n; ++j)
-      if (pages[j] < 0 || pages[j] >= p.num_pages)
-        return Error(ErrorCode::invalid_argument,
-                     fmt::format("page_table[{}][{}] = {} is outside [0, {}) = [0, num_pages) (sequence {} appends "
-                                 "positions {} .. {})",
-                                 b, j0 + j, pages[j], p.num_pages, b, first, end - 1));
+    for (std::size_t j = 0; j < n; ++j) {
+      if (pages[j] >= 0 && pages[j] < p.num_pages) continue;
+      const std::string entry = p.csr() ? fmt::format("page_table[{}] = {} (page {} of sequence {})", row + j0 + j,
+                                                      pages[j], j0 + j, b)
+                                        : fmt::format("page_table[{}][{}] = {}", b, j0 + j, pages[j]);
+      return Error(ErrorCode::invalid_argument,
+                   fmt::format("{} is outside [0, {}) = [0, num_pages) (sequence {} appends positions {} .. {})", entry,
+                               p.num_pages, b, first, end - 1));
+    }
   }
   return {};
+}
+
+// Where sequence b of an append starts and what it may hold: the position of its first new row and the capacity
+// (the whole cache's, or a CSR sequence's pages), and its row of the table. `length` is its cache_seqlens entry or
+// (CSR) last_page_len entry, `pages` its CSR page count (offsets[b + 1] - offsets[b], already checked).
+struct AppendTarget {
+  long long start, capacity;
+  std::size_t row;
+};
+
+Result<AppendTarget> append_target(const AppendProblem& p, int b, long long length, long long n, long long indptr,
+                                   long long pages) {
+  AppendTarget t{length, append_capacity(p), static_cast<std::size_t>(b) * static_cast<std::size_t>(p.max_pages_per_seq)};
+  if (p.csr()) {
+    t.capacity = std::min(t.capacity, pages * p.page_size), t.row = static_cast<std::size_t>(indptr);
+    if (p.last_page_len != nullptr) {
+      if (pages > 0 && (length < 1 || length > p.page_size))
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("last_page_len[{}] = {} is outside [1, {} = page_size]", b, length, p.page_size));
+      const long long after = pages > 0 ? (pages - 1) * p.page_size + length : 0;
+      t.start = after - n;
+      if (t.start < 0)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("sequence {} appends {} rows but has {} keys after the append (last_page_len[{}] = {} "
+                                 "on its {} pages): last_page_len counts the new rows too",
+                                 b, n, after, b, length, pages));
+      return t;
+    }
+  }
+  if (t.start < 0)
+    return Error(ErrorCode::invalid_argument, fmt::format("cache_seqlens[{}] = {} is negative", b, t.start));
+  return t;
 }
 
 }  // namespace
@@ -172,27 +209,41 @@ Status check_page_table(const cuda::Api& api, const AppendProblem& p, int max_le
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_pages (FLASHJIT_CHECK_PAGES=1)"));
   if (p.ragged())
     FLASHJIT_TRY(check_offsets(api, p.cu_seqlens, "cu_seqlens", p.batch, p.total_new, "total_new", p.new_len, "new_len"));
-  const long long capacity = append_capacity(p);
-  std::vector<int> lens, offsets;
+  // check(p) has passed: a CSR table (page_indptr) is a paged cache's, and last_page_len goes with it.
+  const bool paged = p.layout == KvLayout::paged, csr = p.csr(), from_last = p.last_page_len != nullptr;
+  std::vector<int> lens, offsets, indptr;
   for (std::size_t first = 0; first < static_cast<std::size_t>(p.batch); first += kCheckChunk) {
     const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(p.batch) - first);
-    FLASHJIT_TRY(copy_ints(api, p.cache_seqlens, first, count, lens, "cache_seqlens"));
+    FLASHJIT_TRY(copy_ints(api, from_last ? p.last_page_len : p.cache_seqlens, first, count, lens,
+                           from_last ? "last_page_len" : "cache_seqlens"));
     if (p.ragged()) FLASHJIT_TRY(copy_ints(api, p.cu_seqlens, first, count + 1, offsets, "cu_seqlens"));
+    if (csr) {
+      FLASHJIT_TRY(copy_ints(api, p.page_indptr, first, count + 1, indptr, "page_indptr"));
+      if (first == 0 && indptr[0] < 0)
+        return Error(ErrorCode::invalid_argument, fmt::format("page_indptr[0] = {} is negative", indptr[0]));
+    }
     for (std::size_t i = 0; i < count; ++i) {
       const int b = static_cast<int>(first + i);
-      const long long start = lens[i], n = p.ragged() ? offsets[i + 1] - offsets[i] : p.new_len;
-      if (start < 0)
-        return Error(ErrorCode::invalid_argument, fmt::format("cache_seqlens[{}] = {} is negative", b, start));
-      if (start + n > capacity)
+      const long long n = p.ragged() ? offsets[i + 1] - offsets[i] : p.new_len;
+      const long long pages = csr ? static_cast<long long>(indptr[i + 1]) - indptr[i] : 0;
+      if (pages < 0 || pages > p.max_pages_per_seq)
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("page_indptr[{}] - page_indptr[{}] = {} pages is outside [0, {} = max_pages_per_seq]",
+                                 b + 1, b, pages, p.max_pages_per_seq));
+      auto target = append_target(p, b, lens[i], n, csr ? indptr[i] : 0, pages);
+      if (!target.ok()) return std::move(target).error();
+      const long long start = target->start;
+      if (start + n > target->capacity)
         return Error(ErrorCode::invalid_argument,
                      fmt::format("sequence {} appends positions {} .. {}, past the cache's capacity of {} ({})", b,
-                                 start, start + n - 1, capacity,
-                                 p.layout == KvLayout::paged ? "max_pages_per_seq x page_size" : "cache_seqlen"));
+                                 start, start + n - 1, target->capacity,
+                                 csr ? fmt::format("its {} pages of {} tokens", pages, p.page_size)
+                                 : paged ? "max_pages_per_seq x page_size" : "cache_seqlen"));
       if (max_len > 0 && start + n > max_len)
         return Error(ErrorCode::invalid_argument,
                      fmt::format("sequence {} has {} keys after appending {}, more than max_seqlen_k = {}", b,
                                  start + n, n, max_len));
-      if (p.layout == KvLayout::paged && n > 0) FLASHJIT_TRY(check_written_pages(api, p, b, start, start + n));
+      if (paged && n > 0) FLASHJIT_TRY(check_written_pages(api, p, b, target->row, start, start + n));
     }
   }
   return {};

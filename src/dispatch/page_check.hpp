@@ -12,7 +12,9 @@
 //     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k;
 //   append (AppendProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every cache_seqlens entry >= 0, ragged counts
 //     in [0, new_len] (cu_seqlens non-decreasing up to total_new), every position written below the capacity and
-//     on a page in [0, num_pages); for a fused decode's append (max_len > 0) also each new length <= max_len.
+//     on a page in [0, num_pages); over a CSR table also the offsets as above, each position within the sequence's
+//     pages, and with last_page_len each entry in [1, page_size] and a length after the append of at least the
+//     sequence's new rows; for a fused decode's append (max_len > 0) also each new length <= max_len.
 #pragma once
 
 #include "cuda/driver.hpp"

@@ -14,7 +14,8 @@ AppendParams make_append_params(const AppendProblem& p) {
   AppendParams a{};
   a.k = p.k, a.v = p.v, a.k_cache = p.k_cache, a.v_cache = p.v_cache;
   a.cu_seqlens = p.cu_seqlens, a.cache_seqlens = p.cache_seqlens, a.seqlens_out = p.seqlens_out;
-  a.page_table = p.layout == KvLayout::paged ? p.page_table : nullptr;
+  if (p.layout == KvLayout::paged)
+    a.page_table = p.page_table, a.page_indptr = p.page_indptr, a.last_page_len = p.csr() ? p.last_page_len : nullptr;
   a.k_batch = p.ragged() ? 0 : k.batch, a.k_seq = k.seq, a.k_head = k.head;
   a.v_batch = p.ragged() ? 0 : v.batch, a.v_seq = v.seq, a.v_head = v.head;
   a.kc_batch = kc.batch, a.kc_seq = kc.seq, a.kc_head = kc.head;

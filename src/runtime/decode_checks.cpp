@@ -23,7 +23,7 @@ Status check_forced_merge(const DecodeProblem& p, const dispatch::DecodePlan& pl
 Status check_fused_append(const DecodeProblem& p) {
   if (p.new_len <= 0) return {};
   int* const workspace = reinterpret_cast<int*>(std::uintptr_t{512});  // aligned, and not the 256 of a target's placeholders
-  Status st = check(dispatch::append_of(p, p.seqlens_out != nullptr ? p.seqlens_out : workspace));
+  Status st = check(dispatch::append_of(p, dispatch::fused_lengths_bytes(p) > 0 ? workspace : p.seqlens_out));
   if (!st.ok()) return std::move(st).error().with("in the decode's fused append (k_new, v_new, new_len)");
   return {};
 }

@@ -175,10 +175,12 @@ struct Runtime::Impl {
       }
       if (!launch_it) return {};
       if (!fused) return launch::launch_decode(*split, combine, p, plan, ws, settings.pdl);
-      if (append.seqlens_out == nullptr) append.seqlens_out = reinterpret_cast<int*>(ws);
+      if (lengths > 0) append.seqlens_out = reinterpret_cast<int*>(ws);
       FLASHJIT_TRY(launch::launch_append(append_fn, append_config, append, settings.pdl));
-      DecodeProblem after = p;  // the attention over the lengths the append wrote
-      after.seqlens_k = append.seqlens_out;
+      // The attention over the lengths the append wrote, or a CSR table's last_page_len, which counts the new
+      // rows already.
+      DecodeProblem after = p;
+      if (p.last_page_len == nullptr) after.seqlens_k = append.seqlens_out;
       return launch::launch_decode(*split, combine, after, plan, ws == nullptr ? nullptr : ws + lengths, settings.pdl);
     });
     if (!st.ok())
@@ -224,7 +226,9 @@ struct Runtime::Impl {
                                                                    {p.cache_seqlens, "cache_seqlens"},
                                                                    {p.seqlens_out, "seqlens_out"},
                                                                    {p.cu_seqlens, "cu_seqlens"},
-                                                                   {p.page_table, "page_table"}});
+                                                                   {p.page_table, "page_table"},
+                                                                   {p.page_indptr, "page_indptr"},
+                                                                   {p.last_page_len, "last_page_len"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     auto found = devices.get(*ordinal);
     if (!found.ok()) return std::move(found).error();

@@ -906,6 +906,28 @@ static void test_append(const char* root) {
   a.k_strides.seq = 1028;
   expect_append_rejected(rt, &a, "k token stride", "a token stride of 1028 elements");
 
+  /* FlashInfer's CSR page table (the fields at the end): lengths from cache_seqlens or last_page_len. */
+  a = fake_append();
+  a.layout = FLASHJIT_KV_PAGED, a.cache_seqlen = 0;
+  a.page_table = (const int32_t*)0x60000, a.num_pages = 64, a.page_size = 16, a.max_pages_per_seq = 32;
+  a.page_indptr = (const int32_t*)0x90000;
+  expect(failed_at_device(flashjit_append_kv(rt, &a)), "a CSR append with cache_seqlens on fake pointers");
+  a.cache_seqlens = NULL, a.last_page_len = (const int32_t*)0x91000;
+  expect(failed_at_device(flashjit_append_kv(rt, &a)), "a CSR append with last_page_len on fake pointers");
+  a.seqlens_out = (int32_t*)0x91000;
+  expect_append_rejected(rt, &a, "seqlens_out is last_page_len", "seqlens_out aliasing last_page_len");
+  a.seqlens_out = NULL, a.cache_seqlens = (const int32_t*)0x50000;
+  expect_append_rejected(rt, &a, "needs exactly one of cache_seqlens (the lengths before the append) and last_page_len",
+                         "a CSR table with both cache_seqlens and last_page_len");
+  a.page_indptr = NULL;
+  expect_append_rejected(rt, &a, "last_page_len is for CSR page tables", "last_page_len without page_indptr");
+  /* A caller built before the CSR fields: struct_size ends at stream, the (garbage) fields are not read. */
+  a.page_indptr = (const int32_t*)0x3, a.last_page_len = (const int32_t*)0x3;
+  a.struct_size = offsetof(flashjit_append_args, page_indptr);
+  expect(failed_at_device(flashjit_append_kv(rt, &a)), "append args from before the CSR fields: a dense table");
+  a.struct_size = sizeof a;
+  expect_append_rejected(rt, &a, "page_indptr must be 4-byte aligned", "the full struct reads the CSR fields");
+
   /* The fused append's fields of flashjit_decode_args. */
   d = fake_decode();
   d.k_new = (const void*)0x70000, d.v_new = (const void*)0x80000, d.new_len = 1;
@@ -920,6 +942,15 @@ static void test_append(const char* root) {
   d = fake_decode();
   d.k_new = (const void*)0x70000;
   expect_decode_rejected(rt, &d, "new_len is 0", "k_new without new_len");
+  /* Over a CSR table: the lengths before the new rows (seqlens_k), or after them (last_page_len). */
+  d = fake_paged_decode();
+  d.k_new = (const void*)0x70000, d.v_new = (const void*)0x80000, d.new_len = 1;
+  d.page_indptr = (const int32_t*)0x90000;
+  expect(failed_at_device(flashjit_decode(rt, &d)), "a fused append over a CSR table with seqlens_k on fake pointers");
+  d.seqlens_k = NULL, d.last_page_len = (const int32_t*)0x91000;
+  expect(failed_at_device(flashjit_decode(rt, &d)), "a fused append over a CSR table with last_page_len");
+  d.seqlens_out = (int32_t*)0x91000;
+  expect_decode_rejected(rt, &d, "seqlens_out is last_page_len", "a fused append's seqlens_out aliasing last_page_len");
 
   d = flashjit_decode_args_default();
   d.batch = 64, d.q_len = 1, d.heads_q = 32, d.heads_kv = 8, d.head_dim = 128, d.max_seqlen_k = 8192;
@@ -931,6 +962,13 @@ static void test_append(const char* root) {
   expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 &&
              contains(text, "\"append\":{\"kernel\":\"append\"") && contains(text, "\"page_size\":16,\"warps\":4"),
          "select_decode with a fused append: its kernel");
+  d.num_splits = 1;  /* no partials: the workspace holds the new lengths alone */
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 && contains(text, "\"workspace_bytes\":256"),
+         "select_decode with a fused append: the new lengths in the workspace");
+  d.page_indptr = (const int32_t*)0x90000, d.last_page_len = (const int32_t*)0x91000;
+  expect(flashjit_select_decode(rt, &d, &t, text, sizeof text) > 0 &&
+             contains(text, "\"append\":{\"kernel\":\"append\"") && contains(text, "\"workspace_bytes\":0"),
+         "select_decode with a fused append over a CSR table's last_page_len: the decode reads it, no lengths");
   flashjit_runtime_destroy(rt);
 }
 

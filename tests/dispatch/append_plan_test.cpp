@@ -102,6 +102,33 @@ TEST_CASE("append plan: a fused decode's append and its lengths in the workspace
   CHECK(dispatch::append_of(c, out).cache_seqlen == 8192);  // max_seqlen_k
 }
 
+TEST_CASE("append plan: a fused decode over a CSR table: its lengths before the append, or last_page_len after it",
+          "[dispatch][append][csr]") {
+  int* out = reinterpret_cast<int*>(0x90000);
+  DecodeProblem d = fused_decode();
+  d.page_indptr = reinterpret_cast<const int*>(0xa0000);
+  AppendProblem a = dispatch::append_of(d, out);
+  CHECK(check(a).ok());
+  CHECK((a.page_indptr == d.page_indptr && a.page_table == d.page_table && a.cache_seqlens == d.seqlens_k));
+  CHECK(a.last_page_len == nullptr);
+  CHECK(dispatch::fused_lengths_bytes(d) == 256);  // the decode reads the lengths the append writes
+
+  // last_page_len counts the new rows already: the decode reads it, nothing goes to the workspace.
+  d.seqlens_k = nullptr, d.last_page_len = reinterpret_cast<const int*>(0xb0000);
+  a = dispatch::append_of(d, nullptr);
+  CHECK(check(a).ok());
+  CHECK((a.cache_seqlens == nullptr && a.last_page_len == d.last_page_len && a.seqlens_out == nullptr));
+  CHECK(dispatch::fused_lengths_bytes(d) == 0);
+  // The caller's seqlens_out still receives them; it must not be last_page_len itself.
+  CHECK(check(dispatch::append_of(d, out)).ok());
+  auto st = check(dispatch::append_of(d, const_cast<int*>(d.last_page_len)));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("seqlens_out is last_page_len") != std::string::npos);
+  // A dense table's append takes neither.
+  const AppendProblem dense = dispatch::append_of(fused_decode(), out);
+  CHECK((dense.page_indptr == nullptr && dense.last_page_len == nullptr));
+}
+
 TEST_CASE("decode problem: the fused append's fields need new_len", "[dispatch][append]") {
   DecodeProblem d = fused_decode();
   CHECK(check(d).ok());

@@ -142,6 +142,51 @@ TEST_CASE("append problem: paged and ragged errors", "[dispatch][append]") {
   require_invalid(r, "cu_seqlens must be 4-byte aligned");
 }
 
+TEST_CASE("append problem: a CSR page table takes cache_seqlens or last_page_len", "[dispatch][append][csr]") {
+  // FlashInfer's table: page_indptr [B + 1], page_table the flat indices; max_pages_per_seq stays the host bound.
+  AppendProblem p = paged();
+  p.page_indptr = fake<const int>(0x80000);
+  CHECK(check(p).ok());
+  CHECK(append_capacity(p) == 257 * 16);
+  p.cache_seqlens = nullptr, p.last_page_len = fake<const int>(0x90000);
+  CHECK(check(p).ok());
+  p.seqlens_out = fake<int>(0xa0000);
+  CHECK(check(p).ok());
+  p.seqlens_out = fake<int>(0x90000);
+  require_invalid(p, "seqlens_out is last_page_len");
+  p.seqlens_out = nullptr, p.cache_seqlens = fake<const int>(0x50000);
+  require_invalid(p, "a CSR page table (page_indptr) needs exactly one of cache_seqlens (the lengths before the "
+                     "append) and last_page_len (the tokens of each sequence's last page after it)");
+  p.cache_seqlens = nullptr, p.last_page_len = nullptr;
+  require_invalid(p, "needs exactly one of cache_seqlens");
+  p.last_page_len = fake<const int>(0x90002);
+  require_invalid(p, "last_page_len must be 4-byte aligned");
+  p = paged(), p.page_indptr = fake<const int>(0x80001);
+  require_invalid(p, "page_indptr must be 4-byte aligned");
+  p = paged(), p.page_indptr = fake<const int>(0x80000), p.page_table = nullptr;
+  require_invalid(p, "page_table is a null pointer (the CSR table's page indices");
+  p = paged(), p.page_indptr = fake<const int>(0x80000), p.max_pages_per_seq = 0;
+  require_invalid(p, "max_pages_per_seq must be >= 1");
+  // last_page_len without page_indptr; either on a contiguous cache.
+  p = paged(), p.last_page_len = fake<const int>(0x90000);
+  require_invalid(p, "last_page_len is for CSR page tables: set page_indptr too, or give cache_seqlens");
+  p = paged(), p.cache_seqlens = nullptr, p.last_page_len = fake<const int>(0x90000);
+  require_invalid(p, "cache_seqlens is a null pointer");
+  p = contiguous(), p.page_indptr = fake<const int>(0x80000);
+  require_invalid(p, "page_indptr and last_page_len are for a paged cache's CSR page table, but layout is contiguous");
+  p = contiguous(), p.last_page_len = fake<const int>(0x90000);
+  require_invalid(p, "page_indptr and last_page_len are for a paged cache's CSR page table");
+  // Ragged new rows over a CSR table.
+  AppendProblem r = paged();
+  r.page_indptr = fake<const int>(0x80000), r.cache_seqlens = nullptr, r.last_page_len = fake<const int>(0x90000);
+  r.cu_seqlens = fake<const int>(0x70000), r.total_new = 40;
+  CHECK(check(r).ok());
+  r.page_table = nullptr;
+  auto st = check(r);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.error().message, "invalid append problem (paged cache, CSR page table, ragged)"));
+}
+
 TEST_CASE("append problem: every issue is reported at once", "[dispatch][append]") {
   AppendProblem p = paged();
   p.head_dim = 12, p.page_size = 3, p.k = nullptr;

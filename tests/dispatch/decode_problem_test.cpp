@@ -240,10 +240,13 @@ TEST_CASE("decode problem: a CSR page table takes seqlens_k or last_page_len", "
   // The host bounds stay required: max_pages_per_seq (a sequence's most pages) holds max_seqlen_k.
   p = paged(), p.page_indptr = static_cast<const int*>(fake(0x80000)), p.max_pages_per_seq = 0;
   require_invalid(p, "max_pages_per_seq must be >= 1");
-  // The fused append does not take a CSR table (yet).
+  // A fused append over a CSR table, with the counts from seqlens_k (before the new rows) or last_page_len
+  // (after them).
   p = paged(), p.page_indptr = static_cast<const int*>(fake(0x80000));
   p.new_len = 1, p.k_new = fake(0xa0000), p.v_new = fake(0xb0000);
-  require_invalid(p, "a fused append (new_len > 0) over a CSR page table (page_indptr) is not supported yet");
+  CHECK(check(p).ok());
+  p.seqlens_k = nullptr, p.last_page_len = static_cast<const int*>(fake(0x90000));
+  CHECK(check(p).ok());
 }
 
 TEST_CASE("decode problem: every issue is reported at once", "[dispatch][decode]") {

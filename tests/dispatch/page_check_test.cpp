@@ -9,6 +9,7 @@
 
 #include "support/catch.hpp"
 
+using flashjit::AppendProblem;
 using flashjit::AttentionProblem;
 using flashjit::DecodeProblem;
 using flashjit::dispatch::kCheckChunk;
@@ -169,4 +170,65 @@ TEST_CASE("page check: a decode's CSR table: offsets, counts from seqlens_k or l
   CHECK(message().empty());
   lens[0] = 17;
   CHECK(contains(message(), "seqlens_k[0] = 17 is outside [0, 16] (sequence 0 has 1 pages of 16 tokens)"));
+}
+
+TEST_CASE("page check: an append over a CSR table: positions within each sequence's pages, lengths before or after",
+          "[dispatch][append][csr]") {
+  auto api = fake_api();
+  // Four sequences of 1, 1, 3 and 2 pages of 16 tokens in a 10-page pool, shuffled; 4 new rows each, after 3, 12,
+  // 33 and 17 cached keys (the last two start mid-page: sequence 2 writes page 2 only, sequence 3 page 1).
+  std::vector<int> indptr{0, 1, 2, 5, 7}, indices{9, 3, 0, 7, 2, 5, 8}, lens{3, 12, 33, 17};
+  AppendProblem p;
+  p.batch = 4, p.new_len = 4, p.layout = flashjit::KvLayout::paged;
+  p.page_size = 16, p.num_pages = 10, p.max_pages_per_seq = 3;
+  p.page_table = indices.data(), p.page_indptr = indptr.data(), p.cache_seqlens = lens.data();
+  auto message = [&](int max_len = 0) {
+    auto st = flashjit::dispatch::check_page_table(api, p, max_len);
+    return st.ok() ? std::string() : st.error().message;
+  };
+  CHECK(message().empty());
+  indices[3] = -1;  // page 1 of sequence 2, which its new rows do not use
+  CHECK(message().empty());
+  indices[6] = 10;
+  CHECK(contains(message(), "page_table[6] = 10 (page 1 of sequence 3) is outside [0, 10) = [0, num_pages) "
+                            "(sequence 3 appends positions 17 .. 20)"));
+  indices[6] = 8, lens[1] = 13;  // past its one page, though max_pages_per_seq x page_size holds 48
+  CHECK(contains(message(), "sequence 1 appends positions 13 .. 16, past the cache's capacity of 16 (its 1 pages of "
+                            "16 tokens)"));
+  lens[1] = 12;
+  CHECK(contains(message(36), "sequence 2 has 37 keys after appending 4, more than max_seqlen_k = 36"));
+  lens[0] = -1;
+  CHECK(contains(message(), "cache_seqlens[0] = -1 is negative"));
+  lens[0] = 3, indptr[3] = 6;  // sequence 2: 4 pages
+  CHECK(contains(message(), "page_indptr[3] - page_indptr[2] = 4 pages is outside [0, 3 = max_pages_per_seq]"));
+  indptr[3] = 1;
+  CHECK(contains(message(), "page_indptr[3] - page_indptr[2] = -1 pages"));
+  indptr[3] = 5, indptr[0] = -1;
+  CHECK(contains(message(), "page_indptr[0] = -1 is negative"));
+  indptr[0] = 0;
+
+  // last_page_len: the lengths after the append (7, 16, 37 and 21 keys), the new rows their last positions.
+  std::vector<int> last{7, 16, 5, 5};
+  p.cache_seqlens = nullptr, p.last_page_len = last.data();
+  CHECK(message().empty());
+  indices[4] = 11;  // page 2 of sequence 2: positions 33 .. 36
+  CHECK(contains(message(), "page_table[4] = 11 (page 2 of sequence 2) is outside [0, 10)"));
+  indices[4] = 2, last[0] = 0;
+  CHECK(contains(message(), "last_page_len[0] = 0 is outside [1, 16 = page_size]"));
+  last[0] = 3;  // 3 keys after appending 4
+  CHECK(contains(message(), "sequence 0 appends 4 rows but has 3 keys after the append (last_page_len[0] = 3 on its 1 "
+                            "pages): last_page_len counts the new rows too"));
+  last[0] = 7;
+  CHECK(contains(message(36), "sequence 2 has 37 keys after appending 4, more than max_seqlen_k = 36"));
+  // Ragged rows: counts 4, 0, 4, 1 (sequence 1: a full page, nothing new; sequence 3: position 20 only).
+  std::vector<int> cu{0, 4, 4, 8, 9};
+  p.cu_seqlens = cu.data(), p.total_new = 10;
+  CHECK(message().empty());
+  indptr = {0, 1, 1, 4, 6};  // sequence 1 without pages: no keys, nothing to write
+  indices = {9, 0, 7, 2, 5, 8};
+  p.page_indptr = indptr.data(), p.page_table = indices.data();
+  CHECK(message().empty());
+  cu = {0, 4, 5, 9, 10};  // sequence 1 appends a row without a page
+  p.cu_seqlens = cu.data();
+  CHECK(contains(message(), "sequence 1 appends 1 rows but has 0 keys after the append"));
 }

@@ -4,10 +4,11 @@
 // and paged caches with shuffled page tables for every page size 1..256, NHD and HND strides, padded strides of
 // the new rows, dense and ragged new rows, chunks that start mid-page, lengths {1, 7, 300, 4097} mixed, positions
 // past the capacity and pages outside the pool skipped (and refused by check_pages), inputs written by a kernel
-// that lets the append start early; the fused append + decode against the float64 reference, also replayed from a
-// CUDA graph.
+// that lets the append start early; FlashInfer's CSR page tables with the lengths before the append
+// (cache_seqlens) or after it (last_page_len); the fused append + decode against the float64 reference (dense and
+// CSR tables), also replayed from a CUDA graph.
 //
-// Only these: flashjit_gpu_tests "[append]"
+// Only these: flashjit_gpu_tests "[append]"; the CSR tables: "[append][csr]"
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -44,12 +45,24 @@ struct AppendShape {
   std::vector<int> cached;  // cache_seqlens
   std::vector<int> counts;  // new tokens per sequence (dense: all equal)
   int slack = 5;            // positions the cache holds past the longest sequence after the append
+  // Paged: the dense table [B, max_pages], or FlashInfer's CSR one (each sequence owning the pages its length after
+  // the append needs, shuffled) with the lengths before the append (cache_seqlens) or after it (last_page_len).
+  enum class Table { dense, csr_seqlens, csr_last_page } table = Table::dense;
+  // CSR with cache_seqlens: this sequence owns one page fewer than it needs (its last rows are past its pages:
+  // never written, and the next sequence's first page, behind its own in the flat table, keeps its contents);
+  // -1: none.
+  int short_sequence = -1;
+  bool csr() const { return layout == KvLayout::paged && table != Table::dense; }
   int batch() const { return static_cast<int>(cached.size()); }
   int new_len() const { return *std::max_element(counts.begin(), counts.end()); }
   std::string to_string() const {
-    return fmt::format("{} Hkv{} d{} {}{}{}{}{} cached [{}] new [{}]", flashjit::to_string(dtype), heads_kv, head_dim,
-                       layout == KvLayout::paged ? fmt::format("paged{}", page_size) : "contiguous",
-                       hnd ? " HND" : " NHD", ragged ? " ragged" : "", padded ? " padded" : "",
+    const std::string csr_text = !csr() ? ""
+                                 : table == Table::csr_seqlens ? " CSR+cache_seqlens"
+                                                               : " CSR+last_page_len";
+    return fmt::format("{} Hkv{} d{} {}{}{}{}{}{}{} cached [{}] new [{}]", flashjit::to_string(dtype), heads_kv,
+                       head_dim, layout == KvLayout::paged ? fmt::format("paged{}", page_size) : "contiguous", csr_text,
+                       short_sequence >= 0 ? fmt::format(" short {}", short_sequence) : "", hnd ? " HND" : " NHD",
+                       ragged ? " ragged" : "", padded ? " padded" : "",
                        slack != 5 ? fmt::format(" slack {}", slack) : "", fmt::join(cached, ","), fmt::join(counts, ","));
   }
 };
@@ -78,13 +91,27 @@ class AppendFixture {
     for (int b = 0; b < B; ++b) longest = std::max(longest, s.cached[b] + s.counts[b]);
     const bool paged = s.layout == KvLayout::paged;
     rows_ = paged ? s.page_size : longest + s.slack;
-    if (paged) {
+    if (s.csr()) {
+      // Each sequence's pages for its length after the append (one fewer for the short one), back to back; the
+      // host bound one page past the most any sequence needs, so that only a sequence's own pages bound it.
+      indptr_.assign(1, 0);
+      for (int b = 0; b < B; ++b) {
+        const int after = s.cached[b] + s.counts[b], needed = (after + s.page_size - 1) / s.page_size;
+        const int pages = std::max(needed - (b == s.short_sequence ? 1 : 0), 0);
+        indptr_.push_back(indptr_.back() + pages);
+        last_page_len_.push_back(pages == 0 ? 0 : after - (pages - 1) * s.page_size);
+        max_pages_ = std::max(max_pages_, needed + 1);
+      }
+      num_pages_ = indptr_.back() + 3;
+    } else if (paged) {
       max_pages_ = (longest + s.slack + s.page_size - 1) / s.page_size;
-      num_pages_ = B * max_pages_ + 3;  // three pages no sequence owns: they must stay as they are
+      num_pages_ = B * max_pages_ + 3;
+    }
+    if (paged) {  // a shuffled pool with three pages no sequence owns: they must stay as they are
       std::vector<int> perm(num_pages_);
       std::iota(perm.begin(), perm.end(), 0);
       for (int i = num_pages_ - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
-      table_.assign(perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(B) * max_pages_);
+      table_.assign(perm.begin(), perm.begin() + (num_pages_ - 3));
     }
     slots_ = paged ? num_pages_ : B;
     // NHD [slots, rows, H, D] or HND [slots, H, rows, D], element strides (slot, token, head).
@@ -103,13 +130,14 @@ class AppendFixture {
   }
 
   // A page-table entry pointing outside the pool (the rows for it must not be written).
-  void set_page(int b, int index, int page) { table_.at(std::size_t(b) * max_pages_ + index) = page; }
+  void set_page(int b, int index, int page) { table_.at(row_of(b) + index) = page; }
   int num_pages() const { return num_pages_; }
   int max_pages() const { return max_pages_; }
 
   void upload_all() {
     dk_cache_ = upload(k_cache_), dv_cache_ = upload(v_cache_), dk_ = upload(k_new_), dv_ = upload(v_new_);
     dcached_ = upload(s_.cached), dcu_ = upload(offsets_), dtable_ = upload(table_);
+    dindptr_ = upload(indptr_), dlast_ = upload(last_page_len_);
     dout_ = upload(std::vector<int>(s_.batch(), -7));
   }
 
@@ -127,6 +155,9 @@ class AppendFixture {
     if (s_.layout == KvLayout::paged) {
       p.page_table = static_cast<const int*>(dtable_.get());
       p.num_pages = num_pages_, p.page_size = s_.page_size, p.max_pages_per_seq = max_pages_;
+      if (s_.csr()) p.page_indptr = static_cast<const int*>(dindptr_.get());
+      if (s_.table == AppendShape::Table::csr_last_page)
+        p.cache_seqlens = nullptr, p.last_page_len = static_cast<const int*>(dlast_.get());
     } else {
       p.cache_seqlen = rows_;
     }
@@ -134,18 +165,20 @@ class AppendFixture {
   }
 
   // What the append must have done to the host copies: each new row at its position, unless that is past the
-  // capacity or on a page outside the pool.
+  // capacity (a CSR sequence's: its pages') or on a page outside the pool.
   void apply() {
     const int H = s_.heads_kv, D = s_.head_dim;
     const bool paged = s_.layout == KvLayout::paged;
-    const int capacity = paged ? max_pages_ * s_.page_size : rows_;
-    for (int b = 0; b < s_.batch(); ++b)
+    for (int b = 0; b < s_.batch(); ++b) {
+      const int capacity = s_.csr() ? (indptr_[b + 1] - indptr_[b]) * s_.page_size
+                           : paged  ? max_pages_ * s_.page_size
+                                    : rows_;
       for (int t = 0; t < s_.counts[b]; ++t) {
         const long pos = long(s_.cached[b]) + t;
         if (pos < 0 || pos >= capacity) continue;
         long slot = b, token = pos;
         if (paged) {
-          slot = table_[std::size_t(b) * max_pages_ + pos / s_.page_size], token = pos % s_.page_size;
+          slot = table_[row_of(b) + pos / s_.page_size], token = pos % s_.page_size;
           if (slot < 0 || slot >= num_pages_) continue;
         }
         for (int h = 0; h < H; ++h) {
@@ -157,6 +190,7 @@ class AppendFixture {
           std::memcpy(&v_cache_[dst], &v_new_[src], std::size_t(D) * 2);
         }
       }
+    }
   }
 
   // The device caches bit for bit against the host copies; the new lengths against cached + count.
@@ -180,13 +214,19 @@ class AppendFixture {
     }
   }
 
+  // CSR tables: the flat page indices' length.
+  std::size_t csr_entries() const { return table_.size(); }
+
  private:
+  // Where sequence b's row of the page table starts (dense: b * max_pages; CSR: page_indptr[b]).
+  std::size_t row_of(int b) const { return s_.csr() ? std::size_t(indptr_[b]) : std::size_t(b) * max_pages_; }
+
   AppendShape s_;
   int rows_ = 0, slots_ = 0, max_pages_ = 0, num_pages_ = 0;
   Strides cache_strides_{}, new_strides_{};
-  std::vector<int> table_, offsets_;
+  std::vector<int> table_, offsets_, indptr_, last_page_len_;  // CSR: table_ holds the flat page indices
   std::vector<std::uint16_t> k_cache_, v_cache_, k_new_, v_new_;
-  cuda::DeviceBuffer dk_cache_, dv_cache_, dk_, dv_, dcached_, dcu_, dtable_, dout_;
+  cuda::DeviceBuffer dk_cache_, dv_cache_, dk_, dv_, dcached_, dcu_, dtable_, dindptr_, dlast_, dout_;
 };
 
 void check_append(const AppendShape& s) {
@@ -309,6 +349,82 @@ TEST_CASE("append: behind a kernel that lets it start early, lengths, offsets, p
   f.expect_cache();
 }
 
+TEST_CASE("append: FlashInfer's CSR page tables, lengths before (cache_seqlens) or after (last_page_len) the append, "
+          "read back bit-exactly",
+          "[append][gpu][csr]") {
+  // Shuffled flat page indices, each sequence's pages for its length after the append; mixed lengths, chunks that
+  // start mid-page and on a page boundary, a sequence without keys (no pages), dense and ragged new rows.
+  const int page = GENERATE(1, 16, 64);
+  const bool hnd = GENERATE(false, true);
+  const auto table = GENERATE(AppendShape::Table::csr_seqlens, AppendShape::Table::csr_last_page);
+  const bool ragged = GENERATE(false, true);
+  AppendShape s;
+  s.layout = KvLayout::paged, s.page_size = page, s.hnd = hnd, s.table = table, s.ragged = ragged;
+  s.cached = {1, 7, 300, 4097, 0, 64, 0};
+  s.counts = ragged ? std::vector<int>{7, 1, 300, 0, 5, 64, 0} : std::vector<int>(7, 7);
+  if (!ragged) s.cached.back() = 57;  // dense rows: every sequence brings some
+  check_append(s);
+}
+
+TEST_CASE("append: over a CSR table, positions past a sequence's pages and pages outside the pool are skipped; "
+          "check_pages refuses them",
+          "[append][gpu][csr]") {
+  ensure_context();
+  const auto table = GENERATE(AppendShape::Table::csr_seqlens, AppendShape::Table::csr_last_page);
+  AppendShape s;
+  s.layout = KvLayout::paged, s.page_size = 8, s.table = table;
+  s.cached = {0, 36, 20, 40}, s.counts = {4, 4, 4, 4};
+  // With cache_seqlens, sequence 1 (38 cached) owns five pages where its 42 positions after the append need six:
+  // it writes 38 and 39, not 40 and 41 (which the host bound of max_pages_per_seq would hold).
+  if (table == AppendShape::Table::csr_seqlens) s.short_sequence = 1, s.cached[1] = 38;
+  AppendFixture f(s, fresh_seed());
+  f.set_page(2, 2, f.num_pages() + 100);  // sequence 2 writes positions 20..23: its page 2
+  f.upload_all();
+  AppendProblem p = f.problem();
+  p.check_pages = true;  // the offsets, the lengths and the pages written, read on the host before launching
+  auto refused = runtime().append_kv(p);
+  REQUIRE_FALSE(refused.ok());
+  INFO(refused.error().message);
+  if (table == AppendShape::Table::csr_seqlens)
+    CHECK(refused.error().message.find("sequence 1 appends positions 38 .. 41, past the cache's capacity of 40 (its 5 "
+                                       "pages of 8 tokens)") != std::string::npos);
+  else
+    CHECK(refused.error().message.find("(page 2 of sequence 2) is outside") != std::string::npos);
+  f.expect_cache(false);
+  p.check_pages = false;
+  auto st = runtime().append_kv(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  f.apply();
+  f.expect_cache();
+}
+
+TEST_CASE("append: behind a kernel that lets it start early, a CSR table's offsets, lengths and pages are read after "
+          "that kernel's writes",
+          "[append][gpu][csr]") {
+  // Stale zeros until the writer restores them: no pages (nothing written), lengths 0, page 0.
+  ensure_context();
+  const auto table = GENERATE(AppendShape::Table::csr_seqlens, AppendShape::Table::csr_last_page);
+  AppendShape s;
+  s.layout = KvLayout::paged, s.page_size = 16, s.table = table;
+  s.cached = {300, 7, 1, 4097}, s.counts = {64, 64, 64, 64};
+  AppendFixture f(s, fresh_seed());
+  f.upload_all();
+  const AppendProblem p = f.problem();
+  REQUIRE(runtime().prepare_append_kv(p).ok());
+  auto writer = LateWriter::make();
+  if (!writer.ok()) FAIL(writer.error().to_string());
+  const std::size_t batch = std::size_t(s.batch());
+  REQUIRE(writer->stage(p.page_indptr, (batch + 1) * 4).ok());
+  REQUIRE(writer->stage(p.page_table, f.csr_entries() * 4).ok());
+  if (p.last_page_len != nullptr) REQUIRE(writer->stage(p.last_page_len, batch * 4).ok());
+  else REQUIRE(writer->stage(p.cache_seqlens, batch * 4).ok());
+  REQUIRE(writer->launch(static_cast<CUstream>(p.stream), 200).ok());
+  auto st = runtime().append_kv(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  f.apply();
+  f.expect_cache();
+}
+
 namespace {
 
 // A fused decode case: the cache holds `cached` keys per sequence (seqlens_k), `new_len` new rows are appended by
@@ -397,6 +513,39 @@ TEST_CASE("append: fused into decode, the attention over the appended cache matc
     std::vector<int> out(4);
     REQUIRE(lengths.download(out.data(), 16).ok());
     CHECK(out == std::vector<int>{300 + new_len, 4097 + new_len, 7 + new_len, 1 + new_len});
+  }
+}
+
+TEST_CASE("append: fused into decode over a CSR table (seqlens_k before the new rows, or last_page_len after them), "
+          "the attention matches float64",
+          "[append][gpu][csr]") {
+  // The decode harness's CSR table from the lengths after the append (the new rows' pages allocated, FlashInfer's
+  // convention); with seqlens_k each sequence also owns a garbage page past those. The host checks read it all
+  // first in half of the cases.
+  ensure_context();
+  const int page = GENERATE(1, 16, 64);
+  const auto table = GENERATE(DecodeShape::Table::csr_seqlens, DecodeShape::Table::csr_last_page);
+  const int new_len = GENERATE(1, 4);
+  const bool own_lengths = GENERATE(false, true);  // seqlens_out given, or (seqlens_k) the runtime's workspace
+  DecodeShape s = fused_shape(KvLayout::paged, page, new_len);
+  s.table = table;
+  s.seqlens.push_back(0);  // a sequence of only the new rows
+  const std::uint64_t seed = fresh_seed();
+  INFO(s.to_string() << ", new_len " << new_len << (own_lengths ? ", seqlens_out" : "") << ", seed " << seed);
+  const std::vector<int> cached{300, 4097, 7, 1, 0};
+  FusedCase f = make_fused(s, cached, new_len, seed);
+  DecodeProblem p = fused_problem(f);
+  REQUIRE(p.page_indptr != nullptr);
+  cuda::DeviceBuffer lengths = upload(std::vector<int>(cached.size(), -1));
+  if (own_lengths) p.seqlens_out = static_cast<int*>(lengths.get());
+  p.check_pages = own_lengths;
+  auto st = runtime().decode(p);
+  if (!st.ok()) FAIL(st.error().to_string());
+  expect_fused_matches(f);
+  if (own_lengths) {
+    std::vector<int> out(cached.size());
+    REQUIRE(lengths.download(out.data(), out.size() * 4).ok());
+    for (std::size_t b = 0; b < cached.size(); ++b) CHECK(out[b] == cached[b] + new_len);
   }
 }
 
