@@ -1,22 +1,27 @@
 // Tests of `flashjit precompile` on sweeps with append problems and decodes fused with an append (small sm_80
 // kernels) into a fresh cache: the summary counts the append kernels (text and --json), a second run compiles
-// nothing, and a runtime in precompiled-only mode finds every kernel prepare_append_kv loads.
+// nothing, and a runtime in precompiled-only mode finds every kernel prepare_append_kv loads; and autotune,
+// which skips append problems.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 
 #include "cache/artifact_store.hpp"
 #include "cache/disk_cache.hpp"
 #include "cli/cli_runner.hpp"
+#include "cuda/driver.hpp"
 #include "dispatch/append_plan.hpp"
 #include "support/catch.hpp"
 #include "tune/precompile_plan.hpp"
 #include "tune/sweep.hpp"
 
+namespace fs = std::filesystem;
 using flashjit::Arch;
 using flashjit::KvLayout;
 using flashjit::test::Cli;
 using flashjit::test::parsed;
+using flashjit::test::quote;
 using flashjit::test::write_input;
 
 namespace {
@@ -135,4 +140,33 @@ TEST_CASE("cli: precompile of a decode fused with an append", "[cli][precompile]
   CHECK(unfused.has(fmt::format("kernels   {:>6}   prefill 0, decode {}, combine 1, merge 1\n", total - 2,
                                 plan.decode.size())));
   CHECK(unfused.has("compiled       0"));
+}
+
+TEST_CASE("cli: autotune skips append problems", "[cli][autotune][append]") {
+  Cli cli;
+  const std::string out = quote((cli.root() / "out.json").string());
+  auto only_append = cli("autotune --sweep " + write_input(cli, "append.json", kAppendSweep) + " -o " + out);
+  INFO(only_append);
+  CHECK(only_append.code == 2);
+  CHECK(only_append.has("sweep tiny-append has only append problems (2), and append problems are not autotuned"));
+  CHECK(only_append.has("no tiles to tune"));
+  CHECK(only_append.has("`flashjit precompile` compiles their kernels"));
+  auto no_prefill = cli("autotune --sweep " + write_input(cli, "fused.json", kFusedSweep) + " -o " + out);
+  INFO(no_prefill);
+  CHECK(no_prefill.code == 2);
+  CHECK(no_prefill.has("has only decode problems (1) and append problems (1), and decode problems are not autotuned; "
+                       "append problems are not autotuned"));
+  CHECK_FALSE(fs::exists(cli.root() / "out.json"));
+
+  auto devices = flashjit::cuda::device_count();
+  if (devices.ok() && *devices > 0) return;  // the rest needs no GPU; with one, autotune would run
+  const std::string mixed = write_input(cli, "mixed.json", R"({"problems": [
+    {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256},
+    {"kind": "append", "heads_kv": 2, "head_dim": 64, "layout": ["contiguous", "paged"], "page_size": [16, 64]}]})");
+  auto skipped = cli("autotune --sweep " + mixed + " -o " + out);
+  INFO(skipped);
+  CHECK(skipped.code == 1);
+  CHECK(skipped.has("skipping 3 append problems: append problems are not autotuned (an append kernel has no tiles"));
+  CHECK_FALSE(skipped.has("decode problem"));
+  CHECK(skipped.has("autotune needs a GPU"));
 }
