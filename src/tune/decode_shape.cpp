@@ -30,6 +30,7 @@ DecodeProblem to_problem(const DecodeShape& s) {
   if (s.sinks) p.sinks = stand_in;
   if (!s.score_mod.empty()) p.score_mod = s.score_mod.c_str();
   if (!s.mask_mod.empty()) p.mask_mod = s.mask_mod.c_str();
+  if (s.append) p.new_len = s.q_len;
   return p;
 }
 
@@ -78,6 +79,7 @@ std::string describe(const DecodeShape& s) {
   std::string variants = config::variant_tag(s.softcap, s.alibi, s.sinks, s.score_mod, s.mask_mod);
   std::replace(variants.begin(), variants.end(), '_', ' ');
   window += variants;
+  if (s.append) window += " append";
   return fmt::format("decode {} B{} q{} Sk{} H{}/{} D{} {}{}", to_string(s.dtype), s.batch, s.q_len, s.seqlen_k,
                      s.heads_q, s.heads_kv, s.head_dim, layout, window);
 }

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "dispatch/append_plan.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "tune/candidates.hpp"
@@ -29,6 +30,7 @@ std::vector<AnyKernelConfig> PrecompilePlan::kernels() const {
   out.insert(out.end(), decode.begin(), decode.end());
   out.insert(out.end(), combine.begin(), combine.end());
   out.insert(out.end(), merge.begin(), merge.end());
+  out.insert(out.end(), append.begin(), append.end());
   return out;
 }
 
@@ -64,9 +66,22 @@ PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& arch
       if (std::find(plan.combine.begin(), plan.combine.end(), d.combine) == plan.combine.end() &&
           loads_combine(problem, arch, sms))
         add(plan.combine, d.combine);
+      // A fused append: the append kernels of any size, as prepare_decode loads them (Runtime::decode's pick for
+      // this size is one of them).
+      if (problem.new_len > 0) {
+        const AppendProblem a = dispatch::append_of(problem, nullptr);
+        for (const AppendKernelConfig& c :
+             dispatch::append_prepare_kernels(a.dtype, a.head_dim, a.layout, a.page_size, arch))
+          add(plan.append, c);
+      }
     }
     for (const DecodeShape& shape : sweep.decode)
       add(plan.merge, dispatch::merge_kernel_config(shape.dtype, shape.head_dim, arch));
+    // Append: what prepare_append_kv loads for the problem's kind (append_kv loads one of them).
+    for (const AppendShape& shape : sweep.append)
+      for (const AppendKernelConfig& c :
+           dispatch::append_prepare_kernels(shape.dtype, shape.head_dim, shape.layout, shape.page_size, arch))
+        add(plan.append, c);
   }
   plan.invalid = static_cast<int>(seen_invalid.size());
   return plan;

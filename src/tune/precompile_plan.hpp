@@ -5,7 +5,9 @@
 // a GPU with `sms` multiprocessors (dispatch::plan_decode and decode_prepare_kernels: the split kernels of the
 // problem and of any smaller batch or other max_seqlen_k, and the combine kernel when the keys are split, or,
 // for prepare_decode, when a smaller batch's keys would be), and the merge kernel
-// (Runtime::merge) of each distinct (dtype, head dim, arch) of decode problems.
+// (Runtime::merge) of each distinct (dtype, head dim, arch) of decode problems; for each append problem, and each
+// decode problem fused with an append, the append kernels prepare_append_kv (or prepare_decode) loads
+// (dispatch::append_prepare_kernels: every size class, among them the one append_kv picks for any size).
 #pragma once
 
 #include <vector>
@@ -24,9 +26,10 @@ struct PrecompilePlan {
   std::vector<DecodeKernelConfig> decode;    // decode split kernels: distinct, in sweep order
   std::vector<CombineKernelConfig> combine;  // combine kernels (fp32 inputs) of decode plans that split: distinct
   std::vector<CombineKernelConfig> merge;    // merge kernels (inputs in the output type): distinct
+  std::vector<AppendKernelConfig> append;    // append kernels of append problems and fused decodes: distinct
   int invalid = 0;                           // candidates pruned by validate() (all_candidates)
 
-  // Every kernel: the prefill ones, then decode, combine and merge.
+  // Every kernel: the prefill ones, then decode, combine, merge and append.
   std::vector<AnyKernelConfig> kernels() const;
 };
 

@@ -112,42 +112,60 @@ Result<std::vector<Shape>> cross_product(const std::vector<AxisOf<Shape>>& axes,
   return out;
 }
 
-// The problem kind of an entry: "prefill" (the default) or "decode".
-Result<bool> is_decode_entry(const json& entry, const std::string& where) {
+enum class EntryKind { prefill, decode, append };
+
+// The problem kind of an entry: "prefill" (the default), "decode" or "append".
+Result<EntryKind> entry_kind(const json& entry, const std::string& where) {
+  constexpr const char* kKinds = "prefill, decode, append";
   auto it = entry.find("kind");
-  if (it == entry.end()) return false;
-  if (!it->is_string()) return at(where + ".kind", fmt::format("expected \"prefill\" or \"decode\", got {}", it->dump()));
+  if (it == entry.end()) return EntryKind::prefill;
+  if (!it->is_string())
+    return at(where + ".kind", fmt::format("expected one of {} (a string), got {}", kKinds, it->dump()));
   const std::string kind = it->get<std::string>();
-  if (kind != "prefill" && kind != "decode")
-    return at(where + ".kind", fmt::format("'{}' is not one of prefill, decode", kind));
-  return kind == "decode";
+  if (kind == "prefill") return EntryKind::prefill;
+  if (kind == "decode") return EntryKind::decode;
+  if (kind == "append") return EntryKind::append;
+  return at(where + ".kind", fmt::format("'{}' is not one of {}", kind, kKinds));
 }
 
-// A decode entry ("kind": "decode"): dtype, layout, the variants, batch, q_len, heads_q, heads_kv, head_dim,
-// page_size, window_left, then seqlen_k turning fastest.
+// The layout axis of a decode or append entry (contiguous unless given), and the page_size rule: required when
+// the paged layout is listed, refused otherwise.
+template <class Shape>
+Status layout_axis(Axes<Shape>& axes) {
+  std::vector<int> layouts{static_cast<int>(KvLayout::contiguous)};
+  if (axes.entry.contains("layout")) {
+    auto v = names(axes.entry["layout"], axes.where + ".layout", parse_kv_layout, "contiguous, paged");
+    if (!v.ok()) return std::move(v).error();
+    layouts = std::move(*v);
+  }
+  const bool paged = std::find(layouts.begin(), layouts.end(), static_cast<int>(KvLayout::paged)) != layouts.end();
+  if (paged && !axes.entry.contains("page_size"))
+    return at(axes.where + ".page_size", "missing (required with the paged layout)");
+  if (!paged && axes.entry.contains("page_size"))
+    return at(axes.where + ".page_size", "only applies to the paged layout, which this problem does not list");
+  axes.list.push_back({layouts, [](Shape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
+  return {};
+}
+
+// A decode entry ("kind": "decode"): dtype, layout, the variants, the snippets, append, batch, q_len, heads_q,
+// heads_kv, head_dim, page_size, window_left, then seqlen_k turning fastest.
 Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const std::string& where) {
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "q_len", "heads_q", "heads_kv", "head_dim", "seqlen_k", "layout",
-                          "page_size", "window_left", "softcap", "alibi", "sinks", "score_mod", "mask_mod"},
+                          "page_size", "window_left", "softcap", "alibi", "sinks", "score_mod", "mask_mod", "append"},
                          where));
   for (const char* required : {"heads_q", "head_dim", "seqlen_k"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
   Axes<DecodeShape> axes{entry, where};
   FLASHJIT_TRY(axes.dtype());
-  std::vector<int> layouts{static_cast<int>(KvLayout::contiguous)};
-  if (entry.contains("layout")) {
-    auto v = names(entry["layout"], where + ".layout", parse_kv_layout, "contiguous, paged");
-    if (!v.ok()) return std::move(v).error();
-    layouts = std::move(*v);
-  }
-  const bool paged = std::find(layouts.begin(), layouts.end(), static_cast<int>(KvLayout::paged)) != layouts.end();
-  if (paged && !entry.contains("page_size"))
-    return at(where + ".page_size", "missing (required with the paged layout)");
-  if (!paged && entry.contains("page_size"))
-    return at(where + ".page_size", "only applies to the paged layout, which this problem does not list");
-  axes.list.push_back({layouts, [](DecodeShape& s, int x) { s.layout = static_cast<KvLayout>(x); }});
+  FLASHJIT_TRY(layout_axis(axes));
   FLASHJIT_TRY(axes.variants());
   FLASHJIT_TRY(axes.snippets());
+  if (entry.contains("append")) {  // true: fused with an append of the new tokens' keys and values
+    auto v = flags(entry["append"], where + ".append", /*cap=*/false);
+    if (!v.ok()) return std::move(v).error();
+    axes.list.push_back({std::move(*v), [](DecodeShape& s, int x) { s.append = x != 0; }});
+  }
   FLASHJIT_TRY(axes.int_field("batch", [](DecodeShape& s, int x) { s.batch = x; }));
   FLASHJIT_TRY(axes.int_field("q_len", [](DecodeShape& s, int x) { s.q_len = x; }));
   FLASHJIT_TRY(axes.int_field("heads_q", [](DecodeShape& s, int x) { s.heads_q = s.heads_kv = x; }));  // MHA unless given
@@ -156,6 +174,20 @@ Result<std::vector<DecodeShape>> expand_decode_problem(const json& entry, const 
   FLASHJIT_TRY(axes.int_field("page_size", [](DecodeShape& s, int x) { s.page_size = x; }));
   FLASHJIT_TRY(axes.int_field("window_left", [](DecodeShape& s, int x) { s.window_left = x; }));
   FLASHJIT_TRY(axes.int_field("seqlen_k", [](DecodeShape& s, int x) { s.seqlen_k = x; }));
+  return cross_product(axes.list, where);
+}
+
+// An append entry ("kind": "append"): dtype, layout, heads_kv, head_dim, then page_size turning fastest.
+Result<std::vector<AppendShape>> expand_append_problem(const json& entry, const std::string& where) {
+  FLASHJIT_TRY(only_keys(entry, {"kind", "dtype", "heads_kv", "head_dim", "layout", "page_size"}, where));
+  for (const char* required : {"heads_kv", "head_dim"})
+    if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
+  Axes<AppendShape> axes{entry, where};
+  FLASHJIT_TRY(axes.dtype());
+  FLASHJIT_TRY(layout_axis(axes));
+  FLASHJIT_TRY(axes.int_field("heads_kv", [](AppendShape& s, int x) { s.heads_kv = x; }));
+  FLASHJIT_TRY(axes.int_field("head_dim", [](AppendShape& s, int x) { s.head_dim = x; }));
+  FLASHJIT_TRY(axes.int_field("page_size", [](AppendShape& s, int x) { s.page_size = x; }));
   return cross_product(axes.list, where);
 }
 
@@ -260,11 +292,11 @@ Result<Sweep> parse(const json& j, const std::string& stem) {
   if (!j.contains("problems")) return at("problems", "missing (required)");
   const json& problems = j["problems"];
   if (!problems.is_array() || problems.empty()) return at("problems", "expected a non-empty list of problems");
-  // Appends the shapes not seen yet (in order); the prefill and decode lists share the problem cap.
+  // Appends the shapes not seen yet (in order); the prefill, decode and append lists share the problem cap.
   auto append = [&](auto& list, const auto& expanded) -> Status {
     for (const auto& s : expanded)
       if (std::find(list.begin(), list.end(), s) == list.end()) {
-        if (sweep.problems.size() + sweep.decode.size() == kMaxProblems)
+        if (sweep.problems.size() + sweep.decode.size() + sweep.append.size() == kMaxProblems)
           return at("problems", fmt::format("more than {} problems", kMaxProblems));
         list.push_back(s);
       }
@@ -274,12 +306,16 @@ Result<Sweep> parse(const json& j, const std::string& stem) {
     const std::string where = fmt::format("problems[{}]", i);
     if (!problems[i].is_object())
       return at(where, fmt::format("a problem must be an object, got {}", problems[i].dump()));
-    auto decode = is_decode_entry(problems[i], where);
-    if (!decode.ok()) return std::move(decode).error();
-    if (*decode) {
+    auto kind = entry_kind(problems[i], where);
+    if (!kind.ok()) return std::move(kind).error();
+    if (*kind == EntryKind::decode) {
       auto expanded = expand_decode_problem(problems[i], where);
       if (!expanded.ok()) return std::move(expanded).error();
       FLASHJIT_TRY(append(sweep.decode, *expanded));
+    } else if (*kind == EntryKind::append) {
+      auto expanded = expand_append_problem(problems[i], where);
+      if (!expanded.ok()) return std::move(expanded).error();
+      FLASHJIT_TRY(append(sweep.append, *expanded));
     } else {
       auto expanded = expand_problem(problems[i], where);
       if (!expanded.ok()) return std::move(expanded).error();

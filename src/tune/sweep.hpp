@@ -1,6 +1,6 @@
 // Sweep files (configs/*.json; the schema is in configs/README.md): attention problems (prefill, and decode
-// over a KV cache) written as cross products of values, lists and ranges, and for autotuning an optional
-// space of candidate tiles.
+// over a KV cache) and appends of new keys and values to a KV cache, written as cross products of values, lists
+// and ranges, and for autotuning an optional space of candidate tiles.
 #pragma once
 
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include "dispatch/problem_shape.hpp"
 #include "flashjit/config.hpp"
 #include "flashjit/error.hpp"
+#include "tune/append_shape.hpp"
 #include "tune/decode_shape.hpp"
 
 namespace flashjit::tune {
@@ -37,6 +38,7 @@ struct Sweep {
   // Prefill entries: expanded, normalized, duplicates dropped, in file order.
   std::vector<dispatch::ProblemShape> problems;
   std::vector<DecodeShape> decode;     // "kind": "decode" entries, likewise (precompile only; not autotuned)
+  std::vector<AppendShape> append;     // "kind": "append" entries, likewise (precompile only; nothing to tune)
   CandidateSpace candidates;           // prefill problems only
 };
 

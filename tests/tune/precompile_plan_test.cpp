@@ -1,13 +1,16 @@
 // Tests of what precompile compiles: the dispatcher's picks per problem and arch (deduplicated), the picks
 // with each GPU's tuned tables, and the whole candidate space; for decode problems the planner's split kernel,
 // the combine kernel when the keys are split, the merge kernel per (dtype, head dim, arch), all deduplicated;
-// paged prefill problems their page sizes' kernels.
+// paged prefill problems their page sizes' kernels; for append problems and decodes fused with an append, the
+// append kernels of every size class.
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "dispatch/append_plan.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "support/catch.hpp"
@@ -218,4 +221,82 @@ TEST_CASE("precompile plan: paged prefill problems give kernels with their page 
   REQUIRE(back.ok());
   CHECK(*back == sweep->problems[2]);
   CHECK(describe(sweep->problems[2]).find("paged16") != std::string::npos);
+}
+
+TEST_CASE("precompile plan: append problems give the append kernels of every size class", "[tune][plan][append]") {
+  using flashjit::AppendKernelConfig;
+  using flashjit::KvLayout;
+  auto sweep = parse_sweep(R"({"problems": [{"kind": "append", "heads_kv": 8, "head_dim": 128,
+                                             "layout": ["contiguous", "paged"], "page_size": [16, 64]},
+                                            {"kind": "append", "heads_kv": 1, "head_dim": 128, "layout": "paged",
+                                             "page_size": 16}]})", "append.json");
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->append.size() == 4);
+  const auto plan = precompile_plan(*sweep, {kSm90a, kSm80}, {}, false);
+  CHECK(plan.configs.empty());
+  CHECK(plan.decode.empty());
+  CHECK(plan.combine.empty());
+  CHECK(plan.merge.empty());
+  // Per arch, per (dtype, head dim, layout, page size): what prepare_append_kv loads, in sweep order. The KV heads
+  // select no kernel (H1 paged 16 is H8 paged 16's).
+  std::vector<AppendKernelConfig> wanted;
+  for (const Arch& arch : {kSm90a, kSm80})
+    for (const auto& [layout, page] : {std::pair{KvLayout::contiguous, 0}, {KvLayout::paged, 16}, {KvLayout::paged, 64}})
+      for (const auto& c : append_prepare_kernels(flashjit::DType::bf16, 128, layout, page, arch)) wanted.push_back(c);
+  REQUIRE(wanted.size() == 2 * 3 * 2);  // one kernel per size class: one and two vectors per thread
+  CHECK(plan.append == wanted);
+  CHECK(plan.append[0].vectors != plan.append[1].vectors);
+  CHECK(plan.append[2].layout == KvLayout::paged);
+  CHECK(plan.append[2].page_size == 16);
+  CHECK(plan.append[6].arch == kSm80);
+  // Whatever append_kv picks for a size (one vector per thread for a small append, two past twice the GPU's
+  // threads) is among them.
+  for (std::int64_t vectors : {std::int64_t{256}, std::int64_t{1} << 30})
+    CHECK(std::count(plan.append.begin(), plan.append.end(),
+                     append_kernel_config(flashjit::DType::bf16, 128, KvLayout::paged, 64, kSm90a, vectors,
+                                          kDefaultPrecompileSms)) == 1);
+  // Every kernel once, valid, after the other kinds.
+  const auto kernels = plan.kernels();
+  REQUIRE(kernels.size() == wanted.size());
+  CHECK(kernels.front() == flashjit::AnyKernelConfig(wanted.front()));
+  for (const auto& k : kernels) CHECK(validate(k).empty());
+  // --all-candidates leaves them as they are (an append kernel has no candidate space).
+  CHECK(precompile_plan(*sweep, {kSm90a, kSm80}, {}, true).append == plan.append);
+}
+
+TEST_CASE("precompile plan: a decode fused with an append adds the append kernels its prepare loads",
+          "[tune][plan][decode][append]") {
+  using flashjit::KvLayout;
+  const std::string decode = R"({"kind": "decode", "heads_q": 32, "heads_kv": 8, "head_dim": 128, "batch": 16,
+                                 "seqlen_k": 8192, "layout": ["contiguous", "paged"], "page_size": 16)";
+  const Sweep plain = decode_sweep(decode + "}");
+  const Sweep fused = decode_sweep(decode + R"(, "append": true})");
+  const auto without = precompile_plan(plain, {kSm90a}, {}, false);
+  const auto with = precompile_plan(fused, {kSm90a}, {}, false);
+  CHECK(without.append.empty());
+  // The attention kernels do not change with the append in front of them.
+  CHECK(with.decode == without.decode);
+  CHECK(with.combine == without.combine);
+  CHECK(with.merge == without.merge);
+  std::vector<flashjit::AppendKernelConfig> wanted;
+  for (const auto& [layout, page] : {std::pair{KvLayout::contiguous, 0}, {KvLayout::paged, 16}})
+    for (const auto& c : append_prepare_kernels(flashjit::DType::bf16, 128, layout, page, kSm90a)) wanted.push_back(c);
+  CHECK(with.append == wanted);
+  CHECK(with.kernels().size() == without.kernels().size() + wanted.size());
+  // ... among them the one Runtime::decode launches for this problem.
+  for (const auto& shape : fused.decode) {
+    const auto pick = append_kernel(append_of(to_problem(shape), nullptr), kSm90a, kDefaultPrecompileSms);
+    CHECK(std::count(with.append.begin(), with.append.end(), pick) == 1);
+  }
+  // A fused decode in fp16 at d64 takes that dtype's and head dim's kernels; an append problem of the same cache
+  // as a fused decode adds nothing.
+  const auto fp16 = precompile_plan(decode_sweep(R"({"kind": "decode", "heads_q": 8, "head_dim": 64, "dtype": "fp16",
+                                                     "seqlen_k": 1024, "append": true})"),
+                                    {kSm80}, {}, false);
+  CHECK(fp16.append == append_prepare_kernels(flashjit::DType::fp16, 64, KvLayout::contiguous, 0, kSm80));
+  const auto both = precompile_plan(
+      decode_sweep(decode + R"(, "append": true}, {"kind": "append", "heads_kv": 8, "head_dim": 128, "layout": "paged",
+                                                    "page_size": 16})"),
+      {kSm90a}, {}, false);
+  CHECK(both.append == with.append);
 }

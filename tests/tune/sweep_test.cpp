@@ -300,8 +300,9 @@ TEST_CASE("sweep: the shipped configs", "[tune][sweep]") {
   auto decode = load_sweep(dir / "decode.json");
   REQUIRE(decode.ok());
   CHECK(decode->problems.empty());
-  // The B x Sk grid (contiguous), then the three headline shapes contiguous, paged 16 and paged 64.
-  REQUIRE(decode->decode.size() == 6 * 7 + 3 * 3);
+  // The B x Sk grid (contiguous), then the three headline shapes contiguous, paged 16 and paged 64, then B16 Sk 8k
+  // again fused with an append.
+  REQUIRE(decode->decode.size() == 6 * 7 + 3 * 3 + 3);
   for (const auto& p : decode->decode) {
     CHECK(p.dtype == DType::bf16);
     CHECK(p.q_len == 1);
@@ -324,7 +325,24 @@ TEST_CASE("sweep: the shipped configs", "[tune][sweep]") {
       CHECK(p.seqlen_k == headline[h].second);
       CHECK(p.layout == (k == 0 ? KvLayout::contiguous : KvLayout::paged));
       CHECK(p.page_size == std::vector<int>{0, 16, 64}[k]);
+      CHECK_FALSE(p.append);
     }
+  for (std::size_t k = 0; k < 3; ++k) {
+    auto fused = decode->decode[51 + k];
+    CHECK(fused.append);
+    fused.append = false;
+    CHECK(fused == decode->decode[48 + k]);  // B16 Sk 8k, contiguous, paged 16, paged 64
+  }
+  // The append kernels of the same caches on their own.
+  REQUIRE(decode->append.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto& a = decode->append[k];
+    CHECK(a.dtype == DType::bf16);
+    CHECK(a.heads_kv == 8);
+    CHECK(a.head_dim == 128);
+    CHECK(a.layout == (k == 0 ? KvLayout::contiguous : KvLayout::paged));
+    CHECK(a.page_size == std::vector<int>{0, 16, 64}[k]);
+  }
 
   auto missing = load_sweep(dir / "no_such_sweep.json");
   REQUIRE_FALSE(missing.ok());

@@ -1,12 +1,14 @@
 // `flashjit autotune --sweep FILE -o OUT [--iters N] [-j N] [--quick] [--json]`: for each problem of a sweep, time
 // every candidate config on GPU 0 and write a tuned table (dispatch/tuned_table.hpp) that the runtime's dispatcher
 // then uses on this GPU. Candidates compile in worker processes while the GPU times those compiled first.
-// Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured. Decode problems
-// of the sweep are skipped (one line says so); a sweep of decode problems alone is an error.
+// Results are checkpointed to OUT.partial after each problem; a rerun skips what was measured. Decode and append
+// problems of the sweep are skipped (one line per kind says so); a sweep without prefill problems is an error.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "autotune_bench.hpp"
 #include "cli.hpp"
@@ -62,18 +64,31 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
   auto results = nlohmann::ordered_json::array();
   auto sweep = tune::load_sweep(args.sweep);
   if (!sweep.ok()) return report_input(sweep.error());
-  // Decode problems have no candidate space (their kernels come from the split planner); precompile
-  // compiles them, autotune leaves them out.
-  if (!sweep->decode.empty()) {
-    if (sweep->problems.empty())
-      return report_input(Error(ErrorCode::invalid_argument,
-                          fmt::format("sweep {} has only decode problems ({}), and decode problems are not autotuned "
-                                      "(`flashjit precompile` compiles their kernels)",
-                                      sweep->name, sweep->decode.size())));
-    out.text("autotune {}: skipping {} decode problem{}: decode problems are not autotuned\n", sweep->name,
-               sweep->decode.size(), sweep->decode.size() == 1 ? "" : "s");
-    std::fflush(stdout);
+  // Decode problems have no candidate space (their kernels come from the split planner), nor have append
+  // problems (one kernel per size class, picked by the problem's size); precompile compiles them, autotune leaves
+  // them out.
+  struct Skipped {
+    std::size_t count;
+    const char* kind;
+    const char* why;
+  };
+  std::vector<std::string> only, whys;
+  for (const Skipped& k : {Skipped{sweep->decode.size(), "decode", "decode problems are not autotuned"},
+                           Skipped{sweep->append.size(), "append",
+                                   "append problems are not autotuned (an append kernel has no tiles to tune: its "
+                                   "size class follows the problem's size)"}}) {
+    if (k.count == 0) continue;
+    only.push_back(fmt::format("{} problems ({})", k.kind, k.count));
+    whys.push_back(k.why);
+    if (!sweep->problems.empty())
+      out.text("autotune {}: skipping {} {} problem{}: {}\n", sweep->name, k.count, k.kind, k.count == 1 ? "" : "s",
+               k.why);
   }
+  if (sweep->problems.empty())
+    return report_input(Error(ErrorCode::invalid_argument,
+                              fmt::format("sweep {} has only {}, and {} (`flashjit precompile` compiles their kernels)",
+                                          sweep->name, fmt::join(only, " and "), fmt::join(whys, "; "))));
+  std::fflush(stdout);
   // Paged prefill problems take the tiles of their contiguous twins (the tuned tables hold contiguous problems;
   // the dispatcher fits the tiles to the pages): precompile compiles their kernels, autotune refuses them.
   for (const auto& shape : sweep->problems)

@@ -1,7 +1,7 @@
 // `flashjit precompile --sweep FILE [--arch A ...] [--sms N] [-j N] [--all-candidates] [--timeout S] [--json]`: compile
-// every kernel a sweep needs into the disk cache (prefill kernels, and for decode problems the split, combine
-// and merge kernels), without a GPU, each in a worker process of its own; then FLASHJIT_JIT=0 runs the
-// sweep's problems from the cache alone.
+// every kernel a sweep needs into the disk cache (prefill kernels, for decode problems the split, combine and
+// merge kernels, for append problems and fused decodes the append kernels), without a GPU, each in a worker
+// process of its own; then FLASHJIT_JIT=0 runs the sweep's problems from the cache alone.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -37,12 +37,13 @@ struct Totals {
 void print_summary(Output& out, const tune::Sweep& sweep, const PrecompileArgs& args, const tune::PrecompilePlan& plan,
                    const Totals& t, double seconds, const std::filesystem::path& cache) {
   out.data().update({{"sweep", sweep.name},
-                     {"problems", {{"prefill", sweep.problems.size()}, {"decode", sweep.decode.size()}}},
+                     {"problems", {{"prefill", sweep.problems.size()}, {"decode", sweep.decode.size()},
+                                   {"append", sweep.append.size()}}},
                      {"archs", args.archs},
                      {"sms", args.sms},
                      {"kernels", {{"total", plan.kernels().size()}, {"prefill", plan.configs.size()},
                                   {"decode", plan.decode.size()}, {"combine", plan.combine.size()},
-                                  {"merge", plan.merge.size()}}},
+                                  {"merge", plan.merge.size()}, {"append", plan.append.size()}}},
                      {"compiled", t.compiled},
                      {"cached", t.cached},
                      {"failed", t.failed},
@@ -50,12 +51,14 @@ void print_summary(Output& out, const tune::Sweep& sweep, const PrecompileArgs& 
                      {"seconds", seconds},
                      {"cache", cache.string()}});
   if (out.json()) return;
-  const std::size_t problems = sweep.problems.size() + sweep.decode.size();
+  const std::size_t problems = sweep.problems.size() + sweep.decode.size() + sweep.append.size();
   std::string kinds, decode_kernels;
-  if (!sweep.decode.empty()) {
-    kinds = fmt::format(" ({} prefill, {} decode)", sweep.problems.size(), sweep.decode.size());
-    decode_kernels = fmt::format("   prefill {}, decode {}, combine {}, merge {}", plan.configs.size(),
-                                 plan.decode.size(), plan.combine.size(), plan.merge.size());
+  if (!sweep.decode.empty() || !sweep.append.empty()) {
+    kinds = fmt::format(" ({} prefill, {} decode{})", sweep.problems.size(), sweep.decode.size(),
+                        sweep.append.empty() ? "" : fmt::format(", {} append", sweep.append.size()));
+    decode_kernels = fmt::format("   prefill {}, decode {}, combine {}, merge {}{}", plan.configs.size(),
+                                 plan.decode.size(), plan.combine.size(), plan.merge.size(),
+                                 plan.append.empty() ? "" : fmt::format(", append {}", plan.append.size()));
   }
   fmt::print("precompile {}: {} problem{}{} for {}{}\n", sweep.name, problems, problems == 1 ? "" : "s", kinds,
              fmt::join(args.archs, ", "), sweep.decode.empty() ? "" : fmt::format(", decode planned for {} SMs", args.sms));
