@@ -1,8 +1,11 @@
 // BlockMaskProblem: a block mask (problem.hpp's BlockMask) made on the device from a mask, like FlexAttention's
 // create_block_mask: a generated kernel evaluates the built-in mask (mask, windows, chunks, alignment, as an
 // AttentionProblem's) and the mask_mod over every (query, key) pair of every q_block x kv_block block, and lists
-// each query block's key blocks: partial ones (some pairs visible) in kv_indices, full ones (every pair inside
-// the lengths visible) in full_kv_indices (or, without those arrays, in kv_indices too), ascending. One block mask
+// each query block's key blocks: partial ones (the mask_mod hides some pair the built-in mask shows) in kv_indices,
+// full ones (the mask_mod passes every pair the built-in mask shows, or there is no mask_mod) in full_kv_indices
+// (or, without those arrays, in kv_indices too), ascending; blocks where no pair is both shown and passed are not
+// listed. An attention with the same built-in mask then applies it in every block itself (the cut ones are its
+// diagonal), and the mask_mod in the partial blocks only. One block mask
 // serves every call (and layer) with the same lengths, masks and aux data.
 //
 // The mask_mod (templates/attention/mod.cuh) sees b in [0, batch) and h in [0, heads): a mask made with batch 1

@@ -238,7 +238,7 @@ typedef struct flashjit_attention_args {
    * [m * bm_q_block, (m + 1) * bm_q_block)) of batch entry b and query head h visits the bm_kv_num_blocks[i] key
    * blocks bm_kv_indices[i * bm_num_kv_blocks + n] (keys [j * bm_kv_block, (j + 1) * bm_kv_block) of block j; the
    * mask_mod decides their pairs) and the bm_full_kv_num_blocks[i] blocks of bm_full_kv_indices (every pair
-   * visible, the mask_mod not evaluated; optional, both or neither), with i = b * bm_batch_stride + h *
+   * the mask shows visible, the mask_mod not evaluated; optional, both or neither), with i = b * bm_batch_stride + h *
    * bm_head_stride + m (element strides; 0 broadcasts one mask). Pairs in no listed block are hidden and their
    * keys never loaded; the mask applies in every block. Each block listed at most once. Device int32, 4-byte
    * aligned; bm_q_block and bm_kv_block multiples of 16, bm_num_q_blocks >= ceil(seqlen_q / bm_q_block) and
@@ -575,8 +575,9 @@ FLASHJIT_API int flashjit_prepare_append_kv(flashjit_runtime* runtime, const fla
 
 /* A block mask made on the device from a mask and a mask_mod, like FlexAttention's create_block_mask: a generated
  * kernel evaluates every (query, key) pair of every q_block x kv_block block and lists each query block's key
- * blocks, partial ones (some pairs visible) in kv_indices and full ones (every pair inside the lengths visible)
- * in full_kv_indices (or, when those are NULL, in kv_indices too), ascending. The mask_mod sees batch entries
+ * blocks, partial ones (the mask_mod hides a pair the mask shows) in kv_indices and full ones (the mask_mod passes
+ * every pair the mask shows) in full_kv_indices (or, when those are NULL, in kv_indices too), ascending; blocks
+ * with no pair both shown and passed are not listed. An attention with the same mask applies it in every block. The mask_mod sees batch entries
  * [0, batch) and heads [0, heads); a mask of batch 1 (heads 1) serves every batch entry (head): bm_batch_stride
  * (bm_head_stride) 0. Outputs: device int32, contiguous, kv_num_blocks / full_kv_num_blocks [batch, heads,
  * ceil(seqlen_q / q_block)], kv_indices / full_kv_indices [batch, heads, ceil(seqlen_q / q_block),

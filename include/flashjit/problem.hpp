@@ -43,8 +43,8 @@ struct ModAux {
 // block m (rows [m * q_block, (m + 1) * q_block)) of batch entry b and query head h visits the
 // kv_num_blocks[i] key blocks kv_indices[i * num_kv_blocks + n] (n < kv_num_blocks[i]; key block j: keys
 // [j * kv_block, (j + 1) * kv_block)), where the mask_mod decides each pair ("partial" blocks), and the
-// full_kv_num_blocks[i] blocks of full_kv_indices (optional), where every pair is visible and the mask_mod is not
-// evaluated ("full" blocks), with i = b * batch_stride + h * head_stride + m. A pair in no listed block is
+// full_kv_num_blocks[i] blocks of full_kv_indices (optional), where the mask_mod is not evaluated ("full" blocks:
+// every pair the built-in mask shows is visible), with i = b * batch_stride + h * head_stride + m. A pair in no listed block is
 // hidden; its keys are never loaded. The built-in mask (causal, windows, chunks) applies in every block. Each
 // block is listed at most once, in either list (FlexAttention's create_block_mask and Runtime::make_block_mask
 // list them in ascending order). Counts are clamped to [0, num_kv_blocks]; an index outside [0, num_kv_blocks) stands

@@ -23,7 +23,7 @@ class BlockMask:
     """Which key blocks each block of query rows visits (FlexAttention's BlockMask layout), on one CUDA device:
     kv_num_blocks int32 [B, H, num_q_blocks] and kv_indices int32 [B, H, num_q_blocks, num_kv_blocks] list the partial
     blocks (the mask_mod decides their pairs), full_kv_num_blocks / full_kv_indices (or None) the full ones (every pair
-    visible); BLOCK_SIZE = (q_block, kv_block); seq_lengths = (seqlen_q, seqlen_k). B and H may be 1 (one mask for
+    the built-in mask shows visible: the mask_mod is not evaluated there); BLOCK_SIZE = (q_block, kv_block); seq_lengths = (seqlen_q, seqlen_k). B and H may be 1 (one mask for
     every batch entry or head)."""
 
     __slots__ = ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices", "BLOCK_SIZE", "seq_lengths")
@@ -64,8 +64,9 @@ def block_mask(mask_mod: Optional[str] = None, B: int = 1, H: int = 1, Q_LEN: in
     flashjit::ModContext& ctx) (attention()'s mask_mod, with its aux_tensors, aux_scalars, aux_integers), causal /
     window_size / chunk_size / alignment attention()'s built-in mask; a pair is visible when both say so. B, H: the
     batch entries and heads the mask_mod sees (1: one mask for all of them). block_size: an int or (q_block,
-    kv_block), multiples of 16 (default 128, FlexAttention's). full_blocks: list the blocks where every pair is
-    visible apart (full_kv_*), which attention() then computes without the mask_mod; False: all in kv_indices.
+    kv_block), multiples of 16 (default 128, FlexAttention's). full_blocks: list apart (full_kv_*) the blocks
+    where the mask_mod passes every pair the built-in mask shows, which attention() then computes without the
+    mask_mod (applying the built-in mask, which must be the same); False: all in kv_indices.
     device: the CUDA device (default: that of aux_tensors, else torch's current one). Asynchronous on stream (default
     the device's current one)."""
     import torch

@@ -1,9 +1,11 @@
 // The block-mask kernel (Runtime::make_block_mask, flashjit/block_mask.hpp): one CTA per (query block, head,
 // batch entry). Its warps take the key blocks in turn and classify each by evaluating its pairs inside the
-// lengths, 32 keys of one query row per step: none (no pair visible), full (every pair visible) or partial,
-// stopping at the first row that has shown both a visible and a hidden pair. Blocks outside the built-in mask's
-// key range are none without evaluating, and without a mask_mod a block the built-in mask shows whole is full
-// at once. Then warp 0 lists the blocks in ascending order, 32 at a time (a ballot gives each block its place).
+// lengths, 32 keys of one query row per step: none (no pair both shown by the built-in mask and passed by the
+// mask_mod), full (the mask_mod passes every pair the built-in mask shows: the attention then applies the
+// built-in mask alone, which costs it nothing off its diagonal) or partial, stopping at the first row that has
+// settled it. Blocks outside the built-in mask's key range are none without evaluating; without a mask_mod every
+// other block is full.  Then warp 0 lists the blocks in ascending order, 32 at a time (a ballot gives each block
+// its place).
 #pragma once
 
 #include "attention/mask.cuh"
@@ -21,19 +23,16 @@ struct BlockMaskKernel {
   static __device__ unsigned char classify(const BlockMaskParams& p, const Mask<kMask>& mask, const ModContext& ctx,
                                            int batch, int head, int q0, int q1, int k0, int k1, int lane) {
     const bool builtin_all = mask.tile_all_visible(q0, q1, k0, k1);
-    if constexpr (!MaskMod::kOn) {
-      if (builtin_all) return kFull;
-    }
-    bool any = false, all = true;
+    bool any = false, all = true;  // some pair shown and passed; every shown pair passed
     const int cols = k1 - k0;
-    for (int q = q0; q < q1 && !(any && !all); ++q)
+    for (int q = q0; q < q1 && !(any && (!all || !MaskMod::kOn)); ++q)
       for (int c = 0; c < cols; c += 32) {
         const int k = k0 + c + lane;
-        const bool in = c + lane < cols;
-        bool visible = in && (builtin_all || mask.visible(q, k));
-        if constexpr (MaskMod::kOn) visible = visible && MaskMod::apply(batch, head, q, k, ctx);
-        any |= __any_sync(0xffffffffu, visible);
-        all &= __all_sync(0xffffffffu, !in || visible);
+        const bool shown = c + lane < cols && (builtin_all || mask.visible(q, k));
+        bool passed = true;
+        if constexpr (MaskMod::kOn) passed = shown && MaskMod::apply(batch, head, q, k, ctx);
+        any |= __any_sync(0xffffffffu, shown && passed);
+        all &= __all_sync(0xffffffffu, !shown || passed);
       }
     return !any ? kNone : all ? kFull : kPartial;
   }

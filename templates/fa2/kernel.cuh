@@ -220,8 +220,10 @@ struct Kernel {
               }
           }
       }
-      if ((V::kMasks && !full) || n0 + kBN > seqlen_k ||
-          !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
+      const bool mod = V::kMasks && !full;
+      if (mod || n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
+        // As fa3's consumer: a mask_mod on a tile of keys that all exist runs branch-free.
+        const bool guarded = !(V::kMasks && mod && n0 + kBN <= seqlen_k);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -230,7 +232,8 @@ struct Kernel {
             for (int c = 0; c < 4; ++c) {
               const int row = q_row0 + mt * 16 + lane / 4 + (c / 2) * 8;
               const int key = n0 + nt * 8 + 2 * (lane % 4) + c % 2;
-              if (key >= seqlen_k || !mask.visible(row, key) || (!full && !variant.visible(row, key)))
+              if (guarded ? key >= seqlen_k || !mask.visible(row, key) || (mod && !variant.visible(row, key))
+                          : !(mask.visible(row, key) & variant.visible(row, key)))
                 s[mt][nt][c] = neg_infinity();
             }
       }

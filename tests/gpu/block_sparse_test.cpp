@@ -216,7 +216,8 @@ TEST_CASE("block-sparse kernels match float64 on random block masks", "[fa3][fa2
 
 namespace {
 
-// The kinds of the blocks of (b, h, m) over the keys of one mask: a host evaluation of every pair.
+// The kinds of the blocks of (b, h, m) over the keys of one mask, by a host evaluation of every pair: none when no
+// pair is both shown by the built-in mask and passed by the mask_mod, full when the mask_mod passes every shown one.
 std::vector<BlockKind> host_kinds(const BlockMaskProblem& p, const Documents* docs, int b, int h, int m) {
   const BlockMaskShape shape = block_mask_shape(p);
   Shape s;
@@ -226,9 +227,9 @@ std::vector<BlockKind> host_kinds(const BlockMaskProblem& p, const Documents* do
     bool any = false, all = true;
     for (int i = m * p.q_block; i < std::min((m + 1) * p.q_block, p.seqlen_q); ++i)
       for (int k = j * p.kv_block; k < std::min((j + 1) * p.kv_block, p.seqlen_k); ++k) {
-        const bool v = mask_visible(p.mask, p.window_left, p.window_right, p.chunk_size, s.aligned(i), k) &&
-                       (docs == nullptr || docs->visible(s, b, h, i, k));
-        any |= v, all &= v;
+        const bool shown = mask_visible(p.mask, p.window_left, p.window_right, p.chunk_size, s.aligned(i), k);
+        const bool passed = docs == nullptr || docs->visible(s, b, h, i, k);
+        any |= shown && passed, all &= !shown || passed;
       }
     out.push_back(!any ? BlockKind::none : all ? BlockKind::full : BlockKind::partial);
   }
