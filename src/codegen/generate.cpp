@@ -51,7 +51,7 @@ std::string kernel_template(const KernelConfig& c) {
 // The template instantiation, one parameter per line with its name.
 std::string kernel_type(const KernelConfig& c) {
   return kernel_template(c) +
-         variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty()) + ">";
+         variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias) + ">";
 }
 
 const char* kernel_header(Algorithm a) {
