@@ -86,7 +86,8 @@ struct Runtime::Impl {
                                                         {p.cu_seqlens_q, "cu_seqlens_q"},
                                                         {p.cu_seqlens_k, "cu_seqlens_k"},
                                                         {p.alibi_slopes, "alibi_slopes"},
-                                                        {p.sinks, "sinks"}});
+                                                        {p.sinks, "sinks"},
+                                                        {p.bias, "bias"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     return devices.get(*ordinal);
   }
@@ -103,6 +104,7 @@ struct Runtime::Impl {
                                                        {p.page_indptr, "page_indptr"},
                                                        {p.last_page_len, "last_page_len"}, {p.lse, "lse"}, {p.workspace, "workspace"},
                                                        {p.alibi_slopes, "alibi_slopes"}, {p.sinks, "sinks"},
+                                                       {p.bias, "bias"},
                                                        {p.k_new, "k_new"}, {p.v_new, "v_new"},
                                                        {p.seqlens_out, "seqlens_out"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
