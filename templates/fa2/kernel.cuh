@@ -188,8 +188,8 @@ struct Kernel {
         }
       }
 
-      // The variant's scores (softcap, ALiBi, score_mod), then per-element masking (and mask_mod) only on tiles
-      // the mask (or the end of the keys) cuts, or on every tile with a mask_mod.
+      // The variant's scores (softcap, ALiBi, the bias, score_mod), then per-element masking (and mask_mod) only on
+      // tiles the mask (or the end of the keys) cuts, or on every tile with a mask_mod.
       const int n0 = (tile_begin + it) * kBN;
       if constexpr (V::kTransformsScores) {
         const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile (Variant::distance_base)
@@ -200,12 +200,15 @@ struct Kernel {
             const int row = q_row0 + mt * 16 + lane / 4 + h * 8;
             const float base = variant.distance_base(row, k0);
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
+            for (int nt = 0; nt < kNT; ++nt) {
+              const typename V::BiasPair bias = variant.bias_pair(row, k0 + nt * 8);
 #pragma unroll
               for (int c = 2 * h; c < 2 * h + 2; ++c) {
                 const int d = nt * 8 + c % 2;
-                s[mt][nt][c] = variant.score(s[mt][nt][c], row, k0 + d, base, static_cast<float>(d));
+                s[mt][nt][c] =
+                    variant.score(s[mt][nt][c], row, k0 + d, base, static_cast<float>(d), V::bias_value(bias, c % 2));
               }
+            }
           }
       }
       if (V::kMasks || n0 + kBN > seqlen_k || !mask.tile_all_visible(q_row0, q_row0 + kRowsPerWarp, n0, n0 + kBN)) {
