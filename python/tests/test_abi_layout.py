@@ -16,12 +16,16 @@ SOURCE_DIR = Path(__file__).resolve().parents[2]
 STRUCTS = {
     "flashjit_runtime_options": _abi.RuntimeOptions,
     "flashjit_strides": _abi.Strides,
+    "flashjit_bias_strides": _abi.BiasStrides,
     "flashjit_attention_args": _abi.AttentionArgs,
     "flashjit_decode_args": _abi.DecodeArgs,
     "flashjit_append_args": _abi.AppendArgs,
     "flashjit_merge_args": _abi.MergeArgs,
     "flashjit_target": _abi.Target,
 }
+
+
+BIAS = ["bias", "bias_type", "bias_strides"]
 
 
 def c_compiler():
@@ -116,7 +120,7 @@ def test_paged_fields_default_off(layout):
     fields = [name for name, _, _ in layout["flashjit_attention_args"] if name != "sizeof"]
     paged = ["page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages"]
     csr = ["page_indptr", "last_page_len"]
-    assert fields[-len(paged) - len(csr) - 1:] == ["alignment"] + paged + csr
+    assert fields[-len(paged) - len(csr) - len(BIAS) - 1:-len(BIAS)] == ["alignment"] + paged + csr
     offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
     alignment_end = offsets["alignment"] + ctypes.sizeof(ctypes.c_int)
     pointer = ctypes.sizeof(ctypes.c_void_p)
@@ -133,9 +137,23 @@ def test_decode_csr_fields_default_off(layout):
     struct ended before them (so that a caller of the older header covers none of them) and default to the dense
     table."""
     fields = [name for name, _, _ in layout["flashjit_decode_args"] if name != "sizeof"]
-    assert fields[-3:] == ["seqlens_out", "page_indptr", "last_page_len"]
+    assert fields[-3 - len(BIAS):-len(BIAS)] == ["seqlens_out", "page_indptr", "last_page_len"]
     offsets = {name: offset for name, offset, _ in layout["flashjit_decode_args"]}
     pointer = ctypes.sizeof(ctypes.c_void_p)
     assert offsets["page_indptr"] == offsets["seqlens_out"] + pointer
     args = _abi.DecodeArgs()
     assert (args.page_indptr, args.last_page_len) == (None, None)
+
+
+@pytest.mark.parametrize("struct", ["flashjit_attention_args", "flashjit_decode_args"])
+def test_bias_fields_end_the_structs(struct, layout):
+    """The bias fields end both structs, after the CSR table's last_page_len, start where the struct ended before
+    them (so that a caller of the older header covers none of them) and default to no bias."""
+    fields = [name for name, _, _ in layout[struct] if name != "sizeof"]
+    assert fields[-len(BIAS) - 1:] == ["last_page_len"] + BIAS
+    offsets = {name: offset for name, offset, _ in layout[struct]}
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    assert offsets["bias"] == offsets["last_page_len"] + pointer
+    args = STRUCTS[struct]()
+    assert (args.bias, args.bias_type) == (None, 0)
+    assert (args.bias_strides.batch, args.bias_strides.head, args.bias_strides.q, args.bias_strides.k) == (0, 0, 0, 0)

@@ -250,8 +250,8 @@ def test_paged_varlen_reaches_the_struct(recorded):
 
 def test_attention_args_paged_fields_are_appended():
     names = [name for name, _ in _abi.AttentionArgs._fields_]
-    assert names[-9:] == ["alignment", "page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq",
-                          "check_pages", "page_indptr", "last_page_len"]
+    assert names[-12:] == ["alignment", "page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq",
+                           "check_pages", "page_indptr", "last_page_len", "bias", "bias_type", "bias_strides"]
     args = _abi.AttentionArgs()
     assert (args.page_table, args.seqused_k, args.page_size, args.num_pages, args.max_pages_per_seq,
             args.check_pages) == (None, None, 0, 0, 0, 0)

@@ -115,10 +115,10 @@ def test_varlen_problem_and_strides():
 
 
 def test_attention_args_varlen_fields_are_appended():
-    # Appended after config_json (then head_dim_v, check_seqlens, the variants, the snippets, the paged and the CSR
-    # fields after them), as the struct_size rules of flashjit.h require.
+    # Appended after config_json (then head_dim_v, check_seqlens, the variants, the snippets, the paged, the CSR and
+    # the bias fields after them), as the struct_size rules of flashjit.h require.
     names = [name for name, _ in _abi.AttentionArgs._fields_]
-    assert names[-25:] == ["config_json", "cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k", "head_dim_v",
+    assert names[-28:-3] == ["config_json", "cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k", "head_dim_v",
                            "check_seqlens", "softcap", "alibi_slopes", "alibi_slopes_batch_stride", "sinks",
                            "score_mod", "mask_mod", "aux_pointers", "aux_scalars", "aux_integers", "alignment",
                            "page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages",
