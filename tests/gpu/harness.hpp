@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -72,9 +73,14 @@ class Case {
   cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dslopes_, dsinks_;
 };
 
-// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows).
+// An additive bias's entry of (batch entry, query head, query row, key) in natural units; -inf hides the pair.
+using BiasFn = std::function<double(int b, int h, int i, int j)>;
+
+// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows). bias, when
+// set, is added to each visible pair's score after the variants' transforms.
 void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
-                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse);
+                         const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse,
+                         const BiasFn& bias = {});
 
 struct Comparison {
   double rel_l2 = 0;          // ||out - ref|| / ||ref||
