@@ -24,17 +24,23 @@ enum class MaskKind { none, causal, sliding_window, chunked, chunked_causal };
 // over all tiles.
 enum class Scheduler { grid, persistent };
 enum class KvLayout { contiguous, paged };
+// The element type of an additive bias tensor (AttentionProblem::bias; templates/attention/bias.cuh): none, or
+// entries of float32, bfloat16, float16 added to the natural logits, or bool ("bool" in text), where false hides
+// the pair (adds -inf) and true adds 0.
+enum class BiasType { none, fp32, bf16, fp16, boolean };
 
 const char* to_string(Algorithm a);
 const char* to_string(DType d);
 const char* to_string(MaskKind m);
 const char* to_string(Scheduler s);
 const char* to_string(KvLayout layout);
+const char* to_string(BiasType bias);
 std::optional<Algorithm> parse_algorithm(std::string_view s);
 std::optional<DType> parse_dtype(std::string_view s);
 std::optional<MaskKind> parse_mask(std::string_view s);
 std::optional<Scheduler> parse_scheduler(std::string_view s);
 std::optional<KvLayout> parse_kv_layout(std::string_view s);
+std::optional<BiasType> parse_bias_type(std::string_view s);
 
 // A CUDA target: sm_80, sm_86, sm_89, sm_90, sm_90a, ...
 struct Arch {
@@ -86,6 +92,10 @@ struct KernelConfig {
   // empty: none. Their text is part of the config (its JSON, so the cache key; its name has a hash of each).
   std::string score_mod;
   std::string mask_mod;
+  // An additive bias tensor of this element type (AttentionProblem::bias), read per (query, key) pair; none: no
+  // bias. In the JSON and the name ("_biasbf16") only when set. Not with pack_gqa (a packed tile's rows are
+  // several heads' rows).
+  BiasType bias = BiasType::none;
   // Block sparsity (AttentionProblem::block_mask): the key tiles of a block of query rows come from the block
   // mask's lists instead of the mask's key range, and full blocks skip the mask_mod. Dense batches only (not
   // with varlen, page_size or pack_gqa). In the JSON and the name only when on.
@@ -119,12 +129,14 @@ struct DecodeKernelConfig {
   // through distributed shared memory (no workspace, no combine kernel); launched with cluster dims
   // (num_splits, 1, 1), at most DecodeParams::kMaxClusterSplits splits.
   bool cluster_merge = false;
-  // Variants, as KernelConfig's (softcap, alibi, sinks, score_mod, mask_mod); in the JSON and the name only when on.
+  // Variants, as KernelConfig's (softcap, alibi, sinks, score_mod, mask_mod, bias); in the JSON and the name only
+  // when on.
   bool softcap = false;
   bool alibi = false;
   bool sinks = false;
   std::string score_mod;
   std::string mask_mod;
+  BiasType bias = BiasType::none;
 
   bool operator==(const DecodeKernelConfig&) const = default;
 };

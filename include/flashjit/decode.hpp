@@ -105,6 +105,11 @@ struct DecodeProblem {
   const char* score_mod = nullptr;
   const char* mask_mod = nullptr;
   ModAux aux{};
+  // An additive bias, as AttentionProblem's, [B, Hq, q_len, max_seqlen_k]: row t is new token t, column j the
+  // sequence's key j (the token sits at key seqlens_k[b] - q_len + t).
+  const void* bias = nullptr;
+  BiasType bias_type = BiasType::none;
+  BiasStrides bias_strides{};
   int num_splits = 0;   // 0: the split planner decides; 1..32 forces that many (tests, tuning)
   // automatic: the planner decides; else forces the merge of the splits (tests, tuning). A forced cluster caps
   // a planned split count at kMaxDecodeClusterSplits (a forced num_splits above it is invalid); where the

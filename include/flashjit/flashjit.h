@@ -123,6 +123,24 @@ typedef struct flashjit_strides {
   int64_t head;
 } flashjit_strides;
 
+/* Element types of an additive bias tensor (flashjit_attention_args.bias): entries added to the natural logits,
+ * or booleans (one byte each) of which false hides the pair and true adds 0. */
+typedef enum flashjit_bias_type {
+  FLASHJIT_BIAS_NONE = 0,
+  FLASHJIT_BIAS_FP32 = 1,
+  FLASHJIT_BIAS_BF16 = 2,
+  FLASHJIT_BIAS_FP16 = 3,
+  FLASHJIT_BIAS_BOOL = 4
+} flashjit_bias_type;
+
+/* Element strides of a bias tensor [B, Hq, Sq, Sk]; 0 broadcasts that dimension (not "contiguous"). */
+typedef struct flashjit_bias_strides {
+  int64_t batch;
+  int64_t head;
+  int64_t q;
+  int64_t k;
+} flashjit_bias_strides;
+
 /* One attention forward: O = softmax(Q·Kᵀ·scale + mask)·V, per (batch, query head). Tensors are BSHD with
  * the last dimension contiguous: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o like q; lse (optional)
  * [B, Hq, Sq] float32 contiguous. Device pointers, 16-byte aligned; GQA when Hkv divides Hq. Ragged batches
@@ -254,6 +272,14 @@ typedef struct flashjit_attention_args {
   int bm_num_kv_blocks;
   int64_t bm_batch_stride;
   int64_t bm_head_stride;
+  /* An additive bias, compiled into the kernel only when set (default NULL: none): device memory of bias_type
+   * entries (flashjit_bias_type; aligned to one entry) indexed [batch, query head, query row, key] with
+   * bias_strides (elements, 0 broadcasts; varlen and paged: positions within each sequence, at the max lengths).
+   * The entry is added to the natural logit after softcap and ALiBi, before score_mod and the masks; a bool
+   * entry false hides the pair. A row whose keys are all hidden gets O = 0 and lse = -inf (or the sink). */
+  const void* bias;
+  int bias_type;
+  flashjit_bias_strides bias_strides;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))
@@ -378,6 +404,11 @@ typedef struct flashjit_decode_args {
    * last new_len positions, and the attention covers (pages - 1) * page_size + last_page_len[b] keys. */
   const int32_t* page_indptr;
   const int32_t* last_page_len;
+  /* An additive bias, as in flashjit_attention_args, [B, Hq, q_len, max_seqlen_k]: row t is new token t, column j
+   * the sequence's key j. Default NULL: none. */
+  const void* bias;
+  int bias_type;
+  flashjit_bias_strides bias_strides;
 } flashjit_decode_args;
 
 #define FLASHJIT_DECODE_ARGS_MIN_SIZE (offsetof(flashjit_decode_args, layout))

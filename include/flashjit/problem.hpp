@@ -74,6 +74,20 @@ struct Strides {
   std::int64_t head = 0;
 };
 
+// Element strides of a bias tensor [B, Hq, Sq, Sk] (AttentionProblem::bias, DecodeProblem::bias). Unlike Strides,
+// zero is not "contiguous": a zero stride broadcasts that dimension (torch's expand()), so a [B, 1, 1, Sk] key
+// padding mask is {Sk, 0, 0, 1}. contiguous() gives the strides of a dense [B, Hq, Sq, Sk] tensor.
+struct BiasStrides {
+  std::int64_t batch = 0;
+  std::int64_t head = 0;
+  std::int64_t q = 0;
+  std::int64_t k = 0;
+  static BiasStrides contiguous(int heads, int seqlen_q, int seqlen_k) {
+    const std::int64_t row = seqlen_k, plane = row * seqlen_q;
+    return {plane * heads, plane, row, 1};
+  }
+};
+
 struct AttentionProblem {
   DType dtype = DType::bf16;
   int batch = 1;
@@ -132,6 +146,17 @@ struct AttentionProblem {
   const char* score_mod = nullptr;
   const char* mask_mod = nullptr;
   ModAux aux{};
+  // An additive bias (attention masks as tensors: torch SDPA's attn_mask, T5's relative bias), compiled in only
+  // when set: device memory of bias_type entries (fp32, bf16, fp16, or bool: false hides the pair, true adds 0),
+  // aligned to one entry, indexed [batch, query head, query row, key] with bias_strides (elements; 0
+  // broadcasts). The entry of query i and key j is added to the natural logit after softcap and ALiBi, before
+  // score_mod (which sees the sum) and the masks: x = softcap(scale q.k) - ALiBi + bias[b, h, i, j]. Varlen and
+  // paged problems index it by positions within each sequence, [sequence, Hq, seqlen_q, seqlen_k] at the max
+  // lengths (row i of sequence b is its i-th query, key j its j-th key). A row whose keys are all hidden gets
+  // O = 0 and LSE = -inf (or the sink's logit). Not with pack_gqa configs.
+  const void* bias = nullptr;
+  BiasType bias_type = BiasType::none;
+  BiasStrides bias_strides{};
 
   // Block sparsity (BlockMask above; Runtime::make_block_mask makes one from a mask_mod): key blocks a block of
   // query rows does not list are skipped, and listed full blocks skip the mask_mod.

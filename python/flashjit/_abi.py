@@ -22,6 +22,12 @@ MASK_SLIDING_WINDOW = 2
 MASK_CHUNKED = 3
 MASK_CHUNKED_CAUSAL = 4
 
+BIAS_NONE = 0  # flashjit_bias_type
+BIAS_FP32 = 1
+BIAS_BF16 = 2
+BIAS_FP16 = 3
+BIAS_BOOL = 4
+
 KV_CONTIGUOUS = 0
 KV_PAGED = 1
 SPLIT_MERGE_AUTO = 0  # flashjit_split_merge
@@ -98,6 +104,20 @@ class Strides(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_int64), ("seq", ctypes.c_int64), ("head", ctypes.c_int64)]
 
 
+class BiasStrides(ctypes.Structure):
+    """flashjit_bias_strides: element strides of a bias [B, Hq, Sq, Sk]; 0 broadcasts."""
+
+    _fields_ = [("batch", ctypes.c_int64), ("head", ctypes.c_int64), ("q", ctypes.c_int64), ("k", ctypes.c_int64)]
+
+
+# An additive bias (flashjit_bias_type: 0 none, 1 fp32, 2 bf16, 3 fp16, 4 bool), the last fields of both structs.
+_BIAS_FIELDS = [
+    ("bias", ctypes.c_void_p),
+    ("bias_type", ctypes.c_int),
+    ("bias_strides", BiasStrides),
+]
+
+
 class AttentionArgs(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -146,7 +166,7 @@ class AttentionArgs(ctypes.Structure):
         # FlashInfer's CSR page table (page_indptr NULL: the dense table).
         ("page_indptr", ctypes.c_void_p),
         ("last_page_len", ctypes.c_void_p),
-    ] + BLOCK_MASK_FIELDS
+    ] + BLOCK_MASK_FIELDS + _BIAS_FIELDS
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}
@@ -202,7 +222,7 @@ class DecodeArgs(ctypes.Structure):
         # FlashInfer's CSR page table (page_indptr NULL: the dense table).
         ("page_indptr", ctypes.c_void_p),
         ("last_page_len", ctypes.c_void_p),
-    ]
+    ] + _BIAS_FIELDS
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(DecodeArgs), "window_left": -1}

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
 from ._block_mask import block_mask_fields
-from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bshd_strides, check_attention_inputs,
-                      check_attention_varlen_inputs, check_out, check_variants, dtype_code, mask_of, packed_strides,
-                      renamed_window, scale_of, shape4, shape_variants, snippet_fields, snippets, softcap_of,
-                      window_pair)
+from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bias_address, bias_type_code, bshd_strides,
+                      check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_variants,
+                      dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants,
+                      snippet_fields, snippets, softcap_of, window_pair)
 from ._config import config_json
 
 Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
@@ -97,10 +97,11 @@ def _forward_key(tensors, options, config):
 
 
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
-             sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None):
+             sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
-    snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call."""
+    snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call (the bias's
+    by its entries, bias_address)."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
         lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k,
@@ -111,6 +112,7 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
      args.page_table, args.seqused_k, args.page_indptr, args.last_page_len) = addresses
     if snip is not None:
         snip.set_aux_pointers(args)
+    args.bias = bias_address(bias)
     args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
     return _call("flashjit_forward", args, out, q, lse_shape if return_lse else None, stream)
 
@@ -161,6 +163,14 @@ def _output(out, q, v=None):
     return out
 
 
+def refuse_traced_bias(function, traced, bias):
+    """A bias is not yet taken through the custom ops: a traced call with one is refused (ValueError) rather than
+    compiled without it."""
+    if traced and bias is not None:
+        raise ValueError(f"flashjit.{function}: bias is not supported under torch.compile / torch.export (or fake "
+                         f"tensors) yet; call it outside the traced region")
+
+
 def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment):
     """The call's checked Snippets (None without any). Not yet through the custom ops: a traced call with one is
     refused (ValueError) rather than compiled without it. A call with every argument at its default (the common
@@ -198,8 +208,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
               out: Optional[Tensor] = None, config: Optional[Config] = None, stream: Stream = None,
               window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
               aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (), aux_integers: Sequence[int] = (),
-              alignment: str = "bottom_right", page_table: Optional[Tensor] = None,
-              seqused_k: Optional[Tensor] = None, block_mask=None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+              alignment: str = "bottom_right", page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
+              bias: Optional[Tensor] = None, block_mask=None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
@@ -229,6 +239,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
       aux_integers[i] (int64, at most 8). templates/attention/mod.cuh documents what a snippet sees.
     alignment: "bottom_right" (default: query i sits at key i + seqlen_k - seqlen_q, flash-attn's) or "top_left"
       (query i at key i, torch SDPA's is_causal): moves every mask's diagonal and ALiBi's distances.
+    bias: an additive bias, like torch SDPA's attn_mask: a CUDA tensor on q's device of torch.float32, bfloat16,
+      float16 or bool that broadcasts to [batch, heads_q, seqlen_q, seqlen_k] (expand() views and size-1 dimensions
+      are read in place, stride 0). bias[b, h, i, j] is added to x after softcap and ALiBi, before score_mod (which
+      sees the sum); a bool entry False hides the pair (True adds 0). A row whose keys are all hidden gets O = 0 and
+      LSE = -inf (or the sink). Compiled into the kernel by its dtype; eager calls only (not yet under
+      torch.compile: ValueError).
     Paged keys and values (chunked prefill or prefix caching over a serving engine's cache, vLLM's block tables):
       page_table: torch.int32 [batch, max_pages_per_seq] on q's device (last dimension contiguous, rows back to
         back); k and v are then page pools [num_pages, page_size, heads_kv, head_dim] (page_size a power of two in
@@ -260,13 +276,14 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         window_size = renamed_window(window_size, window, "window", "flashjit.attention")
     traced = _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out)
     snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
+    refuse_traced_bias("attention", traced, bias)
     if traced:
         if block_mask is not None:
             raise ValueError("flashjit.attention: block_mask is not supported under torch.compile / torch.export yet")
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
                             return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k)
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k, block_mask)
+                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k, bias, block_mask)
     return (o, lse) if return_lse else o
 
 
@@ -276,7 +293,7 @@ def _page_fields(pages):
 
 
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None,
+                    softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None, bias=None,
                     block_mask=None):
     """attention() straight through the library: (O, LSE or None). With a block mask every call is checked (its
     arrays' addresses go into the arguments there)."""
@@ -286,6 +303,7 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             raise ValueError("flashjit.attention: block_mask takes dense keys, not a page_table")
         sparse = block_mask_fields(block_mask, q, problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
+        bias_fields = check_bias(q, bias, (problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k))
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
                                                                 window_size, chunk_size, softmax_scale, v)
         args = AttentionArgs(
@@ -294,14 +312,15 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             q_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k)),
             v_strides=Strides(*bshd_strides(v)), o_strides=Strides(*bshd_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale, softcap=cap,
-            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip), **_page_fields(pages), **sparse)
+            alibi_slopes_batch_stride=alibi_stride, **snippet_fields(snip), **_page_fields(pages), **bias_fields,
+            **sparse)
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
     key = None if snip is not None or block_mask is not None else _forward_key(
-        (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k),
+        (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k, bias),
         (causal, window_size, softmax_scale, softcap, chunk_size), config)
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,
-                    page_table, seqused_k)
+                    page_table, seqused_k, bias=bias)
 
 
 def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Optional[Tensor],
@@ -313,8 +332,8 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                      aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (),
                      aux_integers: Sequence[int] = (), alignment: str = "bottom_right",
                      page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
-                     page_indptr: Optional[Tensor] = None,
-                     last_page_len: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                     page_indptr: Optional[Tensor] = None, last_page_len: Optional[Tensor] = None,
+                     bias: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
     q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
@@ -329,8 +348,9 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     elements), causal, window_size, chunk_size, softmax_scale, the variants softcap, alibi_slopes ([heads_q] or
     [batch, heads_q], batch the number of sequences; distances within each sequence) and sinks, the snippets
     score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (b is the sequence, q_idx and kv_idx positions
-    within it), alignment (per sequence), out (like q), config (varlen is set from the problem), stream, window
-    (deprecated).
+    within it), alignment (per sequence), bias (broadcasting to [batch, heads_q, max_seqlen_q, max_seqlen_k],
+    indexed by positions within each sequence: row i of sequence b is its i-th query, column j its j-th key), out
+    (like q), config (varlen is set from the problem), stream, window (deprecated).
     Paged keys and values (chunked prefill, prefix caching; flash-attn's block_table): with page_table, torch.int32
     [batch, max_pages_per_seq] on q's device (last dimension contiguous, rows back to back), k and v are page pools
     [num_pages, page_size, heads_kv, head_dim] (page_size a power of two in [1, 256]) and key j of sequence b is
@@ -356,6 +376,7 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     traced = _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out)
     snip = _snippets_of("attention_varlen", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
                         alignment)
+    refuse_traced_bias("attention_varlen", traced, bias)
     if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
@@ -363,20 +384,21 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                             (page_indptr, last_page_len))
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
-                                    alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len)
+                                    alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias)
     return (o, lse) if return_lse else o
 
 
 def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
                            chunk_size, softmax_scale, return_lse, out, config, stream, softcap=0.0, alibi_slopes=None,
                            sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None,
-                           last_page_len=None):
+                           last_page_len=None, bias=None):
     """attention_varlen() straight through the library: (O, LSE or None)."""
     def check(out):
         problem, pages = check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                                        max_seqlen_k, page_table, seqused_k, False, page_indptr,
                                                        last_page_len)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
+        bias_fields = check_bias(q, bias, (problem.batch, problem.heads_q, problem.max_seqlen_q, problem.max_seqlen_k))
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
                                                                 chunk_size, softmax_scale, v)
         # Page pools [num_pages, page_size, Hkv, D] have a page stride (the batch field); packed k and v none.
@@ -388,15 +410,15 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             v_strides=Strides(*kv_strides(v)), o_strides=Strides(*packed_strides(out)),
             mask=mask, window_left=left, window_right=right, chunk_size=chunk, softmax_scale=scale,
             total_q=problem.total_q, total_k=problem.total_k, softcap=cap, alibi_slopes_batch_stride=alibi_stride,
-            **snippet_fields(snip), **_page_fields(pages))
+            **snippet_fields(snip), **_page_fields(pages), **bias_fields)
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
     key = None if snip is not None else _forward_key(
         (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k, page_indptr,
-         last_page_len),
+         last_page_len, bias),
         (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
-                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len)
+                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:
@@ -417,15 +439,19 @@ def _scratch(device):
 
 
 def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, address, softcap=0.0, alibi=False,
-                  sinks=False, page_size=0, **fields):
+                  sinks=False, page_size=0, bias=None, **fields):
     """AttentionArgs of a problem given by shapes, every tensor at `address` (nonzero), alibi_slopes and sinks too
-    when asked for (else NULL). page_size > 0: keys in pages of that many tokens (page_table and seqused_k at
-    `address`, each sequence's seqlen_k keys in its own pages)."""
+    when asked for (else NULL), and a bias of dtype `bias` (broadcast everywhere: strides 0) unless None.
+    page_size > 0: keys in pages of that many tokens (page_table and seqused_k at `address`, each sequence's
+    seqlen_k keys in its own pages)."""
     b, sq, hq, d = shape4("q_shape", q_shape)
     _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
     code = dtype_code(dtype)
     mask, left, right, chunk = mask_of(causal, window_size, chunk_size)
     cap, alibi, sinks = shape_variants(softcap, alibi, sinks)
+    bias_type = bias_type_code(bias)
+    if bias_type:
+        fields.update(bias=address, bias_type=bias_type)
     page_size = _int_arg("page_size", page_size, 0, 256)
     if page_size:
         if page_size not in PAGE_SIZES:
@@ -441,9 +467,9 @@ def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, addr
 
 def set_addresses(args, address):
     """Moves every tensor of _problem_args' args to `address`: q, k, v, o, and alibi_slopes / sinks / page_table /
-    seqused_k when set."""
+    seqused_k / bias when set."""
     args.q = args.k = args.v = args.o = address
-    for name in ("alibi_slopes", "sinks", "page_table", "seqused_k"):
+    for name in ("alibi_slopes", "sinks", "page_table", "seqused_k", "bias"):
         if getattr(args, name):
             setattr(args, name, address)
 
@@ -453,7 +479,7 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
                window_size: Window = NO_WINDOW, chunk_size: int = 0, softcap: Union[float, bool] = 0.0,
                alibi: bool = False, sinks: bool = False, device: Any = None,
                window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
-               alignment: str = "bottom_right", page_size: int = 0) -> dict:
+               alignment: str = "bottom_right", page_size: int = 0, bias: Any = None) -> dict:
     """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
     cache_hit, ...).
 
@@ -464,8 +490,9 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
     that attention() on such tensors may be captured into a CUDA graph. k_shape defaults to q_shape. The variants:
     softcap (a number > 0 or True: on), alibi and sinks (True: the kernel attention() uses with alibi_slopes= and
     sinks=), score_mod and mask_mod (the snippets' text) and alignment, as for attention(); page_size > 0: the kernel
-    of a call with page_table= over pages of that many tokens (k_shape's seqlen_k keys per sequence). window: the
-    deprecated name of window_size.
+    of a call with page_table= over pages of that many tokens (k_shape's seqlen_k keys per sequence); bias: the
+    kernel of a call with bias= of that dtype (torch.float32, bfloat16, float16, bool, or 'fp32', 'bf16', 'fp16',
+    'bool'). window: the deprecated name of window_size.
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.precompile")
@@ -476,7 +503,7 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
         return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
     snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, PLACEHOLDER, softcap, alibi, sinks,
-                         page_size, config_json=explicit, **snippet_fields(snip))
+                         page_size, bias, config_json=explicit, **snippet_fields(snip))
     lib = _library.load()
     scratch = _scratch(device)
     set_addresses(args, scratch.data_ptr())

@@ -294,6 +294,69 @@ def check_variants(q, batch, heads_q, softcap, alibi_slopes, sinks, traced=False
     return cap, stride
 
 
+# A bias tensor's torch dtype -> (flashjit_bias_type, bytes of one entry).
+BIAS_DTYPES = {"torch.float32": (_abi.BIAS_FP32, 4), "torch.bfloat16": (_abi.BIAS_BF16, 2),
+               "torch.float16": (_abi.BIAS_FP16, 2), "torch.bool": (_abi.BIAS_BOOL, 1)}
+BIAS_DIMS = ("batch", "heads_q", "seqlen_q", "seqlen_k")
+
+
+def check_bias(q, bias, dims, dim_names=BIAS_DIMS):
+    """AttentionArgs / DecodeArgs fields of an additive bias (none without one; its address is set per call,
+    bias_address): a CUDA tensor on q's device of torch.float32, bfloat16, float16 or bool (False hides the pair)
+    that broadcasts to dims, [batch, heads_q, seqlen_q, seqlen_k] (decode: [batch, heads_q, q_len, max_seqlen_k]),
+    as torch SDPA's attn_mask does: missing leading dimensions and dimensions of size 1 broadcast (stride 0, as
+    expand() makes them). Strides must be >= 0. ValueError naming bias."""
+    if bias is None:
+        return {}
+    if not hasattr(bias, "data_ptr"):
+        raise ValueError(f"bias must be a torch.Tensor or None, got {type(bias).__name__}")
+    _require_cuda("bias", bias)
+    _require_same_device("bias", bias, q)
+    kind = BIAS_DTYPES.get(str(bias.dtype))
+    if kind is None:
+        raise ValueError(f"bias: dtype {bias.dtype} must be torch.float32, torch.bfloat16, torch.float16 or "
+                         f"torch.bool")
+    shape, stride = _shape(bias), _strides(bias)
+    if len(shape) > 4:
+        raise ValueError(f"bias must have at most 4 dimensions ([{', '.join(dim_names)}]), got {list(shape)}")
+    shape, stride = (1,) * (4 - len(shape)) + shape, (0,) * (4 - len(stride)) + stride
+    strides = []
+    for name, n, s, want in zip(dim_names, shape, stride, dims):
+        if n != want and n != 1:
+            raise ValueError(f"bias: shape {list(_shape(bias))} does not broadcast to [{', '.join(dim_names)}] = "
+                             f"{list(dims)}: its {name} dimension is {n}")
+        if n > 1 and s < 0:
+            raise ValueError(f"bias: strides must be >= 0, got {list(_strides(bias))}")
+        strides.append(s if n > 1 else 0)
+    bias_address(bias)
+    return {"bias_type": kind[0], "bias_strides": _abi.BiasStrides(*strides)}
+
+
+def bias_type_code(bias):
+    """flashjit_bias_type of a bias given by its dtype (select, precompile): a torch dtype or a name, "fp32",
+    "bf16", "fp16" or "bool" (None: no bias)."""
+    if bias is None:
+        return _abi.BIAS_NONE
+    names = {"fp32": _abi.BIAS_FP32, "float32": _abi.BIAS_FP32, "bf16": _abi.BIAS_BF16, "bfloat16": _abi.BIAS_BF16,
+             "fp16": _abi.BIAS_FP16, "float16": _abi.BIAS_FP16, "bool": _abi.BIAS_BOOL}
+    code = names.get(str(bias).replace("torch.", ""))
+    if code is None:
+        raise ValueError(f"bias must be None or a bias dtype (torch.float32, bfloat16, float16, bool, or 'fp32', "
+                         f"'bf16', 'fp16', 'bool'), got {bias!r}")
+    return code
+
+
+def bias_address(bias):
+    """bias's data pointer (0 for None), aligned to one entry (ValueError otherwise)."""
+    if bias is None:
+        return 0
+    address = bias.data_ptr()
+    size = BIAS_DTYPES[str(bias.dtype)][1]
+    if address % size != 0:
+        raise ValueError(f"bias: data_ptr() {address:#x} is not aligned to its {size}-byte entries")
+    return address
+
+
 @dataclass(frozen=True)
 class Snippets:
     """User snippets and what they read, checked (snippets()): the C ABI's score_mod / mask_mod text (UTF-8, kept

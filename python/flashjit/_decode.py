@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _call, _output, _snippets_of, _stream_handle, _traced_tensors
-from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bshd_strides, check_decode_inputs, check_decode_options,
-                      check_merge_inputs, check_merge_out, check_out, check_variants, decode_window_left,
-                      renamed_window, scale_of, softcap_of)
+from ._attention import _call, _output, _snippets_of, _stream_handle, _traced_tensors, refuse_traced_bias
+from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bias_address, bshd_strides, check_bias, check_decode_inputs,
+                      check_decode_options, check_merge_inputs, check_merge_out, check_out, check_variants,
+                      decode_window_left, renamed_window, scale_of, softcap_of)
 
 if TYPE_CHECKING:
     from ._attention import Stream, Tensor, Window
@@ -38,7 +38,7 @@ def _torch_stream(stream, device):
 
 def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
               max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv=None, page_indptr=None,
-              last_page_len=None):
+              last_page_len=None, bias=None):
     if not (_memo.ints(window_left, num_splits, max_seqlen_k, chunk_size) and _memo.number(softmax_scale)
             and softcap is not None and _memo.number(softcap) and type(split_merge) is str):
         return None
@@ -49,7 +49,7 @@ def _call_key(q, k_cache, v_cache, seqlens_k, page_table, out, window_left, soft
         return (key(q), key(k_cache), key(v_cache), key(seqlens_k), key(page_table), key(out), window_left,
                 softmax_scale, num_splits, split_merge, max_seqlen_k, chunk_size, softcap, key(alibi_slopes),
                 key(sinks), None if new_kv is None else (key(new_kv[0]), key(new_kv[1])), key(page_indptr),
-                key(last_page_len))
+                key(last_page_len), key(bias))
     except Exception:  # noqa: BLE001  (not a tensor: the checks say what is wrong)
         return None
 
@@ -67,12 +67,12 @@ def _addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes=Non
 
 def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, out, num_splits,
                   split_merge, max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
-                  new_kv=None, page_indptr=None, last_page_len=None):
+                  new_kv=None, page_indptr=None, last_page_len=None, bias=None):
     """Every check, then (DecodeArgs bytes without addresses or stream, workspace bytes, LSE shape) and out
     (allocated like q when None). new_kv: (k, v) [B, S_new, Hkv, D] appended to the cache first (the fused call)."""
     args, problem = decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits,
                                 split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, snip,
-                                page_indptr, last_page_len)
+                                page_indptr, last_page_len, bias)
     if new_kv is not None:
         _set_new_rows(args, problem, k_cache, *new_kv)
     if out is not None:
@@ -82,18 +82,20 @@ def _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softm
     # The split plan depends on the device and these fields, not on the addresses (any of the call's will do).
     _set_addresses(args, *_addresses(q, out, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv,
                                      page_indptr, last_page_len))
+    args.bias = bias_address(bias)
     needed = _library.load().flashjit_decode_workspace_bytes(_runtime.handle(), ctypes.byref(args))
     if needed < 0:
         _runtime.raise_for(-needed)
     _set_addresses(args, *(0,) * 12)
+    args.bias = 0
     return (bytes(args), needed, (problem.batch, problem.heads_q, problem.q_len)), out
 
 
 def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, num_splits, split_merge,
                 max_seqlen_k, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_indptr=None,
-                last_page_len=None):
+                last_page_len=None, bias=None):
     """(DecodeArgs without addresses or stream, O's strides those of q, DecodeProblem) after every check of the
-    inputs and options."""
+    inputs and options (bias: broadcasting to [batch, heads_q, q_len, max_seqlen_k])."""
     problem = check_decode_inputs(q, k_cache, v_cache, seqlens_k, page_table, max_seqlen_k, False, page_indptr,
                                   last_page_len)
     window_left, num_splits, split_merge, chunk_size = check_decode_options(window_left, num_splits, split_merge,
@@ -108,7 +110,9 @@ def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax
         o_strides=Strides(*bshd_strides(q)), k_strides=Strides(*bshd_strides(k_cache)),
         v_strides=Strides(*bshd_strides(v_cache)), window_left=window_left, softmax_scale=scale,
         num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size, softcap=cap,
-        alibi_slopes_batch_stride=alibi_stride, **({} if snip is None else snip.fields()))
+        alibi_slopes_batch_stride=alibi_stride, **({} if snip is None else snip.fields()),
+        **check_bias(q, bias, (problem.batch, problem.heads_q, problem.q_len, problem.max_seqlen_k),
+                     ("batch", "heads_q", "q_len", "max_seqlen_k")))
     return args, problem
 
 
@@ -135,23 +139,24 @@ def _set_new_rows(args, problem, k_cache, k, v):
 
 def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
                  split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
-                 new_kv=None, page_indptr=None, last_page_len=None):
+                 new_kv=None, page_indptr=None, last_page_len=None, bias=None):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
     every check on the first call of a key (_memo; every call with snippets, snip), the addresses' alignment on
     every call."""
     key = None if snip is not None else _call_key(
         q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
-        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv, page_indptr, last_page_len)
+        max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv, page_indptr, last_page_len, bias)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
                                      num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks,
-                                     snip, new_kv, page_indptr, last_page_len),
+                                     snip, new_kv, page_indptr, last_page_len, bias),
         out, lambda: _output(None, q),
         lambda o: _addresses(q, o, k_cache, v_cache, seqlens_k, page_table, alibi_slopes, sinks, new_kv, page_indptr,
                              last_page_len))
     template, needed, lse_shape = checked
     args = DecodeArgs.from_buffer_copy(template)
     _set_addresses(args, *addresses)
+    args.bias = bias_address(bias)
     if snip is not None:
         snip.set_aux_pointers(args)
     lse = None
@@ -187,8 +192,8 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
            return_lse: bool = False, out: Optional[Tensor] = None, num_splits: int = 0, split_merge: str = "auto",
            max_seqlen_k: Optional[int] = None, stream: Stream = None, window_left: Optional[int] = None,
            score_mod: Optional[str] = None, mask_mod: Optional[str] = None, aux_tensors: Sequence[Tensor] = (),
-           aux_scalars: Sequence[float] = (),
-           aux_integers: Sequence[int] = ()) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+           aux_scalars: Sequence[float] = (), aux_integers: Sequence[int] = (),
+           bias: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention of new query tokens over a KV cache (token generation), with GQA and an optional paged cache.
 
     q: [batch, q_len, heads_q, head_dim], the q_len (1..16) newest tokens of each sequence, already appended to
@@ -216,7 +221,9 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
     from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss: they join each row where its
     key splits merge); the snippets score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (q_idx is the new
     token t, 0 .. q_len - 1, at key seqlens_k[b] - q_len + t; ctx.seqlen_q is q_len, ctx.seqlen_k the sequence's
-    length; eager calls only, not yet under torch.compile).
+    length; eager calls only, not yet under torch.compile), and bias (float32, bfloat16, float16 or bool,
+    broadcasting to [batch, heads_q, q_len, max_seqlen_k]: row t is new token t, column j the sequence's key j; eager
+    calls only).
     num_splits: 0 plans the key splits, 1..32 forces a count. split_merge: how split partial states merge, "auto"
     (the planner), "combine" (a second kernel) or "cluster" (a thread-block cluster per sequence and KV head,
     sm_90+, at most 16 splits); for tests and tuning. out: a tensor like q to write into.
@@ -235,6 +242,7 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
                                                                   "last_page_len": last_page_len}
     snip = _snippets_of("decode", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
                         "bottom_right")
+    refuse_traced_bias("decode", traced, bias)
     if traced:
         from . import _ops
         _ops.refuse_stream("decode", stream)
@@ -248,20 +256,20 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
         return (o, lse) if return_lse else o
     o, lse = decode_eager(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, return_lse, out, num_splits,
                           split_merge, max_seqlen_k, stream, chunk_size, softcap, alibi_slopes, sinks, snip, None,
-                          page_indptr, last_page_len)
+                          page_indptr, last_page_len, bias)
     return (o, lse) if return_lse else o
 
 
 def decode_eager(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, return_lse, out, num_splits,
                  split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
-                 new_kv=None, page_indptr=None, last_page_len=None):
+                 new_kv=None, page_indptr=None, last_page_len=None, bias=None):
     """decode() straight through the library, window_left an int: (O, LSE or None). new_kv: (k, v) [B, S_new, Hkv,
     D] written into the cache at seqlens_k first (the library's fused append; seqlens_k then counts the keys
     before them)."""
     args, workspace, out, lse = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale,
                                              return_lse, out, num_splits, split_merge, max_seqlen_k, stream,
                                              chunk_size, softcap, alibi_slopes, sinks, snip, new_kv, page_indptr,
-                                             last_page_len)
+                                             last_page_len, bias)
     _runtime.check(_library.load().flashjit_decode(_runtime.handle(), ctypes.byref(args)))
     del workspace  # freed on this stream, after the kernels that use it
     return out, lse
@@ -275,7 +283,7 @@ def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optio
                    num_splits: int = 0, split_merge: str = "auto", max_seqlen_k: Optional[int] = None,
                    stream: Stream = None, window_left: Optional[int] = None, score_mod: Optional[str] = None,
                    mask_mod: Optional[str] = None, aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (),
-                   aux_integers: Sequence[int] = ()) -> None:
+                   aux_integers: Sequence[int] = (), bias: Optional[Tensor] = None) -> None:
     """Gets decode(...)'s kernels, for the same arguments, compiled (or read from the disk cache) and loaded on
     the device without running them (the tensors are not read), so that decode on tensors of this kind (dtype,
     head dim, heads, q_len, layout and page size, mask (window or chunks), variants, split count and merge) may then
@@ -286,7 +294,7 @@ def prepare_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optio
                         "bottom_right")
     args, workspace, _, _ = _decode_call(q, k_cache, v_cache, seqlens_k, page_table, left, softmax_scale, False,
                                          out, num_splits, split_merge, max_seqlen_k, stream, chunk_size, softcap,
-                                         alibi_slopes, sinks, snip, None, page_indptr, last_page_len)
+                                         alibi_slopes, sinks, snip, None, page_indptr, last_page_len, bias)
     import torch
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("flashjit.prepare_decode must run before CUDA-graph capture, not during it")

@@ -40,11 +40,12 @@ def sink_logits(heads, device="cuda"):
     return (torch.randn(heads, device=device) + 4.0).float()
 
 
-def variant_reference64(q, k, v, visible, softmax_scale=None, softcap=0.0, slopes=None, sinks=None):
+def variant_reference64(q, k, v, visible, softmax_scale=None, softcap=0.0, slopes=None, sinks=None, bias=None):
     """float64 O [B, Sq, Hq, Dv] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against k, v [B, Sk, Hkv, D] with a
     [Sq, Sk] mask of visible keys: x = scale q.k, softcap * tanh(x / softcap) when softcap > 0, minus
-    slope[b, h] * |i + Sk - Sq - j| with slopes ([Hq] or [B, Hq]), masked; sinks [Hq] add exp(sink) to each row's
-    denominator. A row that sees no key gets O = 0 and LSE = sink (-inf without sinks)."""
+    slope[b, h] * |i + Sk - Sq - j| with slopes ([Hq] or [B, Hq]), plus bias (broadcasting to [B, Hq, Sq, Sk]; a bool
+    one hides the pairs where it is False), masked; sinks [Hq] add exp(sink) to each row's denominator. A row that
+    sees no key gets O = 0 and LSE = sink (-inf without sinks)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     scale = 1 / math.sqrt(d) if softmax_scale is None else softmax_scale
@@ -60,6 +61,10 @@ def variant_reference64(q, k, v, visible, softmax_scale=None, softcap=0.0, slope
         i = torch.arange(sq, device=q.device, dtype=torch.float64)[:, None] + (sk - sq)
         j = torch.arange(sk, device=q.device, dtype=torch.float64)[None, :]
         x = x - s[:, :, None, None] * (i - j).abs()
+    if bias is not None and bias.dtype == torch.bool:
+        visible = visible & bias
+    elif bias is not None:
+        x = x + bias.double()
     x = x.masked_fill(~visible, -math.inf)
     if sinks is not None:
         sink = sinks.double()[None, :, None, None].expand(b, hq, sq, 1)

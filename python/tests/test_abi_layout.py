@@ -16,6 +16,7 @@ SOURCE_DIR = Path(__file__).resolve().parents[2]
 STRUCTS = {
     "flashjit_runtime_options": _abi.RuntimeOptions,
     "flashjit_strides": _abi.Strides,
+    "flashjit_bias_strides": _abi.BiasStrides,
     "flashjit_attention_args": _abi.AttentionArgs,
     "flashjit_decode_args": _abi.DecodeArgs,
     "flashjit_append_args": _abi.AppendArgs,
@@ -23,6 +24,9 @@ STRUCTS = {
     "flashjit_merge_args": _abi.MergeArgs,
     "flashjit_target": _abi.Target,
 }
+
+
+BIAS = ["bias", "bias_type", "bias_strides"]
 
 
 def c_compiler():
@@ -119,7 +123,8 @@ def test_paged_fields_default_off(layout):
     paged = ["page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages"]
     csr = ["page_indptr", "last_page_len"]
     block_mask = [name for name, _ in _abi.BLOCK_MASK_FIELDS]
-    assert fields[-len(paged) - len(csr) - len(block_mask) - 1:] == ["alignment"] + paged + csr + block_mask
+    assert fields[-len(paged) - len(csr) - len(block_mask) - len(BIAS) - 1:-len(BIAS)] == \
+        ["alignment"] + paged + csr + block_mask
     offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
     alignment_end = offsets["alignment"] + ctypes.sizeof(ctypes.c_int)
     pointer = ctypes.sizeof(ctypes.c_void_p)
@@ -147,7 +152,7 @@ def test_decode_csr_fields_default_off(layout):
     struct ended before them (so that a caller of the older header covers none of them) and default to the dense
     table."""
     fields = [name for name, _, _ in layout["flashjit_decode_args"] if name != "sizeof"]
-    assert fields[-3:] == ["seqlens_out", "page_indptr", "last_page_len"]
+    assert fields[-3 - len(BIAS):-len(BIAS)] == ["seqlens_out", "page_indptr", "last_page_len"]
     offsets = {name: offset for name, offset, _ in layout["flashjit_decode_args"]}
     pointer = ctypes.sizeof(ctypes.c_void_p)
     assert offsets["page_indptr"] == offsets["seqlens_out"] + pointer
@@ -165,3 +170,18 @@ def test_append_csr_fields_default_off(layout):
     assert offsets["page_indptr"] == offsets["stream"] + pointer
     args = _abi.AppendArgs()
     assert (args.page_indptr, args.last_page_len) == (None, None)
+
+
+@pytest.mark.parametrize("struct, before", [("flashjit_attention_args", "bm_head_stride"),
+                                            ("flashjit_decode_args", "last_page_len")])
+def test_bias_fields_end_the_structs(struct, before, layout):
+    """The bias fields end both structs, after the block mask's bm_head_stride (attention) or the CSR table's
+    last_page_len (decode), start where the struct ended before them (so that a caller of the older header covers
+    none of them) and default to no bias."""
+    fields = [name for name, _, _ in layout[struct] if name != "sizeof"]
+    assert fields[-len(BIAS) - 1:] == [before] + BIAS
+    offsets = {name: offset for name, offset, _ in layout[struct]}
+    assert offsets["bias"] == offsets[before] + 8
+    args = STRUCTS[struct]()
+    assert (args.bias, args.bias_type) == (None, 0)
+    assert (args.bias_strides.batch, args.bias_strides.head, args.bias_strides.q, args.bias_strides.k) == (0, 0, 0, 0)

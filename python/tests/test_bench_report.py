@@ -46,11 +46,13 @@ def test_variant_sweep():
     variants = [s for s in shapes if report.has_variant(s)]
     plain = [s for s in shapes if not report.has_variant(s)]
     # every variant case runs next to the same shape without it, in the same process
-    strip = lambda s: {k: v for k, v in s.items() if k not in ("softcap", "alibi", "sinks")}  # noqa: E731
+    strip = lambda s: {k: v for k, v in s.items() if k not in ("softcap", "alibi", "sinks", "bias")}  # noqa: E731
     assert all(strip(s) in plain for s in variants)
     assert {report.label(s) for s in variants} >= {"B1 S8192 H32/8 D128 causal softcap 50",
                                                    "B1 S8192 H64/8 D64 window 128 sinks",
-                                                   "B1 S8192 H32/8 D128 causal alibi"}
+                                                   "B1 S8192 H32/8 D128 causal alibi",
+                                                   "B1 S4096 H32/8 D128 causal bias bf16 [1, H, S, S]",
+                                                   "B1 S4096 H32/8 D128 full bias bf16 [1, H, S, S]"}
     # a variant costs no extra FLOPs in the count
     assert all(report.attention_flops(s) == report.attention_flops(strip(s)) for s in variants)
     assert "softcap" not in report.shape(1, 8, 8, 1, 1, 64, False) and report.shape(1, 8, 8, 1, 1, 64, False,

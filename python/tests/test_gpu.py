@@ -3,8 +3,9 @@ SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and
 (fullgraph=True, no graph break) and torch.export over the custom ops, flash-attn's names against float64, select
 for the device's arch; the variants (softcap, ALiBi, sinks) against float64; paged prefill (page_table=,
 seqused_k=) against float64. The checks live in gpu_checks.py, gpu_torch_checks.py, gpu_variant_checks.py,
-gpu_paged_checks.py and gpu_append_checks.py, which also run without pytest. Appending to a KV cache (append_kv,
-the fused flash_attn_with_kvcache) against torch indexing."""
+gpu_paged_checks.py, gpu_append_checks.py and gpu_bias_checks.py, which also run without pytest. Appending to a KV
+cache (append_kv, the fused flash_attn_with_kvcache) against torch indexing; bias tensors (bias=) against SDPA's
+attn_mask and float64."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -12,6 +13,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
 import gpu_append_checks  # noqa: E402  (needs torch)
+import gpu_bias_checks  # noqa: E402
 import gpu_checks  # noqa: E402
 import gpu_paged_checks  # noqa: E402
 import gpu_torch_checks  # noqa: E402
@@ -93,4 +95,9 @@ def test_append_matches_torch_indexing(case):
 
 @pytest.mark.parametrize("check", gpu_append_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 def test_append_check(check):
+    check()
+
+
+@pytest.mark.parametrize("check", gpu_bias_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_bias_check(check):
     check()

@@ -42,10 +42,39 @@ static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, page_indpt
 // The decode's CSR page-table fields followed seqlens_out, which ended flashjit_decode_args at 552 bytes (LP64).
 static_assert(sizeof(void*) != 8 || offsetof(flashjit_decode_args, page_indptr) == 552,
               "a decode CSR field starts inside the older struct's size");
+// The bias fields followed the block mask's fields in flashjit_attention_args (576 bytes, LP64) and the CSR fields in
+// flashjit_decode_args (568).
+static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, bias) == 576 &&
+                                     offsetof(flashjit_decode_args, bias) == 568),
+              "a bias field starts inside the older struct's size");
 static_assert(sizeof(flashjit_attention_args::aux_pointers) / sizeof(void*) == ModAux::kPointers &&
                   sizeof(flashjit_attention_args::aux_scalars) / sizeof(float) == ModAux::kScalars &&
                   sizeof(flashjit_attention_args::aux_integers) / sizeof(int64_t) == ModAux::kIntegers,
               "the C ABI's aux arrays are ModAux's");
+
+// flashjit_bias_type is BiasType in the same order.
+static_assert(FLASHJIT_BIAS_NONE == static_cast<int>(BiasType::none) && FLASHJIT_BIAS_FP32 == static_cast<int>(BiasType::fp32) &&
+              FLASHJIT_BIAS_BF16 == static_cast<int>(BiasType::bf16) && FLASHJIT_BIAS_FP16 == static_cast<int>(BiasType::fp16) &&
+              FLASHJIT_BIAS_BOOL == static_cast<int>(BiasType::boolean));
+Result<BiasType> bias_type_of(int v) {
+  if (v >= FLASHJIT_BIAS_NONE && v <= FLASHJIT_BIAS_BOOL) return static_cast<BiasType>(v);
+  return Error(ErrorCode::invalid_argument,
+               fmt::format("bias_type {} is not a flashjit_bias_type (0 none, 1 fp32, 2 bf16, 3 fp16, 4 bool)", v));
+}
+
+// The bias of an attention or decode args struct, where the caller's struct has it.
+template <class Args, class Problem>
+Status read_bias(const Args& a, Problem& p) {
+  if (FLASHJIT_PRESENT(a, bias)) p.bias = a.bias;
+  if (FLASHJIT_PRESENT(a, bias_type)) {
+    auto type = bias_type_of(a.bias_type);
+    if (!type.ok()) return std::move(type).error();
+    p.bias_type = *type;
+  }
+  if (FLASHJIT_PRESENT(a, bias_strides))
+    p.bias_strides = BiasStrides{a.bias_strides.batch, a.bias_strides.head, a.bias_strides.q, a.bias_strides.k};
+  return {};
+}
 
 // The snippets and their aux values of an attention or decode args struct, where the caller's struct has them.
 template <class Args, class Problem>
@@ -126,41 +155,6 @@ bool read_tail(const unsigned char* src, std::size_t n, unsigned char* dst) {
                   ::read(fds[0], dst + direct, n - direct) == static_cast<ssize_t>(n - direct);
   ::close(fds[0]), ::close(fds[1]);
   return ok;
-}
-
-Result<DType> dtype_of(int v) {
-  switch (v) {
-    case FLASHJIT_DTYPE_BF16: return DType::bf16;
-    case FLASHJIT_DTYPE_FP16: return DType::fp16;
-    default:
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("dtype {} is not a flashjit_dtype (0 bf16, 1 fp16)", v));
-  }
-}
-
-Result<MaskKind> mask_of(int v) {
-  switch (v) {
-    case FLASHJIT_MASK_NONE: return MaskKind::none;
-    case FLASHJIT_MASK_CAUSAL: return MaskKind::causal;
-    case FLASHJIT_MASK_SLIDING_WINDOW: return MaskKind::sliding_window;
-    case FLASHJIT_MASK_CHUNKED: return MaskKind::chunked;
-    case FLASHJIT_MASK_CHUNKED_CAUSAL: return MaskKind::chunked_causal;
-    default:
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("mask {} is not a flashjit_mask (0 none, 1 causal, 2 sliding window, 3 chunked, "
-                               "4 chunked causal)",
-                               v));
-  }
-}
-
-Result<Alignment> alignment_of(int v) {
-  switch (v) {
-    case FLASHJIT_ALIGN_BOTTOM_RIGHT: return Alignment::bottom_right;
-    case FLASHJIT_ALIGN_TOP_LEFT: return Alignment::top_left;
-    default:
-      return Error(ErrorCode::invalid_argument,
-                   fmt::format("alignment {} is not a flashjit_alignment (0 bottom-right, 1 top-left)", v));
-  }
 }
 
 Result<RuntimeOptions> read_options(const flashjit_runtime_options* options) {
@@ -271,6 +265,7 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, page_indptr)) p.page_indptr = a.page_indptr;
   if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
   read_block_mask(a, p.block_mask);
+  FLASHJIT_TRY(read_bias(a, p));
   return out;
 }
 
@@ -320,6 +315,7 @@ Result<DecodeProblem> read_decode_args(const flashjit_decode_args* args) {
   read_fused_append(a, p);
   if (FLASHJIT_PRESENT(a, page_indptr)) p.page_indptr = a.page_indptr;
   if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
+  FLASHJIT_TRY(read_bias(a, p));
   if (p.workspace == nullptr && p.workspace_bytes != 0)
     return Error(ErrorCode::invalid_argument,
                  fmt::format("workspace is NULL but workspace_bytes is {} (NULL with 0: the runtime's workspace)",
@@ -416,6 +412,7 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   from_problem("sinks", problem.sinks != nullptr, config->sinks);
   from_problem("score_mod", std::string(problem.score_mod ? problem.score_mod : ""), config->score_mod);
   from_problem("mask_mod", std::string(problem.mask_mod ? problem.mask_mod : ""), config->mask_mod);
+  from_problem("bias", problem.bias != nullptr ? problem.bias_type : BiasType::none, config->bias);
   if (!partial->has("arch")) {
     auto picked = runtime.select(problem);  // checks the problem and finds its device
     if (!picked.ok()) return std::move(picked).error();

@@ -25,7 +25,7 @@ Result<GeneratedSource> generate(const DecodeKernelConfig& c) {
       "    /*column_groups=*/{}, /*page_size=*/{}, /*mask=*/flashjit::MaskKind::{}, /*cluster_merge=*/{}{}>",
       element_type(c.dtype), c.head_dim, c.rows, c.block_n, c.stages, c.warps, c.column_groups, c.page_size,
       to_string(c.mask), c.cluster_merge,
-      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty()));
+      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias));
   return framed(readable_name(c), to_json(c), "decode/split_kv.cuh", kernel, "DecodeParams", shared_memory_bytes(c),
                 threads_per_cta(c), c.score_mod, c.mask_mod);
 }

@@ -31,7 +31,9 @@ const char* element_type(DType dtype);
 
 // The variant template argument (templates/attention/variant.cuh) that follows a kernel's last parameter,
 // ",\n    /*variant=*/flashjit::Variant<...>", when any variant is on; empty otherwise. The snippets are the
-// wrappers render() defines (flashjit_score_mod, flashjit_mask_mod).
-std::string variant_arg(bool softcap, bool alibi, bool sinks, bool score_mod, bool mask_mod);
+// wrappers render() defines (flashjit_score_mod, flashjit_mask_mod); the bias its element type
+// (templates/attention/bias.cuh).
+std::string variant_arg(bool softcap, bool alibi, bool sinks, bool score_mod, bool mask_mod,
+                        BiasType bias);
 
 }  // namespace flashjit::codegen

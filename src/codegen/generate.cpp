@@ -51,7 +51,8 @@ std::string kernel_template(const KernelConfig& c) {
 // The template instantiation, one parameter per line with its name. Block-sparse kernels name the variant
 // (flashjit::NoVariant without one) before their flag.
 std::string kernel_type(const KernelConfig& c) {
-  std::string variant = variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty());
+  std::string variant =
+      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias);
   if (!c.block_sparse) return kernel_template(c) + variant + ">";
   if (variant.empty()) variant = ",\n    /*variant=*/flashjit::NoVariant";
   return kernel_template(c) + variant + ",\n    /*block_sparse=*/true>";

@@ -139,7 +139,8 @@ std::string readable_name(const DecodeKernelConfig& c) {
   const std::string columns = c.column_groups > 1 ? fmt::format("c{}", c.column_groups) : std::string();
   return fmt::format("decode_{}_d{}_r{}_bn{}_s{}_w{}{}_{}{}{}{}_{}", to_string(c.dtype), c.head_dim, c.rows, c.block_n,
                      c.stages, c.warps, columns, layout, mask_tag(c.mask),
-                     c.cluster_merge ? "_cluster" : "", config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod), arch_tag(c.arch));
+                     c.cluster_merge ? "_cluster" : "",
+                     config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias), arch_tag(c.arch));
 }
 
 std::string readable_name(const CombineKernelConfig& c) {

@@ -33,6 +33,11 @@ constexpr std::pair<Scheduler, const char*> kSchedulers[] = {{Scheduler::grid, "
                                                              {Scheduler::persistent, "persistent"}};
 constexpr std::pair<KvLayout, const char*> kLayouts[] = {{KvLayout::contiguous, "contiguous"},
                                                          {KvLayout::paged, "paged"}};
+constexpr std::pair<BiasType, const char*> kBiasTypes[] = {{BiasType::none, "none"},
+                                                           {BiasType::fp32, "fp32"},
+                                                           {BiasType::bf16, "bf16"},
+                                                           {BiasType::fp16, "fp16"},
+                                                           {BiasType::boolean, "bool"}};
 constexpr std::pair<KernelKind, const char*> kKinds[] = {
     {KernelKind::prefill, "prefill"}, {KernelKind::decode, "decode"}, {KernelKind::combine, "combine"},
     {KernelKind::append, "append"}, {KernelKind::block_mask, "block_mask"}};
@@ -44,12 +49,14 @@ const char* to_string(DType d) { return name_of(d, kDTypes); }
 const char* to_string(MaskKind m) { return name_of(m, kMasks); }
 const char* to_string(Scheduler s) { return name_of(s, kSchedulers); }
 const char* to_string(KvLayout l) { return name_of(l, kLayouts); }
+const char* to_string(BiasType b) { return name_of(b, kBiasTypes); }
 const char* to_string(KernelKind k) { return name_of(k, kKinds); }
 std::optional<Algorithm> parse_algorithm(std::string_view s) { return lookup(s, kAlgorithms); }
 std::optional<DType> parse_dtype(std::string_view s) { return lookup(s, kDTypes); }
 std::optional<MaskKind> parse_mask(std::string_view s) { return lookup(s, kMasks); }
 std::optional<Scheduler> parse_scheduler(std::string_view s) { return lookup(s, kSchedulers); }
 std::optional<KvLayout> parse_kv_layout(std::string_view s) { return lookup(s, kLayouts); }
+std::optional<BiasType> parse_bias_type(std::string_view s) { return lookup(s, kBiasTypes); }
 
 std::string Arch::to_string() const { return fmt::format("sm_{}{}", sm, accelerated ? "a" : ""); }
 

@@ -82,5 +82,8 @@ Status parse_value(const std::string& key, const std::string& text, Scheduler& o
 Status parse_value(const std::string& key, const std::string& text, KvLayout& out) {
   return parse_enum(key, text, out, parse_kv_layout, "contiguous, paged");
 }
+Status parse_value(const std::string& key, const std::string& text, BiasType& out) {
+  return parse_enum(key, text, out, parse_bias_type, "none, fp32, bf16, fp16, bool");
+}
 
 }  // namespace flashjit::config

@@ -35,6 +35,7 @@ Status parse_value(const std::string& key, const std::string& text, DType& out);
 Status parse_value(const std::string& key, const std::string& text, MaskKind& out);
 Status parse_value(const std::string& key, const std::string& text, Scheduler& out);
 Status parse_value(const std::string& key, const std::string& text, KvLayout& out);
+Status parse_value(const std::string& key, const std::string& text, BiasType& out);
 Status parse_value(const std::string& key, const std::string& text, std::string& out);  // the snippets
 
 // Value -> JSON value text.

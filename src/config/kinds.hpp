@@ -26,7 +26,7 @@ struct Kind<KernelConfig> {
       Field<C, int>{"page_size", &C::page_size, nullptr, true}, Field<C, bool>{"softcap", &C::softcap, nullptr, true},
       Field<C, bool>{"alibi", &C::alibi, nullptr, true}, Field<C, bool>{"sinks", &C::sinks, nullptr, true},
       Field<C, std::string>{"score_mod", &C::score_mod, nullptr, true},
-      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true},
+      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true}, Field<C, BiasType>{"bias", &C::bias, nullptr, true},
       Field<C, bool>{"block_sparse", &C::block_sparse, nullptr, true});
 };
 
@@ -42,7 +42,7 @@ struct Kind<DecodeKernelConfig> {
       Field<C, MaskKind>{"mask", &C::mask}, Field<C, bool>{"cluster_merge", &C::cluster_merge},
       Field<C, bool>{"softcap", &C::softcap, nullptr, true}, Field<C, bool>{"alibi", &C::alibi, nullptr, true},
       Field<C, bool>{"sinks", &C::sinks, nullptr, true}, Field<C, std::string>{"score_mod", &C::score_mod, nullptr, true},
-      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true});
+      Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true}, Field<C, BiasType>{"bias", &C::bias, nullptr, true});
 };
 
 template <>

@@ -39,6 +39,25 @@ inline bool fa3_gathers_pages(const KernelConfig& c) {
 // XOR swizzle applies (fa2::SmemTile).
 inline constexpr int padded_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }
 
+// Per-thread registers of an FA3 consumer, an estimate: O (head_dim_v / 2, padded to 16), S (block_n / 2), P
+// (block_n / 4), softmax state, descriptors and addressing; and its budget (setmaxnreg, templates/fa3/kernel.cuh).
+// ptxas has the last word (CI checks for spills).
+inline int fa3_consumer_registers(const KernelConfig& c) {
+  return (value_head_dim(c) + 15) / 16 * 16 / 2 + c.block_n / 2 + c.block_n / 4 + 40;
+}
+inline int fa3_consumer_budget(int consumers) { return consumers == 1 ? 256 : consumers == 2 ? 240 : 160; }
+// What a bias tensor adds to that: the entries of a tile a thread holds while Q·Kᵀ runs (two rows' key pairs of each
+// 8-key n-tile, a register each, two for fp32: block_n / 4 or block_n / 2), with the margins under which NVRTC 13.0's
+// ptxas kept two consumer warpgroups spill-free at d64-d256 (dispatch/heuristics.cpp, fit_variant_registers).
+inline int fa3_bias_registers(const KernelConfig& c) {
+  switch (c.bias) {
+    case BiasType::none: return 0;
+    case BiasType::fp32: return c.block_n / 2 + 16;
+    case BiasType::boolean: return c.block_n / 4 + 12;
+    default: return c.block_n / 4 + 8;
+  }
+}
+
 // Why a packed-GQA fa3 config cannot run a problem with these head counts (empty when it can): the group
 // (heads_q / heads_kv) must be whole and divide block_m, so that a tile holds whole positions
 // (templates/fa3/rows.cuh).

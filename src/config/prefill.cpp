@@ -51,13 +51,6 @@ void validate_fa2(const KernelConfig& c, std::vector<ConfigIssue>& out) {
 // (templates/fa3/columns.cuh).
 int fa3_padded(int dim) { return (dim + 15) / 16 * 16; }
 
-// Per-thread registers of an FA3 consumer: O (head_dim_v / 2), S (block_n / 2), P (block_n / 4), softmax
-// state, descriptors and addressing.
-int fa3_consumer_registers(const KernelConfig& c) {
-  return fa3_padded(value_head_dim(c)) / 2 + c.block_n / 2 + c.block_n / 4 + 40;
-}
-int fa3_consumer_budget(int consumers) { return consumers == 1 ? 256 : consumers == 2 ? 240 : 160; }
-
 void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   auto add = [&](const char* f, std::string m) { out.push_back({f, std::move(m)}); };
   if (!(c.arch.sm == 90 && c.arch.accelerated))
@@ -74,11 +67,11 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
     add("block_n", fmt::format("fa3 needs a multiple of 16 in [64, 256] (wgmma N), got {}", c.block_n));
   if (c.stages < 2 || c.stages > 4) add("stages", fmt::format("fa3 needs 2 to 4 stages, got {}", c.stages));
   // Packed rows span several query heads: the variants that take the head per tile (ALiBi's slope, the
-  // snippets' head argument) are not packed yet.
-  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty()))
-    add("pack_gqa", "pack_gqa does not take alibi, score_mod or mask_mod (they read the query head per tile)");
+  // snippets' head argument, the bias's head plane) are not packed yet.
+  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty() || c.bias != BiasType::none))
+    add("pack_gqa", "pack_gqa does not take alibi, score_mod, mask_mod or bias (they read the query head per tile)");
   if (!out.empty()) return;
-  int regs = fa3_consumer_registers(c), budget = fa3_consumer_budget(wg);
+  int regs = config::fa3_consumer_registers(c), budget = config::fa3_consumer_budget(wg);
   if (regs > budget)
     add("block_n", fmt::format("register budget exceeded: about {} registers per consumer thread for head_dim_v {} / "
                                "block_n {} (budget {} with {} consumer warpgroups)",
@@ -196,7 +189,7 @@ std::string readable_name(const KernelConfig& c) {
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
   const std::string varlen = std::string(c.varlen ? "_varlen" : "") +
                              (c.page_size > 0 ? fmt::format("_paged{}", c.page_size) : std::string()) +
-                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod) +
+                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias) +
                              (c.block_sparse ? "_bsparse" : "");
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);

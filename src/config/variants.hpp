@@ -1,4 +1,4 @@
-// What the prefill and decode configs share about their variants (softcap, alibi, sinks, score_mod, mask_mod):
+// What the prefill and decode configs share about their variants (softcap, alibi, sinks, score_mod, mask_mod, bias):
 // the readable-name tag and the checks of the snippets' text.
 #pragma once
 
@@ -12,9 +12,21 @@ namespace flashjit::config {
 // Longest snippet text a config takes (bytes).
 inline constexpr std::size_t kMaxSnippetBytes = 64 * 1024;
 
-// "_softcap_alibi_sinks_smod1a2b3c4d_mmod5e6f7a8b" for those compiled in, in declaration order (a snippet by the
-// first 8 hex digits of its text's SHA-256); empty without any.
-std::string variant_tag(bool softcap, bool alibi, bool sinks, const std::string& score_mod, const std::string& mask_mod);
+// "_softcap_alibi_sinks_smod1a2b3c4d_mmod5e6f7a8b_biasbf16" for those compiled in, in declaration order (a snippet by
+// the first 8 hex digits of its text's SHA-256); empty without any.
+std::string variant_tag(bool softcap, bool alibi, bool sinks, const std::string& score_mod, const std::string& mask_mod,
+                        BiasType bias = BiasType::none);
+
+// Bytes of one entry of a bias tensor of that type (0 for none).
+inline int bias_element_bytes(BiasType b) {
+  switch (b) {
+    case BiasType::fp32: return 4;
+    case BiasType::bf16:
+    case BiasType::fp16: return 2;
+    case BiasType::boolean: return 1;
+    default: return 0;
+  }
+}
 
 // Issues of the snippets' text (its length; no NUL byte, which would end the source NVRTC sees).
 void validate_snippets(const std::string& score_mod, const std::string& mask_mod, std::vector<ConfigIssue>& out);

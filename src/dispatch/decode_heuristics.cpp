@@ -316,6 +316,7 @@ DecodeKernelConfig decode_split_kernel(const DecodeProblem& p, const Arch& arch,
   }
   split.softcap = p.softcap > 0.f, split.alibi = p.alibi_slopes != nullptr, split.sinks = p.sinks != nullptr;
   split.score_mod = snippet_text(p.score_mod), split.mask_mod = snippet_text(p.mask_mod);
+  split.bias = bias_of(p.bias, p.bias_type);
   return split;
 }
 

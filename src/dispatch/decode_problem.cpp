@@ -131,6 +131,9 @@ Status check(const DecodeProblem& p) {
   for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
                                                         p.score_mod, p.mask_mod))
     add(std::move(issue));
+  for (auto& issue :
+       dispatch::bias_issues(p.bias, p.bias_type, p.bias_strides, p.batch, p.heads_q, p.q_len, p.max_seqlen_k))
+    add(std::move(issue));
   if (p.num_splits < 0 || p.num_splits > dispatch::kMaxDecodeSplits)
     add(fmt::format("num_splits must be 0 (planned) or in [1, {}], got {}", dispatch::kMaxDecodeSplits, p.num_splits));
   const int merge = static_cast<int>(p.split_merge);

@@ -158,6 +158,12 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   if (c.mask_mod != snippet_text(p.mask_mod))
     why.push_back(c.mask_mod.empty() ? "the problem has a mask_mod but the kernel has none"
                                      : "the kernel's mask_mod is not the problem's");
+  if (const BiasType bias = bias_of(p.bias, p.bias_type); c.bias != bias)
+    why.push_back(c.bias == BiasType::none ? fmt::format("the problem has a {} bias but the kernel has none: set bias={}",
+                                                         to_string(bias), to_string(bias))
+                                           : fmt::format("the kernel reads a {} bias but the problem has {}",
+                                                         to_string(c.bias),
+                                                         bias == BiasType::none ? "none" : to_string(bias)));
   if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
   const BlockMask& bm = p.block_mask;
   if (const std::string b = config::block_mask_mismatch(c, bm.active() ? bm.q_block : 0, bm.kv_block); !b.empty())
@@ -171,7 +177,53 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
                fmt::format("config {} does not fit the problem: {}", readable_name(c), fmt::join(why, "; ")));
 }
 
+namespace {
+
+// A bias tensor's entries of a tile stay in the consumers' registers while Q·Kᵀ runs (templates/fa3/consumer.cuh,
+// load_bias): block_n / 4 registers, fp32 block_n / 2. NVRTC 13.0, -Xptxas=-v, causal, persistent, spill bytes:
+// three consumer warpgroups (160 registers) spill from 64-key tiles on at d96 (12-92) and with fp32 entries at d64
+// (16): two warpgroups instead. Two: d64 0 with 128-key tiles (fp32 28, 0 with 96); d128 fp32 88 from 112 keys, bool
+// 20 at 128 (0 with 96 and 112); d160 fp32 24 at 96, bf16 164 at 128, bool 32 at 112; d192 fp32 336 at 96, bf16 and
+// bool about 200 at 112; d256 bf16 76 and bool 60 at 80, fp32 56 at 64. The widest tile whose estimate
+// (config::fa3_bias_registers) fits the budget lands on or under each boundary; where none does (d256 with fp32 or
+// bool entries) one warpgroup of 64-key tiles (0 bytes at d256). At d256 another variant beside the bias spills
+// with 64-key tiles on two warpgroups too (softcap 8, ALiBi 16, sinks 92 bytes; d192's 96-key tiles 0): one
+// warpgroup (0; fp32 entries with softcap, ALiBi and sinks all on 8).
+// FA2 (255 registers): sm_90's 64-key tiles of 32 rows per warp spill with a bias from d112 on (d128: 76-88 bytes;
+// d96: 0); the 32-key tiles of three stages that sm_80 takes do not (0, softcap, ALiBi and sinks on too).
+void fit_bias_registers(KernelConfig& c) {
+  if (c.algorithm == Algorithm::fa2) {
+    KernelConfig k = c;
+    k.block_n = 32, k.stages = 3;
+    if (std::max(c.head_dim, value_head_dim(c)) > 96 && c.block_n == 64 && c.block_m == 32 * c.warps &&
+        validate(k).empty())
+      c = k;
+    return;
+  }
+  if (c.consumer_warpgroups == 1) return;  // the small-grid tiles (64 rows, 64 keys): 48 registers to spare
+  const bool others = c.softcap || c.alibi || c.sinks || !c.score_mod.empty() || !c.mask_mod.empty();
+  const bool two = !(others && std::max(c.head_dim, value_head_dim(c)) > 240);
+  KernelConfig k = c;
+  // The three-warpgroup heuristic's 96-key tiles become the two-warpgroup heuristic's 128; the short windows' 64
+  // stay.
+  const int widest = c.consumer_warpgroups == 3 && c.block_n > 64 ? 128 : c.block_n;
+  k.consumer_warpgroups = 2, k.block_m = 128;
+  for (int bn = widest / 16 * 16; two && bn >= 64; bn -= 16) {
+    k.block_n = bn;
+    if (validate(k).empty() &&
+        config::fa3_consumer_registers(k) + config::fa3_bias_registers(k) <= config::fa3_consumer_budget(2)) {
+      c = k;
+      return;
+    }
+  }
+  k.consumer_warpgroups = 1, k.block_m = 64, k.block_n = 64;
+  if (validate(k).empty()) c = k;
+}
+
+}  // namespace
+
 void fit_variant_registers(KernelConfig& c) {
+  if (c.algorithm != Algorithm::naive && c.bias != BiasType::none) fit_bias_registers(c);
   if (c.algorithm != Algorithm::fa3 || !(c.softcap || c.alibi || c.sinks || !c.score_mod.empty() || !c.mask_mod.empty()))
     return;
   // A variant keeps a few more values live in the consumers (the cap, the slope, the sink's finalize): at
@@ -329,6 +381,7 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     k.varlen = p.varlen();
     k.softcap = p.softcap > 0.f, k.alibi = p.alibi_slopes != nullptr, k.sinks = p.sinks != nullptr;
     k.score_mod = snippet_text(p.score_mod), k.mask_mod = snippet_text(p.mask_mod);
+    k.bias = bias_of(p.bias, p.bias_type);
     fit_variant_registers(k);
     fit_pack_gqa(k, p);
     fit_pages(k, p);  // after the tiles' last change

@@ -28,8 +28,9 @@ KernelConfig naive_config(DType dtype, int head_dim, MaskKind mask, const Arch& 
 Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
                             Algorithm requested = Algorithm::automatic, const TunedTables* tuned = nullptr);
 
-// The tiles of an fa3 config with variants on (softcap, alibi, sinks), narrowed where the heuristic tiles would
-// spill registers with them; other configs as they are. choose() applies it.
+// The tiles of an fa3 config with variants on (softcap, alibi, sinks, a bias tensor), narrowed where the heuristic
+// tiles would spill registers with them (a bias: two consumer warpgroups, or one at d256); other configs as they
+// are. choose() applies it.
 void fit_variant_registers(KernelConfig& config);
 
 // fa3 configs for problems whose key range per row is short (sliding windows of at most 512 keys) with grouped

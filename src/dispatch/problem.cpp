@@ -231,6 +231,9 @@ Status check(const AttentionProblem& p) {
                                                         p.score_mod, p.mask_mod))
     add(std::move(issue));
   for (auto& issue : dispatch::block_mask_issues(p)) add(std::move(issue));
+  // The bias at the max lengths (varlen, paged: positions within each sequence).
+  for (auto& issue : dispatch::bias_issues(p.bias, p.bias_type, p.bias_strides, p.batch, p.heads_q, p.seqlen_q, p.seqlen_k))
+    add(std::move(issue));
   if (p.alignment != Alignment::bottom_right && p.alignment != Alignment::top_left)
     add(fmt::format("alignment must be bottom_right (0) or top_left (1), got {}", static_cast<int>(p.alignment)));
   switch (p.mask) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -29,6 +30,39 @@ std::vector<std::string> variant_issues(float softcap, const float* alibi_slopes
   if (alibi_slopes_batch_stride < 0 || alibi_slopes_batch_stride > (std::int64_t{1} << 40))
     out.push_back(fmt::format("alibi_slopes_batch_stride must be in [0, 2^40] elements, got {}", alibi_slopes_batch_stride));
   if (sinks != nullptr && reinterpret_cast<std::uintptr_t>(sinks) % 4 != 0) out.push_back("sinks must be 4-byte aligned");
+  return out;
+}
+
+std::vector<std::string> bias_issues(const void* bias, BiasType type, const BiasStrides& strides, std::int64_t batch,
+                                     std::int64_t heads, std::int64_t rows, std::int64_t keys) {
+  std::vector<std::string> out;
+  const int bytes = config::bias_element_bytes(type);
+  if (type != BiasType::none && bytes == 0) {
+    out.push_back(fmt::format("bias_type {} is not a BiasType (none, fp32, bf16, fp16, bool)", static_cast<int>(type)));
+    return out;
+  }
+  if (bias == nullptr) {
+    if (type != BiasType::none) out.push_back(fmt::format("bias_type is {} but bias is null", to_string(type)));
+    return out;
+  }
+  if (type == BiasType::none) {
+    out.push_back("bias is set but bias_type is none: give its element type (fp32, bf16, fp16 or bool)");
+    return out;
+  }
+  if (reinterpret_cast<std::uintptr_t>(bias) % bytes != 0)
+    out.push_back(fmt::format("bias ({}) must be aligned to its {}-byte entries", fmt::ptr(bias), bytes));
+  const std::pair<std::int64_t, const char*> dims[] = {
+      {strides.batch, "batch"}, {strides.head, "head"}, {strides.q, "q"}, {strides.k, "k"}};
+  const std::int64_t extents[] = {batch, heads, rows, keys};
+  __int128 last = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto [stride, name] = dims[i];
+    if (stride < 0) out.push_back(fmt::format("bias_strides.{} must be >= 0 elements (0 broadcasts), got {}", name, stride));
+    else last += static_cast<__int128>(std::max<std::int64_t>(extents[i] - 1, 0)) * stride;
+  }
+  if ((last + 1) * bytes > (static_cast<__int128>(1) << 48))
+    out.push_back(fmt::format("bias_strides ({}, {}, {}, {}) put its last entry more than 2^48 bytes past bias",
+                              strides.batch, strides.head, strides.q, strides.k));
   return out;
 }
 

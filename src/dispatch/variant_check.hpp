@@ -1,4 +1,4 @@
-// The checks of a problem's variant arguments (softcap, alibi_slopes and their batch stride, sinks), shared by
+// The checks of a problem's variant arguments (softcap, alibi_slopes and their batch stride, sinks, bias), shared by
 // check(AttentionProblem) and check(DecodeProblem): one message per issue, naming the field.
 #pragma once
 
@@ -6,10 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "flashjit/problem.hpp"
+
 namespace flashjit::dispatch {
 
 std::vector<std::string> variant_issues(float softcap, const float* alibi_slopes, std::int64_t alibi_slopes_batch_stride,
                                         const float* sinks, const char* score_mod, const char* mask_mod);
+
+// The checks of a bias tensor (AttentionProblem::bias, DecodeProblem::bias) of extents [batch, heads, rows, keys]:
+// its pointer and type together, alignment to one entry, strides >= 0, and its last entry within reach.
+std::vector<std::string> bias_issues(const void* bias, BiasType type, const BiasStrides& strides, std::int64_t batch,
+                                     std::int64_t heads, std::int64_t rows, std::int64_t keys);
+// The bias type a problem's kernel compiles in (none without a bias tensor).
+inline BiasType bias_of(const void* bias, BiasType type) { return bias != nullptr ? type : BiasType::none; }
 
 // A snippet's text (empty for null).
 inline std::string snippet_text(const char* s) { return s != nullptr ? std::string(s) : std::string(); }

@@ -64,6 +64,7 @@ DecodeParams make_decode_params(const DecodeProblem& p, const dispatch::DecodePl
   d.alibi_slopes = p.alibi_slopes, d.alibi_batch = p.alibi_slopes_batch_stride;
   d.sinks = p.sinks;
   d.aux = aux_params(p.aux);
+  set_bias(d, p.bias, p.bias_type, p.bias_strides);
   return d;
 }
 

@@ -14,12 +14,13 @@
 namespace flashjit::launch {
 
 static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8 +
-                                              2 * 8 + 2 * 4 + 2 * 8 + 4 * 8 + 2 * 8 + 4 * 4,
+                                              2 * 8 + 2 * 4 + 2 * 8 + 4 * 8 + 2 * 8 + 4 * 4 + 8 + 4 * 8 + 2 * 4,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
                   offsetof(AttentionParams, softcap) == 5 * 8 + 12 * 8 + 72 &&
-                  offsetof(AttentionParams, sinks) == 5 * 8 + 12 * 8 + 96,
+                  offsetof(AttentionParams, sinks) == 5 * 8 + 12 * 8 + 96 &&
+                  offsetof(AttentionParams, bias) == 5 * 8 + 12 * 8 + 376,
               "AttentionParams field offsets changed: check the device side");
 
 static_assert(sizeof(ModAuxParams) == sizeof(ModAux) && ModAux::kPointers == ModAuxParams::kPointers &&
@@ -60,6 +61,7 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.alibi_slopes = p.alibi_slopes, a.alibi_batch = p.alibi_slopes_batch_stride;
   a.sinks = p.sinks;
   a.aux = aux_params(p.aux);
+  set_bias(a, p.bias, p.bias_type, p.bias_strides);
   if (p.paged()) {
     a.page_table = p.page_table, a.seqused_k = p.seqused_k;
     a.page_table_stride = p.max_pages_per_seq, a.num_pages = p.num_pages;

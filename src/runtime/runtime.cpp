@@ -28,6 +28,7 @@
 #include "runtime/devices.hpp"
 #include "runtime/kernels.hpp"
 #include "runtime/settings.hpp"
+#include "runtime/targets.hpp"
 #include "runtime/workspace_pool.hpp"
 
 namespace flashjit {
@@ -37,26 +38,11 @@ using runtime::Device;
 using runtime::Devices;
 using runtime::check_forced_merge;
 using runtime::check_fused_append;
+using runtime::check_target;
+using runtime::describe;
+using runtime::fill;
+using runtime::kPlaceholder;
 using runtime::selection_of;
-
-// Stands in for the pointers a selection for a target does not read (check() wants them set and aligned).
-void* const kPlaceholder = reinterpret_cast<void*>(std::uintptr_t{256});
-
-template <class T>
-void fill(T*& pointer) {
-  if (pointer == nullptr) pointer = static_cast<T*>(kPlaceholder);
-}
-
-Status check_target(const Target& target) {
-  if (target.sms < 1)
-    return Error(ErrorCode::invalid_argument, fmt::format("target sms must be >= 1, got {}", target.sms));
-  return {};
-}
-
-std::string describe(const Target& target) {
-  return fmt::format("a {} target with {} SMs{}", target.arch.to_string(), target.sms,
-                     target.gpu.empty() ? "" : fmt::format(" ({})", target.gpu));
-}
 
 }  // namespace
 
@@ -88,7 +74,8 @@ struct Runtime::Impl {
                                                         {p.cu_seqlens_q, "cu_seqlens_q"},
                                                         {p.cu_seqlens_k, "cu_seqlens_k"},
                                                         {p.alibi_slopes, "alibi_slopes"},
-                                                        {p.sinks, "sinks"}});
+                                                        {p.sinks, "sinks"},
+                                                        {p.bias, "bias"}});
     if (!ordinal.ok()) return std::move(ordinal).error();
     return devices.get(*ordinal);
   }
@@ -105,6 +92,7 @@ struct Runtime::Impl {
                                                        {p.page_indptr, "page_indptr"},
                                                        {p.last_page_len, "last_page_len"}, {p.lse, "lse"}, {p.workspace, "workspace"},
                                                        {p.alibi_slopes, "alibi_slopes"}, {p.sinks, "sinks"},
+                                                       {p.bias, "bias"},
                                                        {p.k_new, "k_new"}, {p.v_new, "v_new"},
                                                        {p.seqlens_out, "seqlens_out"}});
     if (!ordinal.ok()) return std::move(ordinal).error();

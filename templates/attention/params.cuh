@@ -69,6 +69,12 @@ struct AttentionParams {
   int bm_q_block, bm_kv_block;
   int bm_num_kv_blocks;
   int bm_pad;
+
+  // Bias kernels only (attention/bias.cuh): entries [B, Hq, Sq, Sk] of the kernel's bias type (varlen and paged:
+  // positions within each sequence), at element strides that may be 0 (broadcast).
+  const void* bias;
+  long long bias_batch, bias_head, bias_q, bias_k;
+  int bias_pairs;  // 1: the entries of keys 2j and 2j + 1 of a row are one aligned load (bias_k 1, even offsets)
 };
 
 }  // namespace flashjit

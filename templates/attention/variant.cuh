@@ -9,10 +9,16 @@
 //   softcap: x <- cap * tanh(x / cap) on the natural logit x (Gemma 2), before ALiBi and the mask;
 //   alibi:   x <- x - slope * |a - k| for query row aligned to key a (bottom-right: a = i + seqlen_k - seqlen_q)
 //            and key k (flash-attn's alibi_slopes), the slope in the softmax's unit;
+//   bias:    x <- x + bias[b, h, q, k], an entry of a tensor (attention/bias.cuh), after ALiBi and before score_mod
+//            (which sees the sum), in natural units: score() adds entry / unit. Kernels read the entries of a
+//            thread's key pairs with bias_pair() (FA3 before waiting for Q·Kᵀ) and pass each entry, as
+//            bias_value(), to score();
 //   sinks:   one logit per query head in each row's denominator and none in the numerator (gpt-oss);
 //            apply_sink() adds it to a row's final state.
+// Order: softcap, ALiBi, bias, score_mod, then the masks and mask_mod.
 #pragma once
 
+#include "attention/bias.cuh"
 #include "attention/mod.cuh"
 #include "attention/params.cuh"
 #include "common/math.cuh"
@@ -34,31 +40,45 @@ struct VariantSite {
 
 // ScoreMod / MaskMod: NoMod, or the generated wrappers of a call's snippets (attention/mod.cuh), which have
 // `static constexpr bool kOn = true` and a static apply() with the snippet's signature.
-template <bool kSoftcap, bool kAlibi, bool kSinks, class ScoreMod = NoMod, class MaskMod = NoMod>
+template <bool kSoftcap, bool kAlibi, bool kSinks, class ScoreMod = NoMod, class MaskMod = NoMod,
+          BiasType kBias = BiasType::none>
 struct Variant {
   static constexpr bool kHasSoftcap = kSoftcap, kHasAlibi = kAlibi, kHasSinks = kSinks;
   static constexpr bool kHasScoreMod = ScoreMod::kOn, kHasMaskMod = MaskMod::kOn;
+  static constexpr bool kHasBias = kBias != BiasType::none;
   // Whether scores change per element (then the kernel calls score() on every one), and whether pairs the
   // built-in mask shows may be hidden (then it asks visible() of every pair, on every tile).
-  static constexpr bool kTransformsScores = kSoftcap || kAlibi || kHasScoreMod;
+  static constexpr bool kTransformsScores = kSoftcap || kAlibi || kHasScoreMod || kHasBias;
   static constexpr bool kMasks = kHasMaskMod;
+  using Bias = BiasView<kBias>;
+  using BiasPair = typename Bias::Two;  // the entries of two adjacent keys of a row
 
   float cap_in;    // softcap: raw score -> tanh argument (softmax_scale / cap)
   float slope;     // alibi: the slope in the softmax's unit
   float unit_;     // score_mod: the softmax's unit in natural logits
+  float bias_in;   // bias: natural units -> the softmax's (1 / unit)
   VariantSite at;  // alibi (offset) and the snippets
+  Bias bias;       // bias: the (batch entry, query head)'s entries
 
   // unit: the softmax's unit (unit()); softcap_in and the slope (natural units) as the params hold them.
-  __device__ Variant(float unit, float softcap_in, float alibi_slope, const VariantSite& site) : at(site) {
+  __device__ Variant(float unit, float softcap_in, float alibi_slope, const VariantSite& site, const Bias& bias_view = {})
+      : at(site), bias(bias_view) {
     if constexpr (kSoftcap) cap_in = softcap_in;
     if constexpr (kAlibi) slope = alibi_slope / unit;
     if constexpr (kHasScoreMod) unit_ = unit;
+    if constexpr (kHasBias) bias_in = 1.f / unit;
   }
   // The variant of a prefill kernel's (batch entry, query head), for a sequence of seqlen_q queries and
   // seqlen_k keys whose query row i is aligned to key i + causal_offset.
   __device__ Variant(const AttentionParams& p, int batch, int head, int causal_offset, int seqlen_q, int seqlen_k)
       : Variant(unit(p), p.softcap_in, kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f,
-                VariantSite{batch, head, causal_offset, ModContext{seqlen_q, seqlen_k, &p.aux}}) {}
+                VariantSite{batch, head, causal_offset, ModContext{seqlen_q, seqlen_k, &p.aux}},
+                Bias::of(p, batch, head, seqlen_q, seqlen_k)) {}
+
+  // The bias entries of keys k, k + 1 (k even) of row q (zero bits outside the sequence), and entry e of them in
+  // natural units: what score() takes as `bias`.
+  __device__ __forceinline__ BiasPair bias_pair(int q, int k) const { return bias.pair(q, k); }
+  static __device__ __forceinline__ float bias_value(const BiasPair& b, int e) { return Bias::value(b, e); }
 
   // The softmax's unit in natural logits and in log2 units, from a kernel's params (AttentionParams,
   // DecodeParams: softmax_scale, scale_log2, softcap).
@@ -71,10 +91,11 @@ struct Variant {
     return kSoftcap ? p.softcap * kLog2e : p.scale_log2;
   }
 
-  // The score the softmax sees for raw score s of query row q and key k.
+  // The score the softmax sees for raw score s of query row q and key k (the bias entry read here).
   __device__ __forceinline__ float score(float s, int q, int k) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
     if constexpr (kAlibi) s = fmaf(-slope, fabsf(static_cast<float>(q + at.offset - k)), s);
+    if constexpr (kHasBias) s = fmaf(bias.entry(q, k), bias_in, s);
     if constexpr (kHasScoreMod) s = ScoreMod::apply(s * unit_, at.batch, at.head, q, k, at.ctx) / unit_;
     return s;
   }
@@ -86,9 +107,11 @@ struct Variant {
   __device__ __forceinline__ float distance_base(int q, int k0) const {
     return kAlibi ? static_cast<float>(q + at.offset - k0) : 0.f;
   }
-  __device__ __forceinline__ float score(float s, int q, int k, float base, float d) const {
+  // `b`: the pair's bias entry (bias_value; ignored without a bias).
+  __device__ __forceinline__ float score(float s, int q, int k, float base, float d, float b = 0.f) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
     if constexpr (kAlibi) s = fmaf(-slope, fabsf(base - d), s);
+    if constexpr (kHasBias) s = fmaf(b, bias_in, s);
     if constexpr (kHasScoreMod) s = ScoreMod::apply(s * unit_, at.batch, at.head, q, k, at.ctx) / unit_;
     return s;
   }
@@ -99,9 +122,10 @@ struct Variant {
   // second for base = distance_base(q, k0), for the softmax to add per row (OnlineSoftmax::update_lazy's
   // offsets). Not with a score_mod, which must see the whole score. (The kernels test kHasAlibi && !kHasScoreMod
   // locally: NVRTC emits a global for every static constexpr member.)
-  __device__ __forceinline__ float score_causal(float s, float d) const {
+  __device__ __forceinline__ float score_causal(float s, float d, float b = 0.f) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
     if constexpr (kAlibi) s = fmaf(slope, d, s);
+    if constexpr (kHasBias) s = fmaf(b, bias_in, s);
     return s;
   }
   __device__ __forceinline__ float alibi_row_term(float base) const { return kAlibi ? -slope * base : 0.f; }

@@ -51,6 +51,10 @@ struct DecodeParams {
   long long alibi_batch;      // its batch stride in elements (0: one [Hq] row)
   const float* sinks;         // sinks kernels: [Hq] fp32 logits (applied where a row's splits merge)
   ModAuxParams aux;           // score_mod / mask_mod kernels: the snippets' auxiliary arguments
+  // Bias kernels (attention/bias.cuh): entries [B, Hq, q_len, max_seqlen_k], as AttentionParams' bias fields.
+  const void* bias;
+  long long bias_batch, bias_head, bias_q, bias_k;
+  int bias_pairs;
 };
 
 // The combine / merge kernel: out = Σ_i exp(lse_i - lse) · o_i with lse = log Σ_i exp(lse_i), for states

@@ -289,7 +289,8 @@ struct SplitKernel {
     const auto variant_of = [&](int row) {
       const int head = row_head(row);
       return V(V::unit(p), p.softcap_in, V::kHasAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f,
-               VariantSite{batch, head, a_min, ModContext{p.q_len, a_min + p.q_len, &p.aux}});
+               VariantSite{batch, head, a_min, ModContext{p.q_len, a_min + p.q_len, &p.aux}},
+               V::Bias::of(p, batch, head, p.q_len, a_min + p.q_len));
     };
     const V variant[2] = {variant_of(mt * 16 + lane / 4), variant_of(mt * 16 + lane / 4 + 8)};
 
@@ -345,21 +346,24 @@ struct SplitKernel {
       }
 
       const int n0 = k0 + it * kBN;
-      // The variant's scores (softcap, ALiBi) at every key, then per-element masking only where the split's end,
-      // the causal edge or the mask's lower bound cuts the tile.
+      // The variant's scores (softcap, ALiBi, the bias) at every key, then per-element masking only where the
+      // split's end, the causal edge or the mask's lower bound cuts the tile.
       if constexpr (V::kTransformsScores) {
         const int k0 = n0 + key_group * kSliceN + 2 * (lane % 4);  // this thread's first key (distance_base)
         const int rows[2] = {mt * 16 + lane / 4, mt * 16 + lane / 4 + 8};
         const float base[2] = {variant[0].distance_base(rows[0] / p.group, k0),
                                variant[1].distance_base(rows[1] / p.group, k0)};
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
+        for (int nt = 0; nt < kNT; ++nt) {
+          const typename V::BiasPair bias[2] = {variant[0].bias_pair(rows[0] / p.group, k0 + nt * 8),
+                                                variant[1].bias_pair(rows[1] / p.group, k0 + nt * 8)};
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int d = nt * 8 + c % 2;
             s[0][nt][c] = variant[c / 2].score(s[0][nt][c], rows[c / 2] / p.group, k0 + d, base[c / 2],
-                                               static_cast<float>(d));
+                                               static_cast<float>(d), V::bias_value(bias[c / 2], c % 2));
           }
+        }
       }
       const bool cut = V::kMasks || n0 + kBN > k1 || n0 + kBN - 1 > a_min ||
                        (kLowerBound && n0 < mask.first_key(p.q_len - 1));

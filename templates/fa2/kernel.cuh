@@ -199,8 +199,9 @@ struct Kernel {
         }
       }
 
-      // The variant's scores (softcap, ALiBi, score_mod), then per-element masking (and mask_mod) only on tiles
-      // the mask (or the end of the keys) cuts, or on every tile with a mask_mod.
+      // The variant's scores (softcap, ALiBi, the bias, score_mod), then per-element masking (and mask_mod) only on
+      // tiles the mask (or the end of the keys) cuts, or on every tile with a mask_mod (but those a block mask calls
+      // full).
       const int n0 = tiles.tile(it) * kBN;
       const bool full = tiles.full(it);
       if constexpr (V::kTransformsScores) {
@@ -212,12 +213,15 @@ struct Kernel {
             const int row = q_row0 + mt * 16 + lane / 4 + h * 8;
             const float base = variant.distance_base(row, k0);
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
+            for (int nt = 0; nt < kNT; ++nt) {
+              const typename V::BiasPair bias = variant.bias_pair(row, k0 + nt * 8);
 #pragma unroll
               for (int c = 2 * h; c < 2 * h + 2; ++c) {
                 const int d = nt * 8 + c % 2;
-                s[mt][nt][c] = variant.score(s[mt][nt][c], row, k0 + d, base, static_cast<float>(d));
+                s[mt][nt][c] =
+                    variant.score(s[mt][nt][c], row, k0 + d, base, static_cast<float>(d), V::bias_value(bias, c % 2));
               }
+            }
           }
       }
       const bool mod = V::kMasks && !full;

@@ -33,6 +33,9 @@ struct Consumer {
   float o[kOT][4];              // output accumulator
   unsigned pf[kPK][4];          // P as A fragments
   OnlineSoftmax<2> softmax;
+  // Bias kernels: the entries of the thread's key pairs of a tile, [n-tile][row], loaded by load_bias() while
+  // Q·Kᵀ runs on the tensor cores and added by softmax_step().
+  typename V::BiasPair bias[V::kHasBias ? kBN / 8 : 1][2];
 
   int wg;        // consumer index: rows [64 * wg, 64 * wg + 64) of the CTA tile
   int consumers; // consumer warpgroups in the CTA
@@ -120,9 +123,27 @@ struct Consumer {
     }
   }
 
-  // The variant's scores (softcap, ALiBi, score_mod), then the mask and mask_mod (per element only where the
-  // tile is cut, or on every tile with a mask_mod but those a block mask calls full), then the online softmax in
-  // the variant's unit.
+  // The bias entries of the key tile at n0 (a bias kernel's; nothing otherwise): issued before the wait for
+  // S, so that their latency hides under the GEMM.
+  __device__ __forceinline__ void load_bias(const V& variant, int n0) {
+    if constexpr (V::kHasBias) {
+      const int k0 = n0 + 2 * (lane % 4), r1 = row1();
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        bias[j][0] = variant.bias_pair(row0, k0 + 8 * j);
+        bias[j][1] = variant.bias_pair(r1, k0 + 8 * j);
+      }
+    }
+  }
+  // Entry c of n-tile j's fragment: its row's pair, column c % 2 (0 without a bias).
+  __device__ __forceinline__ float bias_at(int j, int c) const {
+    if constexpr (V::kHasBias) return V::bias_value(bias[j][c / 2], c % 2);
+    return 0.f;
+  }
+
+  // The variant's scores (softcap, ALiBi, the bias load_bias() read, score_mod), then the mask and mask_mod (per
+  // element only where the tile is cut, or on every tile with a mask_mod but those a block mask calls full), then
+  // the online softmax in the variant's unit.
   __device__ void softmax_step(const Mask<kMask>& mask, const V& variant, int n0, int seqlen_k, float unit_log2,
                                float (&rescale)[2], bool full) {
     // ALiBi under causal masks (every visible key at or before the row's aligned key): a term per score and one
@@ -139,7 +160,8 @@ struct Consumer {
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) s[0][j][c] = variant.score_causal(s[0][j][c], static_cast<float>(8 * j + c % 2));
+        for (int c = 0; c < 4; ++c)
+          s[0][j][c] = variant.score_causal(s[0][j][c], static_cast<float>(8 * j + c % 2), bias_at(j, c));
     } else if constexpr (V::kTransformsScores) {
       const int k0 = n0 + 2 * (lane % 4);  // this thread's first key of the tile
       const float base[2] = {variant.distance_base(row0, k0), variant.distance_base(row1(), k0)};
@@ -148,7 +170,7 @@ struct Consumer {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int d = 8 * j + c % 2, row = c / 2 ? row1() : row0;
-          s[0][j][c] = variant.score(s[0][j][c], row, k0 + d, base[c / 2], static_cast<float>(d));
+          s[0][j][c] = variant.score(s[0][j][c], row, k0 + d, base[c / 2], static_cast<float>(d), bias_at(j, c));
         }
     }
     int wg_first, wg_end;
@@ -235,6 +257,7 @@ struct Consumer {
     wait_turn();
     issue_qk(smem, first);
     pass_turn(false);
+    load_bias(variant, tile0 * kBN);
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
     if (leader) ptx::mbarrier_arrive(smem.k_empty(first));
@@ -251,6 +274,7 @@ struct Consumer {
       issue_qk(smem, stage);
       issue_pv(smem, prev);
       pass_turn(false);
+      load_bias(variant, tile * kBN);
       ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
       ptx::fence_registers(s[0]);
       if (leader) ptx::mbarrier_arrive(smem.k_empty(stage));

@@ -1312,6 +1312,66 @@ static void test_snippets(const char* root) {
   flashjit_runtime_destroy(rt);
 }
 
+/* The bias fields appended to flashjit_attention_args and flashjit_decode_args reach the problem (its checks name
+ * them), a caller built before them gets no bias whatever the bytes past its struct hold, select names the bias's
+ * type and emit shows it in the Variant policy. */
+static void test_bias(const char* root) {
+  char text[8192];
+  flashjit_runtime* rt = runtime_in(root, "create for the bias tests");
+  flashjit_attention_args a;
+  flashjit_decode_args d;
+  flashjit_target t = flashjit_target_default();
+  if (rt == NULL) return;
+  a = flashjit_attention_args_default();
+  d = flashjit_decode_args_default();
+  expect(a.bias == NULL && a.bias_type == FLASHJIT_BIAS_NONE && d.bias == NULL && d.bias_type == FLASHJIT_BIAS_NONE,
+         "args defaults: no bias");
+  a = fake_problem();
+  a.bias = (const void*)0x70000;
+  a.bias_type = FLASHJIT_BIAS_BF16;
+  a.bias_strides.head = 128 * 128, a.bias_strides.q = 128, a.bias_strides.k = 1;
+  expect(failed_at_device(flashjit_forward(rt, &a)), "forward with a bf16 bias on fake pointers");
+  a.bias = (const void*)0x70001;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "bias (0x70001) must be aligned to its 2-byte entries"),
+         "forward with a misaligned bias");
+  a.bias = (const void*)0x70000;
+  a.bias_type = 9;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "bias_type 9 is not a flashjit_bias_type"),
+         "forward with an unknown bias type");
+  a.bias_type = FLASHJIT_BIAS_BOOL;
+  a.bias_strides.q = -1;
+  expect(flashjit_forward(rt, &a) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "bias_strides.q must be >= 0"),
+         "forward with a negative bias stride");
+  a.struct_size = offsetof(flashjit_attention_args, bias);  /* an older caller: the bytes past it are not read */
+  expect(failed_at_device(flashjit_forward(rt, &a)), "args without the bias fields: no bias");
+  a.struct_size = sizeof a;
+  a.bias_strides.q = 128;
+  a.batch = 1, a.seqlen_q = 4096, a.seqlen_k = 4096, a.heads_q = 32, a.heads_kv = 8, a.head_dim = 128;
+  a.mask = FLASHJIT_MASK_CAUSAL;
+  expect(flashjit_select_target(rt, &a, &t, text, sizeof text) > 0 && contains(text, "\"bias\":\"bool\"") &&
+             !contains(text, "\"pack_gqa\":true"),
+         "select_target: the bias's type in the config");
+  expect(flashjit_emit("{\"algorithm\":\"fa3\",\"head_dim\":128,\"bias\":\"fp16\"}", text, sizeof text) > 0 &&
+             contains(text, "/*bias=*/flashjit::BiasType::fp16>") && contains(text, "_biasfp16_sm90a"),
+         "emit of a bias config");
+
+  d.q = (const void*)0x10000, d.o = (void*)0x20000, d.k_cache = (const void*)0x30000, d.v_cache = (const void*)0x40000;
+  d.seqlens_k = (const int32_t*)0x50000;
+  d.batch = 2, d.q_len = 1, d.heads_q = 8, d.heads_kv = 2, d.head_dim = 64, d.max_seqlen_k = 256;
+  d.bias = (const void*)0x60000;
+  d.bias_type = FLASHJIT_BIAS_FP32;
+  d.bias_strides.batch = 256, d.bias_strides.k = 1;
+  expect(failed_at_device(flashjit_decode(rt, &d)), "decode with an fp32 bias on fake pointers");
+  d.bias = NULL;
+  expect(flashjit_decode(rt, &d) == FLASHJIT_ERROR_INVALID_ARGUMENT &&
+             contains(flashjit_last_error(), "bias_type is fp32 but bias is null"),
+         "decode with a bias type but no bias");
+  flashjit_runtime_destroy(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/flashjit-capi-XXXXXX";
   if (mkdtemp(root) == NULL) {
@@ -1332,6 +1392,7 @@ int main(void) {
   test_append(root);
   test_variants(root);
   test_snippets(root);
+  test_bias(root);
   nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

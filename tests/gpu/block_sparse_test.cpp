@@ -183,7 +183,7 @@ void check_block_sparse(Algorithm algorithm, const SparseCase& sc, bool with_mod
   std::vector<float> o, lse;
   REQUIRE(c->read_outputs(o, lse).ok());
   std::vector<double> ref_o, ref_lse;
-  reference_attention(s, c->q(), c->k(), c->v(), ref_o, ref_lse, [&](int b, int h, int i, int j) {
+  reference_attention(s, c->q(), c->k(), c->v(), ref_o, ref_lse, {}, [&](int b, int h, int i, int j) {
     const BlockKind k = bm.kind(b, h, i / bm.q_block, j / bm.kv_block);
     if (k == BlockKind::none) return false;
     return k == BlockKind::full || !with_mod || docs.visible(s, b, h, i, j);
@@ -351,7 +351,7 @@ TEST_CASE("document masking through a made block mask matches float64 and the de
   std::vector<float> o, lse;
   REQUIRE(c->read_outputs(o, lse).ok());
   std::vector<double> ref_o, ref_lse;
-  reference_attention(s, c->q(), c->k(), c->v(), ref_o, ref_lse,
+  reference_attention(s, c->q(), c->k(), c->v(), ref_o, ref_lse, {},
                       [&](int b, int h, int i, int j) { return docs.visible(s, b, h, i, j); });
   check_ok(compare(s, o, lse, ref_o, ref_lse), s.dtype);
 

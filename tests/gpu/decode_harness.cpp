@@ -82,7 +82,7 @@ struct Garbage {
 };
 
 // Softmax of one row over keys [lo, hi) given its scores (scaled): O (D doubles) and LSE; -inf and O = 0 if
-// the range is empty. A sink logit (-inf: none) joins the denominator only (an empty row's LSE is the sink).
+// the range is empty or every score is -inf. A sink logit (-inf: none) joins the denominator only (an empty row's LSE is the sink).
 template <class VRow>
 double softmax_rows(const std::vector<double>& scores, int lo, int hi, int D, VRow v_row, double* o,
                     double sink = -INFINITY) {
@@ -90,6 +90,7 @@ double softmax_rows(const std::vector<double>& scores, int lo, int hi, int D, VR
   if (hi <= lo) return sink;
   double mx = -INFINITY;
   for (int j = lo; j < hi; ++j) mx = std::max(mx, scores[j]);
+  if (mx == -INFINITY) return sink;  // every key hidden (a bias of -inf)
   double sum = sink == -INFINITY ? 0.0 : std::exp(sink - mx);
   for (int j = lo; j < hi; ++j) {
     const double p = std::exp(scores[j] - mx);
@@ -215,7 +216,7 @@ HostKv concat(const HostKv& a, const HostKv& b, int heads_kv, int head_dim) {
 }
 
 void reference_decode(const DecodeShape& s, const std::vector<float>& q, const HostKv& kv, std::vector<double>& o,
-                      std::vector<double>& lse) {
+                      std::vector<double>& lse, const BiasFn& bias) {
   const int B = s.batch(), T = s.q_len, Hq = s.heads_q, Hkv = s.heads_kv, D = s.head_dim, group = s.group();
   const double scale = s.softmax_scale > 0 ? double(s.softmax_scale) : 1.0 / std::sqrt(double(D));
   o.assign(static_cast<std::size_t>(B) * T * Hq * D, 0.0);
@@ -239,7 +240,7 @@ void reference_decode(const DecodeShape& s, const std::vector<float>& q, const H
         double acc = 0;
         for (int d = 0; d < D; ++d) acc += double(qr[d]) * kr[d];
         // Variants: the prefill reference's transform with query row a of a square problem (aligned to key a).
-        scores[j] = variant_score(vs, acc * scale, b, h, a, j);
+        scores[j] = variant_score(vs, acc * scale, b, h, a, j) + (bias ? bias(b, h, t, j) : 0.0);
       }
       lse[(static_cast<std::size_t>(b) * Hq + h) * T + t] =
           softmax_rows(scores, lo, a + 1, D, [&](int j) { return kv.v_row(b, j, hk, Hkv, D); },

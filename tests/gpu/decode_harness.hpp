@@ -95,9 +95,10 @@ HostKv concat(const HostKv& a, const HostKv& b, int heads_kv, int head_dim);
 // float64 decode attention (decode.hpp's semantics: token t of sequence b sits at a = len[b] - q_len + t and
 // sees keys max(0, a - window_left) <= j <= a, or with chunks floor(a / chunk_size) * chunk_size <= j <= a):
 // o [B, q_len, Hq, D], lse [B, Hq, q_len] (-inf, O = 0 for rows with no visible key). Lengths come from kv.len;
-// shape gives heads, q_len, window, chunk size and scale.
+// shape gives heads, q_len, window, chunk size and scale. bias, when set, is added to each visible pair's score
+// (its row is the new token t, its key j; -inf hides the pair).
 void reference_decode(const DecodeShape& s, const std::vector<float>& q, const HostKv& kv, std::vector<double>& o,
-                      std::vector<double>& lse);
+                      std::vector<double>& lse, const BiasFn& bias = {});
 
 // What a DecodeCase uploads: dtype bits of q and of the caches (padding, unused slots and pages: garbage),
 // lengths, the page table, and the layouts. Built without a device, so the harness itself can be checked

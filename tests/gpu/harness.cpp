@@ -151,7 +151,7 @@ Status Case::read_outputs(std::vector<float>& o, std::vector<float>& lse) const 
 
 void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                          const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse,
-                         const PairFilter& also_visible) {
+                         const BiasFn& bias, const PairFilter& also_visible) {
   const int D = s.head_dim, Dv = s.dv(), group = s.heads_q / s.heads_kv;
   const double scale = 1.0 / std::sqrt(double(D));
   o.assign(elems(s.batch, s.seqlen_q, s.heads_q, Dv), 0.0);
@@ -173,7 +173,7 @@ void reference_attention(const Shape& s, const std::vector<float>& q, const std:
           const float* kr = &k[((std::size_t(b) * s.seqlen_k + j) * s.heads_kv + hk) * D];
           double acc = 0;
           for (int d = 0; d < D; ++d) acc += double(qr[d]) * kr[d];
-          scores[j] = variant_score(s, acc * scale, b, h, i, j);
+          scores[j] = variant_score(s, acc * scale, b, h, i, j) + (bias ? bias(b, h, i, j) : 0.0);
           mx = std::max(mx, scores[j]);
         }
         const std::size_t li = (std::size_t(b) * s.heads_q + h) * s.seqlen_q + i;

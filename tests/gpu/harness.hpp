@@ -73,14 +73,17 @@ class Case {
   cuda::DeviceBuffer dq_, dk_, dv_, do_, dlse_, dslopes_, dsinks_;
 };
 
+// An additive bias's entry of (batch entry, query head, query row, key) in natural units; -inf hides the pair.
+using BiasFn = std::function<double(int b, int h, int i, int j)>;
 // Which (batch entry, query head, query, key) pairs a test's mask_mod or block mask lets through.
 using PairFilter = std::function<bool(int b, int h, int i, int j)>;
 
-// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows). also_visible
-// (when set) hides the pairs it refuses, on top of the shape's mask.
+// float64 attention over BSHD float tensors; o [B, Sq, Hq, D], lse [B, Hq, Sq] (-inf for empty rows). bias, when
+// set, is added to each visible pair's score after the variants' transforms; also_visible (when set) hides the
+// pairs it refuses, on top of the shape's mask.
 void reference_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                          const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse,
-                         const PairFilter& also_visible = {});
+                         const BiasFn& bias = {}, const PairFilter& also_visible = {});
 
 struct Comparison {
   double rel_l2 = 0;          // ||out - ref|| / ||ref||

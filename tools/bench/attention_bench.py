@@ -6,8 +6,8 @@ paged KV caches) against SDPA's cuDNN and flash backends on the same data, in GB
 CUDA events, warm-up, medians, input sets rotated past the L2; short kernels are timed as CUDA-graph replays
 of many calls so that launch latency is not what is measured (each row says how it was timed). flashjit's
 output is checked against cuDNN's before timing (else another peer's; where none runs the case, against a
-float64 reference on 64 of its query rows). The variants sweep (softcap, ALiBi, sinks) has FA4 (softcap,
-learnable sinks) and FlexAttention (softcap and ALiBi as a score_mod) for peers; SDPA has none. The ceilings (bf16 matmul 8192³, 2 GiB device copy) are
+float64 reference on 64 of its query rows). The variants sweep (softcap, ALiBi, sinks, a bias tensor) has FA4
+(softcap, learnable sinks) and FlexAttention (softcap, ALiBi and the bias as a score_mod) for peers; SDPA has none. The ceilings (bf16 matmul 8192³, 2 GiB device copy) are
 measured in the same run.
 
 usage: PYTHONPATH=python python3 tools/bench/attention_bench.py --outdir OUT [--sweep llama3] [--sweep fa3]
@@ -172,7 +172,8 @@ def make_sets(s, count):
 
 def variant_tensors(s):
     """flashjit.attention's variant keywords of a case: softcap, ALiBi slopes (2^(-8(h+1)/Hq), the ALiBi
-    paper's), sink logits (random, fp32, one per query head)."""
+    paper's), sink logits (random, fp32, one per query head), a bias [1, Hq, Sq, Sk] (random, of its dtype; one
+    tensor for every input set: at S 4096 it is 1 GiB, past the L2 anyway)."""
     kwargs = {}
     if s.get("softcap"):
         kwargs["softcap"] = s["softcap"]
@@ -182,6 +183,9 @@ def variant_tensors(s):
                                               dtype=torch.float32)
     if s.get("sinks"):
         kwargs["sinks"] = torch.randn(s["heads_q"], device="cuda", dtype=torch.float32)
+    if s.get("bias"):
+        kwargs["bias"] = torch.randn(1, s["heads_q"], s["seqlen_q"], s["seqlen_k"], device="cuda",
+                                     dtype={"fp32": torch.float32, **DTYPES}[s["bias"]])
     return kwargs
 
 
@@ -190,7 +194,7 @@ def fa4_variant_kwargs(s, variant):
     (ALiBi) or the installed release lacks the keyword."""
     params = inspect.signature(fa4_function()).parameters
     out = {}
-    if "alibi_slopes" in variant:
+    if "alibi_slopes" in variant or "bias" in variant:
         return None
     if "softcap" in variant:
         if "softcap" not in params:
@@ -295,10 +299,10 @@ def runners(s, sets, with_flex):
 
 
 def flex_score_mod(s, variant):
-    """FlexAttention's score_mod for softcap and ALiBi as flashjit computes them (scores already scaled; the
-    cap first, then -slope·|i + Sk - Sq - j|), or None."""
-    cap, slopes = variant.get("softcap"), variant.get("alibi_slopes")
-    if not cap and slopes is None:
+    """FlexAttention's score_mod for softcap, ALiBi and a bias as flashjit computes them (scores already scaled; the
+    cap first, then -slope·|i + Sk - Sq - j|, then + bias[b, h, i, j]), or None."""
+    cap, slopes, bias = variant.get("softcap"), variant.get("alibi_slopes"), variant.get("bias")
+    if not cap and slopes is None and bias is None:
         return None
     offset = s["seqlen_k"] - s["seqlen_q"]
 
@@ -307,6 +311,8 @@ def flex_score_mod(s, variant):
             score = cap * torch.tanh(score / cap)
         if slopes is not None:
             score = score - slopes[h] * (qi + offset - ki).abs()
+        if bias is not None:
+            score = score + bias[b, h, qi, ki]
         return score
     return score_mod
 
@@ -390,6 +396,8 @@ def reference_rows(s, t, variant, rows):
     j = torch.arange(s["seqlen_k"], device=q.device, dtype=torch.float64)[None, :]
     if variant.get("alibi_slopes") is not None:
         scores = scores - variant["alibi_slopes"].double()[None, :, None, None] * (i - j).abs()
+    if variant.get("bias") is not None:
+        scores = scores + variant["bias"][:, :, rows].double()
     left, right = s.get("window", (-1, -1))
     if s["causal"]:
         right = 0
@@ -420,7 +428,7 @@ def flashjit_kernel_name(s, t):
         c = flashjit.select(q_shape, k_shape, dtype=s["dtype"], causal=s["causal"],
                             window_size=tuple(s.get("window", (-1, -1))), varlen="lengths" in s,
                             head_dim_v=s.get("head_dim_v", 0), softcap=s.get("softcap", 0.0),
-                            alibi=bool(s.get("alibi")), sinks=bool(s.get("sinks")))
+                            alibi=bool(s.get("alibi")), sinks=bool(s.get("sinks")), bias=s.get("bias"))
         warps = f"wg{c['consumer_warpgroups']}" if "consumer_warpgroups" in c else f"w{c.get('warps')}"
         return (f"{c['algorithm']} bm{c['block_m']} bn{c['block_n']} s{c['stages']} {warps}"
                 + (" persistent" if c.get("scheduler") == "persistent" else "")

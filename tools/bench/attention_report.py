@@ -15,10 +15,11 @@ LABELS = {"flashjit": "flashjit", "fa4": "FA4", "cudnn": "cuDNN", "torch_flash":
 
 
 def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype="bf16", head_dim_v=None,
-          window=None, lengths=None, softcap=0.0, alibi=False, sinks=False):
+          window=None, lengths=None, softcap=0.0, alibi=False, sinks=False, bias=None):
     """One prefill case. Optional: head_dim_v (V's and O's head dim when it differs), window (left, right) of a
     sliding window, lengths (a ragged batch: the query = key length of each sequence, packed back to back);
-    variants: softcap (the cap), alibi (one slope per query head), sinks (one logit per query head)."""
+    variants: softcap (the cap), alibi (one slope per query head), sinks (one logit per query head), bias (the
+    dtype of an additive bias [1, Hq, Sq, Sk]: "bf16", ...)."""
     s = {"batch": batch, "seqlen_q": seqlen_q, "seqlen_k": seqlen_k, "heads_q": heads_q, "heads_kv": heads_kv,
          "head_dim": head_dim, "causal": causal, "dtype": dtype}
     if head_dim_v is not None and head_dim_v != head_dim:
@@ -33,11 +34,13 @@ def shape(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, dtype=
         s["alibi"] = True
     if sinks:
         s["sinks"] = True
+    if bias:
+        s["bias"] = bias
     return s
 
 
 def has_variant(s):
-    return bool(s.get("softcap") or s.get("alibi") or s.get("sinks"))
+    return bool(s.get("softcap") or s.get("alibi") or s.get("sinks") or s.get("bias"))
 
 
 def head_dim_v(s):
@@ -80,8 +83,10 @@ def window_sweep():
 def variant_sweep():
     """Variants, each next to the same shape without it: softcap 50 on llama3 (GQA 32/8 d128 S 8192, causal and
     not) and on Gemma 2's d256 H16/8; gpt-oss's learnable sinks (d64 H64/8 S 8192, causal and window 128);
-    ALiBi on llama3 causal."""
+    ALiBi on llama3 causal; a bf16 bias [1, Hq, S, S] on llama3 at S 4096, causal and not (FlexAttention reads the
+    same tensor in a score_mod)."""
     llama3 = dict(batch=1, seqlen_q=8192, seqlen_k=8192, heads_q=32, heads_kv=8, head_dim=128)
+    llama3_4k = dict(llama3, seqlen_q=4096, seqlen_k=4096)
     gemma2 = dict(batch=1, seqlen_q=8192, seqlen_k=8192, heads_q=16, heads_kv=8, head_dim=256)
     gpt_oss = dict(batch=1, seqlen_q=8192, seqlen_k=8192, heads_q=64, heads_kv=8, head_dim=64)
     shapes = []
@@ -90,12 +95,20 @@ def variant_sweep():
                           (dict(gemma2, causal=True), dict(softcap=50.0)),
                           (dict(gpt_oss, causal=True), dict(sinks=True)),
                           (dict(gpt_oss, causal=False, window=(128, 0)), dict(sinks=True)),
-                          (dict(llama3, causal=True), dict(alibi=True))):
+                          (dict(llama3, causal=True), dict(alibi=True)),
+                          (dict(llama3_4k, causal=False), dict(bias="bf16")),
+                          (dict(llama3_4k, causal=True), dict(bias="bf16"))):
         plain = shape(**base)
         if plain not in shapes:
             shapes.append(plain)
         shapes.append(shape(**base, **variant))
     return shapes
+
+
+def bias_sweep():
+    """The variant sweep's bias cases alone: a bf16 bias [1, Hq, S, S] on llama3 at S 4096, causal and not, beside
+    the plain shapes (FlexAttention reads the same tensor in a score_mod)."""
+    return [s for s in variant_sweep() if s["seqlen_q"] == 4096]
 
 
 RAGGED_MIXED = [17, 8000, 523, 3100, 64, 1999, 4700, 250]  # 8 sequences of 17-8000 tokens
@@ -162,7 +175,7 @@ def decode_small_sweep():
 
 
 SWEEPS = {"llama3": llama3_sweep, "fa3": fa3_grid, "headdims": head_dim_sweep, "windows": window_sweep,
-          "ragged": ragged_sweep, "variants": variant_sweep, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
+          "ragged": ragged_sweep, "variants": variant_sweep, "bias": bias_sweep, "decode": decode_sweep, "decode-batches": decode_batch_sweep,
           "decode-short": decode_short_sweep, "decode-small": decode_small_sweep}
 
 
@@ -246,7 +259,7 @@ def decode_label(s):
 
 def variant_label(s):
     return ((f" softcap {s['softcap']:g}" if s.get("softcap") else "") + (" alibi" if s.get("alibi") else "")
-            + (" sinks" if s.get("sinks") else ""))
+            + (" sinks" if s.get("sinks") else "") + (f" bias {s['bias']} [1, H, S, S]" if s.get("bias") else ""))
 
 
 def label(s):
