@@ -116,7 +116,10 @@ struct Kernel {
     for (int base = 0; base < n_walk; base += kThreads) {
       const int u = base + tid, key = key_at(u);
       float pk = 0.f;
-      if (u < n_walk && visible(u, key)) pk = expf((score(key) - m) * unit);
+      if (u < n_walk && visible(u, key)) {
+        const float x = score(key);  // -inf where a bool bias or a score_mod hides the pair
+        if (x != neg_infinity()) pk = expf((x - m) * unit);
+      }
       probs[tid] = pk;
       sum += pk;
       __syncthreads();
