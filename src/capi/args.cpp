@@ -369,7 +369,6 @@ Result<Target> read_target(const flashjit_target* target) {
   return out;
 }
 
-#undef FLASHJIT_PRESENT
 
 namespace {
 

@@ -76,21 +76,12 @@ Status check(const BlockMaskProblem& p) {
   for (auto& issue : dispatch::variant_issues(0.f, nullptr, 0, nullptr, nullptr, p.mask_mod)) add(std::move(issue));
   if (p.alignment != Alignment::bottom_right && p.alignment != Alignment::top_left)
     add(fmt::format("alignment must be bottom_right (0) or top_left (1), got {}", static_cast<int>(p.alignment)));
-  switch (p.mask) {
-    case MaskKind::none:
-      if (p.mask_mod == nullptr) add("a block mask needs a mask_mod or a mask (none of either lists every block full)");
-      break;
-    case MaskKind::causal: break;
-    case MaskKind::sliding_window:
-      if (p.window_left < -1 || p.window_right < -1)
-        add(fmt::format("window sizes must be >= 0 or -1 (unbounded), got ({}, {})", p.window_left, p.window_right));
-      break;
-    case MaskKind::chunked:
-    case MaskKind::chunked_causal:
-      if (p.chunk_size < 1) add(fmt::format("chunk_size must be >= 1, got {}", p.chunk_size));
-      break;
-    default: add(fmt::format("mask must be one of MaskKind's values, got {}", static_cast<int>(p.mask)));
-  }
+  if (p.mask == MaskKind::none && p.mask_mod == nullptr)
+    add("a block mask needs a mask_mod or a mask (none of either lists every block full)");
+  if (static_cast<int>(p.mask) < 0 || static_cast<int>(p.mask) > static_cast<int>(MaskKind::chunked_causal))
+    add(fmt::format("mask must be one of MaskKind's values, got {}", static_cast<int>(p.mask)));
+  for (auto& issue : dispatch::mask_constant_issues(p.mask, p.window_left, p.window_right, p.chunk_size))
+    add(std::move(issue));
   if (issues.empty()) return {};
   std::string msg = "invalid block mask problem:";
   for (const auto& i : issues) msg += "\n  " + i;

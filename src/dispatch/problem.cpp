@@ -236,17 +236,8 @@ Status check(const AttentionProblem& p) {
     add(std::move(issue));
   if (p.alignment != Alignment::bottom_right && p.alignment != Alignment::top_left)
     add(fmt::format("alignment must be bottom_right (0) or top_left (1), got {}", static_cast<int>(p.alignment)));
-  switch (p.mask) {
-    case MaskKind::sliding_window:
-      if (p.window_left < -1 || p.window_right < -1)
-        add(fmt::format("window sizes must be >= 0 or -1 (unbounded), got ({}, {})", p.window_left, p.window_right));
-      break;
-    case MaskKind::chunked:
-    case MaskKind::chunked_causal:
-      if (p.chunk_size < 1) add(fmt::format("chunk_size must be >= 1 for a chunked mask, got {}", p.chunk_size));
-      break;
-    default: break;
-  }
+  for (auto& issue : dispatch::mask_constant_issues(p.mask, p.window_left, p.window_right, p.chunk_size))
+    add(std::move(issue));
   if (issues.empty()) return {};
   std::string msg = "invalid attention problem:";
   for (const auto& i : issues) msg += "\n  " + i;

@@ -71,6 +71,14 @@ AttentionProblem to_problem(const ProblemShape& s) {
     p.max_pages_per_seq = (s.seqlen_k + s.page_size - 1) / s.page_size;
     p.num_pages = s.batch * p.max_pages_per_seq;
   }
+  if (s.bias != BiasType::none) p.bias = kStandIn, p.bias_type = s.bias;  // strides 0: one entry for every pair
+  if (s.block_size > 0) {
+    BlockMask& m = p.block_mask;
+    m.kv_num_blocks = m.kv_indices = kStandInInts;
+    m.q_block = m.kv_block = s.block_size;
+    m.num_q_blocks = (s.seqlen_q + s.block_size - 1) / s.block_size;
+    m.num_kv_blocks = (s.seqlen_k + s.block_size - 1) / s.block_size;
+  }
   return p;
 }
 
@@ -104,6 +112,11 @@ std::vector<ConfigIssue> check_shape(const ProblemShape& s) {
   config::validate_snippets(s.score_mod, s.mask_mod, out);
   if (s.page_size != 0 && (s.page_size < 1 || s.page_size > 256 || (s.page_size & (s.page_size - 1)) != 0))
     out.push_back({"page_size", fmt::format("must be 0 (contiguous) or a power of two in [1, 256], got {}", s.page_size)});
+  if (s.block_size != 0 && (s.block_size < 16 || s.block_size > (1 << 20) || s.block_size % 16 != 0))
+    out.push_back({"block_size", fmt::format("must be 0 (no block mask) or a multiple of 16 in [16, 2^20], got {}",
+                                             s.block_size)});
+  if (s.block_size != 0 && s.page_size != 0)
+    out.push_back({"block_size", "a block mask takes dense keys: not with page_size"});
   if (uses_chunk(s.mask) && s.chunk_size < 1)
     out.push_back({"chunk_size", fmt::format("must be >= 1 for a {} mask, got {}", to_string(s.mask), s.chunk_size)});
   return out;
@@ -120,6 +133,8 @@ nlohmann::ordered_json to_json(const ProblemShape& s) {
   if (!s.score_mod.empty()) j["score_mod"] = s.score_mod;
   if (!s.mask_mod.empty()) j["mask_mod"] = s.mask_mod;
   if (s.page_size > 0) j["page_size"] = s.page_size;
+  if (s.bias != BiasType::none) j["bias"] = to_string(s.bias);
+  if (s.block_size > 0) j["block_size"] = s.block_size;
   return j;
 }
 
@@ -128,17 +143,18 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
   static const char* const known[] = {"dtype",      "batch",        "seqlen_q",   "seqlen_k", "heads_q",
                                       "heads_kv",   "head_dim",     "mask",       "window_left",
                                       "window_right", "chunk_size", "softcap",    "alibi",    "sinks",
-                                      "score_mod",  "mask_mod",     "page_size"};
+                                      "score_mod",  "mask_mod",     "page_size",  "bias",     "block_size"};
   for (const auto& [key, value] : j.items())
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       return field_error(key, "unknown field");
   ProblemShape s;
   FLASHJIT_TRY(read_enum(j, "dtype", s.dtype, parse_dtype, "bf16, fp16"));
   FLASHJIT_TRY(read_enum(j, "mask", s.mask, parse_mask, "none, causal, sliding_window, chunked, chunked_causal"));
+  FLASHJIT_TRY(read_enum(j, "bias", s.bias, parse_bias_type, "none, fp32, bf16, fp16, bool"));
   for (auto [field, dst] : {std::pair{"batch", &s.batch}, {"seqlen_q", &s.seqlen_q}, {"seqlen_k", &s.seqlen_k},
                             {"heads_q", &s.heads_q}, {"heads_kv", &s.heads_kv}, {"head_dim", &s.head_dim},
                             {"window_left", &s.window_left}, {"window_right", &s.window_right},
-                            {"chunk_size", &s.chunk_size}, {"page_size", &s.page_size}})
+                            {"chunk_size", &s.chunk_size}, {"page_size", &s.page_size}, {"block_size", &s.block_size}})
     FLASHJIT_TRY(read_int(j, field, *dst));
   for (auto [field, dst] : {std::pair{"softcap", &s.softcap}, {"alibi", &s.alibi}, {"sinks", &s.sinks}})
     FLASHJIT_TRY(read_bool(j, field, *dst));
@@ -161,9 +177,11 @@ std::string describe(const ProblemShape& s) {
   if (uses_chunk(s.mask)) mask += fmt::format("({})", s.chunk_size);
   std::string variants = config::variant_tag(s.softcap, s.alibi, s.sinks, s.score_mod, s.mask_mod);
   std::replace(variants.begin(), variants.end(), '_', ' ');
-  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
+  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}{}{}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
                      s.heads_q, s.heads_kv, s.head_dim, mask, variants,
-                     s.page_size > 0 ? fmt::format(" paged{}", s.page_size) : "");
+                     s.page_size > 0 ? fmt::format(" paged{}", s.page_size) : "",
+                     s.bias != BiasType::none ? fmt::format(" bias{}", to_string(s.bias)) : "",
+                     s.block_size > 0 ? fmt::format(" blocks{}", s.block_size) : "");
 }
 
 }  // namespace flashjit::dispatch

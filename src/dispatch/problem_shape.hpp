@@ -37,6 +37,11 @@ struct ProblemShape {
   // Paged keys and values (AttentionProblem::page_table): tokens per page, 0 contiguous; in the JSON only when
   // paged. to_problem's problem has stand-in tables (the dispatcher and precompile need only the page size).
   int page_size = 0;
+  // An additive bias (AttentionProblem::bias): its entries' type, none without; in the JSON only when set.
+  BiasType bias = BiasType::none;
+  // Block sparsity (AttentionProblem::block_mask): the blocks' size (q_block = kv_block), 0 without; in the JSON
+  // only when set. to_problem's problem has stand-in lists (the dispatcher needs only the blocks' size).
+  int block_size = 0;
 
   bool operator==(const ProblemShape&) const = default;
 };
@@ -60,8 +65,9 @@ nlohmann::ordered_json to_json(const ProblemShape& shape);
 // Parses to_json()'s form (missing optional fields keep their defaults); errors name the field.
 Result<ProblemShape> shape_from_json(const nlohmann::json& j);
 
-// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal", then " softcap alibi sinks" for the variants on and
-// " smod1a2b3c4d mmod..." for the snippets (the first 8 hex digits of their text's SHA-256)
+// "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal", then " softcap alibi sinks" for the variants on,
+// " smod1a2b3c4d mmod..." for the snippets (the first 8 hex digits of their text's SHA-256), " biasbf16" and
+// " blocks128"
 std::string describe(const ProblemShape& shape);
 
 }  // namespace flashjit::dispatch

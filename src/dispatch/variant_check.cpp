@@ -66,4 +66,20 @@ std::vector<std::string> bias_issues(const void* bias, BiasType type, const Bias
   return out;
 }
 
+std::vector<std::string> mask_constant_issues(MaskKind mask, int window_left, int window_right, int chunk_size) {
+  std::vector<std::string> out;
+  switch (mask) {
+    case MaskKind::sliding_window:
+      if (window_left < -1 || window_right < -1)
+        out.push_back(fmt::format("window sizes must be >= 0 or -1 (unbounded), got ({}, {})", window_left, window_right));
+      break;
+    case MaskKind::chunked:
+    case MaskKind::chunked_causal:
+      if (chunk_size < 1) out.push_back(fmt::format("chunk_size must be >= 1 for a chunked mask, got {}", chunk_size));
+      break;
+    default: break;
+  }
+  return out;
+}
+
 }  // namespace flashjit::dispatch

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "flashjit/config.hpp"
+
 #include "flashjit/problem.hpp"
 
 namespace flashjit::dispatch {
@@ -19,6 +21,10 @@ std::vector<std::string> bias_issues(const void* bias, BiasType type, const Bias
                                      std::int64_t heads, std::int64_t rows, std::int64_t keys);
 // The bias type a problem's kernel compiles in (none without a bias tensor).
 inline BiasType bias_of(const void* bias, BiasType type) { return bias != nullptr ? type : BiasType::none; }
+
+// The checks of a mask's constants (window sizes, chunk size) for the masks that use them, shared by
+// check(AttentionProblem) and check(BlockMaskProblem).
+std::vector<std::string> mask_constant_issues(MaskKind mask, int window_left, int window_right, int chunk_size);
 
 // A snippet's text (empty for null).
 inline std::string snippet_text(const char* s) { return s != nullptr ? std::string(s) : std::string(); }

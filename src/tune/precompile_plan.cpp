@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dispatch/append_plan.hpp"
+#include "dispatch/block_mask_problem.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
 #include "tune/candidates.hpp"
@@ -31,6 +32,7 @@ std::vector<AnyKernelConfig> PrecompilePlan::kernels() const {
   out.insert(out.end(), combine.begin(), combine.end());
   out.insert(out.end(), merge.begin(), merge.end());
   out.insert(out.end(), append.begin(), append.end());
+  out.insert(out.end(), block_mask.begin(), block_mask.end());
   return out;
 }
 
@@ -48,6 +50,11 @@ PrecompilePlan precompile_plan(const Sweep& sweep, const std::vector<Arch>& arch
     for (const ProblemShape& shape : sweep.problems) {
       const AttentionProblem p = to_problem(shape);
       if (auto c = dispatch::choose(p, arch); c.ok()) add(plan.configs, *c);
+      if (shape.block_size > 0) {  // the kernel that makes the problem's block mask
+        BlockMaskProblem m;
+        m.mask = shape.mask, m.mask_mod = p.mask_mod;
+        add(plan.block_mask, dispatch::block_mask_kernel(m, arch));
+      }
       for (const auto& t : per_gpu)
         if (auto c = dispatch::choose(p, arch, Algorithm::automatic, &t); c.ok()) add(plan.configs, *c);
       if (!all_candidates) continue;

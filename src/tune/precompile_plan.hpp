@@ -7,7 +7,8 @@
 // for prepare_decode, when a smaller batch's keys would be), and the merge kernel
 // (Runtime::merge) of each distinct (dtype, head dim, arch) of decode problems; for each append problem, and each
 // decode problem fused with an append, the append kernels prepare_append_kv (or prepare_decode) loads
-// (dispatch::append_prepare_kernels: every size class, among them the one append_kv picks for any size).
+// (dispatch::append_prepare_kernels: every size class, among them the one append_kv picks for any size); for each
+// block-sparse problem (block_size), the block_mask kernel Runtime::make_block_mask runs for its mask and mask_mod.
 #pragma once
 
 #include <vector>
@@ -27,9 +28,10 @@ struct PrecompilePlan {
   std::vector<CombineKernelConfig> combine;  // combine kernels (fp32 inputs) of decode plans that split: distinct
   std::vector<CombineKernelConfig> merge;    // merge kernels (inputs in the output type): distinct
   std::vector<AppendKernelConfig> append;    // append kernels of append problems and fused decodes: distinct
+  std::vector<BlockMaskKernelConfig> block_mask;  // block_mask kernels of block-sparse problems: distinct
   int invalid = 0;                           // candidates pruned by validate() (all_candidates)
 
-  // Every kernel: the prefill ones, then decode, combine, merge and append.
+  // Every kernel: the prefill ones, then decode, combine, merge, append and block_mask.
   std::vector<AnyKernelConfig> kernels() const;
 };
 

@@ -195,7 +195,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim",
                           "mask", "window_left", "window_right", "chunk_size", "softcap", "alibi", "sinks", "score_mod",
-                          "mask_mod", "page_size"},
+                          "mask_mod", "page_size", "bias", "block_size"},
                          where));
   for (const char* required : {"heads_q", "head_dim"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -239,6 +239,12 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   FLASHJIT_TRY(axes.int_field("window_right", [](ProblemShape& s, int x) { s.window_right = x; }));
   FLASHJIT_TRY(axes.int_field("chunk_size", [](ProblemShape& s, int x) { s.chunk_size = x; }));
   FLASHJIT_TRY(axes.int_field("page_size", [](ProblemShape& s, int x) { s.page_size = x; }));  // 0: contiguous
+  if (entry.contains("bias")) {  // the bias's entry type, or a list of them ("none": no bias)
+    auto v = names(entry["bias"], where + ".bias", parse_bias_type, "none, fp32, bf16, fp16, bool");
+    if (!v.ok()) return std::move(v).error();
+    axes.list.push_back({std::move(*v), [](ProblemShape& s, int x) { s.bias = static_cast<BiasType>(x); }});
+  }
+  FLASHJIT_TRY(axes.int_field("block_size", [](ProblemShape& s, int x) { s.block_size = x; }));  // 0: no block mask
   return cross_product(axes.list, where);
 }
 

@@ -233,3 +233,24 @@ TEST_CASE("cli: autotune skips decode problems", "[cli][autotune][decode]") {
   CHECK(skipped.has("skipping 1 decode problem: decode problems are not autotuned"));
   CHECK(skipped.has("autotune needs a GPU"));
 }
+
+TEST_CASE("cli: autotune refuses biased and block-sparse problems; precompile compiles them and the block_mask kernel",
+          "[cli][autotune][bias][block_sparse]") {
+  Cli cli;
+  const std::string sweep = write_input(cli, "sparse.json", R"({"problems": [
+    {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256, "mask": "causal", "bias": "bool"},
+    {"heads_q": 4, "heads_kv": 2, "head_dim": 64, "seqlen": 256, "mask": "causal", "block_size": 128}]})");
+  const std::string out = quote((cli.root() / "out.json").string());
+  auto rejected = cli("autotune --sweep " + sweep + " -o " + out);
+  INFO(rejected);
+  CHECK(rejected.code == 2);
+  CHECK(rejected.has("has a bias, and such problems are not autotuned yet"));
+  CHECK_FALSE(fs::exists(cli.root() / "out.json"));
+  auto compiled = cli("precompile --sweep " + sweep + " --arch sm_90a");
+  INFO(compiled);
+  CHECK(compiled.code == 0);
+  CHECK(compiled.has("block_mask 1"));
+  CHECK(compiled.has("_biasbool_"));
+  CHECK(compiled.has("_bsparse_sm90a"));
+  CHECK(compiled.has("block_mask_causal_w8_sm90a"));
+}

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "dispatch/append_plan.hpp"
 #include "dispatch/decode_heuristics.hpp"
 #include "dispatch/heuristics.hpp"
@@ -299,4 +301,55 @@ TEST_CASE("precompile plan: a decode fused with an append adds the append kernel
                                                     "page_size": 16})"),
       {kSm90a}, {}, false);
   CHECK(both.append == with.append);
+}
+
+TEST_CASE("precompile plan: biased and block-sparse problems give their kernels, and the block_mask kernels",
+          "[tune][plan][bias][block_sparse]") {
+  const char* mod = R"(__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) {
+  return ctx.pointer<int>(0)[q] == ctx.pointer<int>(0)[k];
+}
+)";
+  const std::string text = fmt::format(R"({{"problems": [{{"heads_q": 32, "heads_kv": 8, "head_dim": 128, "seqlen": 4096,
+      "mask": "causal", "bias": ["none", "bf16"]}}, {{"heads_q": 32, "heads_kv": 8, "head_dim": 128, "seqlen": 16384,
+      "mask": "causal", "mask_mod": {}, "block_size": [64, 128]}}]}})", nlohmann::json(mod).dump());
+  auto sweep = parse_sweep(text, "variants.json");
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->problems.size() == 4);
+  CHECK(sweep->problems[1].bias == flashjit::BiasType::bf16);
+  CHECK(sweep->problems[3].block_size == 128);
+  const auto plan = precompile_plan(*sweep, {kSm90a}, {}, false);
+  REQUIRE(plan.configs.size() == 4);
+  CHECK(plan.configs[0].bias == flashjit::BiasType::none);
+  CHECK(plan.configs[1].bias == flashjit::BiasType::bf16);
+  for (int i : {2, 3}) {
+    INFO(readable_name(plan.configs[i]));
+    CHECK(plan.configs[i].block_sparse);
+    CHECK(sweep->problems[i].block_size % plan.configs[i].block_m == 0);
+    CHECK(sweep->problems[i].block_size % plan.configs[i].block_n == 0);
+  }
+  // One block_mask kernel for the two block sizes (they are run-time arguments of the kernel).
+  REQUIRE(plan.block_mask.size() == 1);
+  CHECK(plan.block_mask[0].mask == MaskKind::causal);
+  CHECK(plan.block_mask[0].mask_mod == mod);
+  CHECK(plan.kernels().size() == 5);
+  // The shapes' JSON carries the new fields only when set, and reads back; bad values name the field.
+  CHECK(!to_json(sweep->problems[0]).contains("bias"));
+  CHECK(!to_json(sweep->problems[0]).contains("block_size"));
+  for (int i : {1, 3}) {
+    auto back = shape_from_json(to_json(sweep->problems[i]));
+    REQUIRE(back.ok());
+    CHECK(*back == sweep->problems[i]);
+  }
+  CHECK(describe(sweep->problems[1]).find("biasbf16") != std::string::npos);
+  CHECK(describe(sweep->problems[3]).find("blocks128") != std::string::npos);
+  auto odd = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 64, "block_size": 24}]})", "x.json");
+  REQUIRE_FALSE(odd.ok());
+  CHECK(odd.error().message.find("block_size") != std::string::npos);
+  auto paged = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 64, "block_size": 64,
+                                             "page_size": 16}]})", "x.json");
+  REQUIRE_FALSE(paged.ok());
+  CHECK(paged.error().message.find("dense keys") != std::string::npos);
+  auto bias = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 64, "bias": "int8"}]})", "x.json");
+  REQUIRE_FALSE(bias.ok());
+  CHECK(bias.error().message.find("none, fp32, bf16, fp16, bool") != std::string::npos);
 }

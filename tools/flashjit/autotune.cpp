@@ -98,6 +98,13 @@ int run_autotune(const Globals& globals, const AutotuneArgs& args) {
                                             "contiguous twin, without page_size; `flashjit precompile` compiles the "
                                             "paged kernels)",
                                             sweep->name, dispatch::describe(shape))));
+    else if (shape.bias != BiasType::none || shape.block_size > 0)
+      return report_input(Error(ErrorCode::invalid_argument,
+                                fmt::format("sweep {}: {} has a {}, and such problems are not autotuned yet (the "
+                                            "autotuner makes no bias tensors or block masks; `flashjit precompile` "
+                                            "compiles their kernels)",
+                                            sweep->name, dispatch::describe(shape),
+                                            shape.bias != BiasType::none ? "bias" : "block mask")));
   auto device = gpu();
   if (!device.ok()) return report(device.error());
   auto scope = cuda::ContextScope::enter(0);

@@ -43,7 +43,8 @@ void print_summary(Output& out, const tune::Sweep& sweep, const PrecompileArgs& 
                      {"sms", args.sms},
                      {"kernels", {{"total", plan.kernels().size()}, {"prefill", plan.configs.size()},
                                   {"decode", plan.decode.size()}, {"combine", plan.combine.size()},
-                                  {"merge", plan.merge.size()}, {"append", plan.append.size()}}},
+                                  {"merge", plan.merge.size()}, {"append", plan.append.size()},
+                                  {"block_mask", plan.block_mask.size()}}},
                      {"compiled", t.compiled},
                      {"cached", t.cached},
                      {"failed", t.failed},
@@ -62,6 +63,8 @@ void print_summary(Output& out, const tune::Sweep& sweep, const PrecompileArgs& 
   }
   fmt::print("precompile {}: {} problem{}{} for {}{}\n", sweep.name, problems, problems == 1 ? "" : "s", kinds,
              fmt::join(args.archs, ", "), sweep.decode.empty() ? "" : fmt::format(", decode planned for {} SMs", args.sms));
+  if (!plan.block_mask.empty())  // the kernels that make block-sparse problems' block masks
+    decode_kernels += fmt::format("{}block_mask {}", decode_kernels.empty() ? "   " : ", ", plan.block_mask.size());
   fmt::print("  kernels   {:>6}{}\n", plan.kernels().size(), decode_kernels);
   fmt::print("  compiled  {:>6}{}\n", t.compiled,
              t.compiled ? fmt::format("   NVRTC {:.1f} s in all", t.nvrtc_ms / 1000) : std::string());
