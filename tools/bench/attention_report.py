@@ -317,7 +317,7 @@ def markdown_table(sweep, rows, ceilings, stamp):
         check = row.get("check", {})
         mark = "–" if "rel_l2" not in check else (f"{check['rel_l2']:.1e}" + ("" if check["ok"] else " ✗"))
         if check.get("against") not in (None, "cudnn"):
-            mark += f" (vs {LABELS[check['against']]})"
+            mark += f" (vs {LABELS.get(check['against'], check['against'])})"
         fraction = r.get("flashjit", {})
         lines.append(
             f"| {label(row['shape'])} | {row.get('flashjit_config', '–')} | {row['method']} | {number(fj)} | "
@@ -367,7 +367,7 @@ def decode_markdown_table(rows, ceilings, stamp, sweep="decode"):
         check = row.get("check", {})
         mark = "–" if "rel_l2" not in check else (f"{check['rel_l2']:.1e}" + ("" if check["ok"] else " ✗"))
         if check.get("against") not in (None, "cudnn"):
-            mark += f" (vs {LABELS[check['against']]})"
+            mark += f" (vs {LABELS.get(check['against'], check['against'])})"
         if "error" in check:
             mark = "✗ (failed, below)"
         fj_result = r.get("flashjit", {})
