@@ -68,8 +68,7 @@ def block_mask(mask_mod: Optional[str] = None, B: int = 1, H: int = 1, Q_LEN: in
     where the mask_mod passes every pair the built-in mask shows, which attention() then computes without the
     mask_mod (applying the built-in mask, which must be the same); False: all in kv_indices.
     device: the CUDA device (default: that of aux_tensors, else torch's current one). Asynchronous on stream (default
-    the device's current one)."""
-    import torch
+    the device's current one). Bad arguments raise ValueError before torch is imported or anything runs."""
     b = _int_arg("B", B, 1, 65535)
     h = _int_arg("H", H, 1, 65535)
     seqlen_q = _int_arg("Q_LEN", Q_LEN, 1, INT32_MAX)
@@ -79,6 +78,7 @@ def block_mask(mask_mod: Optional[str] = None, B: int = 1, H: int = 1, Q_LEN: in
     if mask_mod is None and mask == _abi.MASK_NONE:
         raise ValueError("block_mask needs a mask_mod or a mask (causal, window_size, chunk_size): without either "
                          "every block is full")
+    import torch
     if device is None:
         first = next(iter(aux_tensors), None) if aux_tensors is not None else None
         device = first.device if first is not None else torch.device("cuda", torch.cuda.current_device())
@@ -110,6 +110,16 @@ def block_mask(mask_mod: Optional[str] = None, B: int = 1, H: int = 1, Q_LEN: in
     return BlockMask(counts, indices, full_counts, full_indices, (q_block, kv_block), (seqlen_q, seqlen_k))
 
 
+def _contiguous(shape, strides):
+    """Whether row-major strides (those of dimensions of one element aside) lay the tensor out densely."""
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
 def _require_int32_rows(name, t, dims, q):
     if not hasattr(t, "data_ptr") or not hasattr(t, "shape"):
         raise ValueError(f"block_mask.{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -117,9 +127,9 @@ def _require_int32_rows(name, t, dims, q):
     _require_same_device(f"block_mask.{name}", t, q)
     if str(t.dtype) != INT32:
         raise ValueError(f"block_mask.{name}: dtype {t.dtype} must be torch.int32")
-    if t.dim() != dims:
+    if len(t.shape) != dims:
         raise ValueError(f"block_mask.{name} must have {dims} dimensions, got shape {tuple(t.shape)}")
-    if not t.is_contiguous():
+    if not _contiguous(tuple(t.shape), tuple(t.stride())):
         raise ValueError(f"block_mask.{name} must be contiguous (strides {tuple(t.stride())})")
     if t.data_ptr() % 4 != 0:
         raise ValueError(f"block_mask.{name} must be 4-byte aligned")
