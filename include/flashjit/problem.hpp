@@ -49,6 +49,9 @@ struct ModAux {
 // block is listed at most once, in either list (FlexAttention's create_block_mask and Runtime::make_block_mask
 // list them in ascending order). Counts are clamped to [0, num_kv_blocks]; an index outside [0, num_kv_blocks) stands
 // for no keys (never read). Dense batches only (no cu_seqlens, no page_table); not with packed GQA tiles.
+// The largest q_block or kv_block a block mask takes (and a multiple of 16 at least 16).
+inline constexpr int kMaxBlockMaskBlock = 1 << 20;
+
 struct BlockMask {
   const int* kv_num_blocks = nullptr;       // device int32, [B', H', num_q_blocks]; null: no block mask
   const int* kv_indices = nullptr;          // device int32, [B', H', num_q_blocks, num_kv_blocks]

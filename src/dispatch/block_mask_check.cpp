@@ -10,7 +10,6 @@ namespace flashjit::dispatch {
 
 namespace {
 
-constexpr int kMaxBlock = 1 << 20;
 constexpr std::int64_t kMaxEntries = std::int64_t{1} << 40;
 
 std::int64_t blocks_of(int n, int block) { return (static_cast<std::int64_t>(n) + block - 1) / block; }
@@ -39,9 +38,10 @@ std::vector<std::string> block_mask_issues(const AttentionProblem& p) {
     out.push_back("block_mask.full_kv_num_blocks and full_kv_indices go together: set both or neither");
   bool sizes = true;
   for (const auto& [value, name] : {std::pair{m.q_block, "q_block"}, std::pair{m.kv_block, "kv_block"}})
-    if (value < 16 || value > kMaxBlock || value % 16 != 0) {
+    if (value < 16 || value > kMaxBlockMaskBlock || value % 16 != 0) {
       sizes = false;
-      out.push_back(fmt::format("block_mask.{} must be a multiple of 16 in [16, {}], got {}", name, kMaxBlock, value));
+      out.push_back(fmt::format("block_mask.{} must be a multiple of 16 in [16, {}], got {}", name,
+                                kMaxBlockMaskBlock, value));
     }
   if (sizes) {
     if (m.num_q_blocks < blocks_of(p.seqlen_q, m.q_block))

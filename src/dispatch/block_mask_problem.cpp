@@ -15,7 +15,6 @@ namespace flashjit {
 
 namespace {
 
-constexpr int kMaxBlock = 1 << 20;
 // The kernel keeps one byte per key block in shared memory (templates/block_mask/kernel.cuh).
 constexpr int kMaxKvBlocks = 48 * 1024;
 
@@ -49,8 +48,8 @@ Status check(const BlockMaskProblem& p) {
   if (p.seqlen_q < 1 || p.seqlen_k < 1)
     add(fmt::format("seqlen_q and seqlen_k must be >= 1, got {} and {}", p.seqlen_q, p.seqlen_k));
   for (const auto& [value, name] : {std::pair{p.q_block, "q_block"}, std::pair{p.kv_block, "kv_block"}})
-    if (value < 16 || value > kMaxBlock || value % 16 != 0)
-      add(fmt::format("{} must be a multiple of 16 in [16, {}], got {}", name, kMaxBlock, value));
+    if (value < 16 || value > kMaxBlockMaskBlock || value % 16 != 0)
+      add(fmt::format("{} must be a multiple of 16 in [16, {}], got {}", name, kMaxBlockMaskBlock, value));
   if (issues.empty()) {
     const BlockMaskShape s = block_mask_shape(p);
     if (s.num_kv_blocks > kMaxKvBlocks)

@@ -112,7 +112,7 @@ std::vector<ConfigIssue> check_shape(const ProblemShape& s) {
   config::validate_snippets(s.score_mod, s.mask_mod, out);
   if (s.page_size != 0 && (s.page_size < 1 || s.page_size > 256 || (s.page_size & (s.page_size - 1)) != 0))
     out.push_back({"page_size", fmt::format("must be 0 (contiguous) or a power of two in [1, 256], got {}", s.page_size)});
-  if (s.block_size != 0 && (s.block_size < 16 || s.block_size > (1 << 20) || s.block_size % 16 != 0))
+  if (s.block_size != 0 && (s.block_size < 16 || s.block_size > kMaxBlockMaskBlock || s.block_size % 16 != 0))
     out.push_back({"block_size", fmt::format("must be 0 (no block mask) or a multiple of 16 in [16, 2^20], got {}",
                                              s.block_size)});
   if (s.block_size != 0 && s.page_size != 0)

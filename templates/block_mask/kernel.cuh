@@ -20,7 +20,7 @@ struct BlockMaskKernel {
   static constexpr int kSmemBytes = 0;  // static; the launch gives num_kv_blocks bytes of dynamic shared memory
   enum Kind : unsigned char { kNone = 0, kPartial = 1, kFull = 2 };
 
-  static __device__ unsigned char classify(const BlockMaskParams& p, const Mask<kMask>& mask, const ModContext& ctx,
+  static __device__ unsigned char classify(const Mask<kMask>& mask, const ModContext& ctx,
                                            int batch, int head, int q0, int q1, int k0, int k1, int lane) {
     const bool builtin_all = mask.tile_all_visible(q0, q1, k0, k1);
     bool any = false, all = true;  // some pair shown and passed; every shown pair passed
@@ -49,7 +49,7 @@ struct BlockMaskKernel {
     for (int j = warp; j < p.num_kv_blocks; j += kWarps) {
       const int k0 = j * p.kv_block, k1 = min(k0 + p.kv_block, p.seqlen_k);
       unsigned char kind = kNone;
-      if (q0 < q1 && max(k0, lo) < min(k1, hi)) kind = classify(p, mask, ctx, batch, head, q0, q1, k0, k1, lane);
+      if (q0 < q1 && max(k0, lo) < min(k1, hi)) kind = classify(mask, ctx, batch, head, q0, q1, k0, k1, lane);
       if (lane == 0) kinds[j] = kind;
     }
     __syncthreads();
