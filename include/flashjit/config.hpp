@@ -96,6 +96,11 @@ struct KernelConfig {
   // bias. In the JSON and the name ("_biasbf16") only when set. Not with pack_gqa (a packed tile's rows are
   // several heads' rows).
   BiasType bias = BiasType::none;
+  // fa3 with a bias: the bias tensor's tile of each key tile is staged in shared memory by TMA with K
+  // (templates/fa3/bias_tile.cuh) instead of each consumer thread loading its entries. Needs block_n entries to be
+  // a multiple of 128 bytes, pages of at least 16 tokens, and a tensor whose rows TMA can read
+  // (config::bias_tma_layout_issue). In the JSON and the name ("_tma" after the bias) only when on.
+  bool bias_tma = false;
   // Block sparsity (AttentionProblem::block_mask): the key tiles of a block of query rows come from the block
   // mask's lists instead of the mask's key range, and full blocks skip the mask_mod. Dense batches only (not
   // with varlen, page_size or pack_gqa). In the JSON and the name only when on.

@@ -49,13 +49,14 @@ std::string kernel_template(const KernelConfig& c) {
 }
 
 // The template instantiation, one parameter per line with its name. Block-sparse kernels name the variant
-// (flashjit::NoVariant without one) before their flag.
+// (flashjit::NoVariant without one) before their flag; fa3 kernels that stage the bias name both before theirs.
 std::string kernel_type(const KernelConfig& c) {
   std::string variant =
       variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias);
-  if (!c.block_sparse) return kernel_template(c) + variant + ">";
+  if (!c.block_sparse && !c.bias_tma) return kernel_template(c) + variant + ">";
   if (variant.empty()) variant = ",\n    /*variant=*/flashjit::NoVariant";
-  return kernel_template(c) + variant + ",\n    /*block_sparse=*/true>";
+  const std::string tma = c.bias_tma ? ", /*bias_tma=*/true" : "";
+  return kernel_template(c) + variant + fmt::format(",\n    /*block_sparse=*/{}{}>", c.block_sparse, tma);
 }
 
 const char* kernel_header(Algorithm a) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "config/limits.hpp"
+#include "config/variants.hpp"
 #include "dispatch/tuned_table.hpp"
 #include "dispatch/variant_check.hpp"
 
@@ -164,6 +165,9 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
                                            : fmt::format("the kernel reads a {} bias but the problem has {}",
                                                          to_string(c.bias),
                                                          bias == BiasType::none ? "none" : to_string(bias)));
+  if (c.bias_tma && c.bias == bias_of(p.bias, p.bias_type))
+    if (const std::string b = config::bias_tma_layout_issue(p.bias, p.bias_type, p.bias_strides); !b.empty())
+      why.push_back("a bias_tma kernel stages the bias through TMA, but " + b);
   if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
   const BlockMask& bm = p.block_mask;
   if (const std::string b = config::block_mask_mismatch(c, bm.active() ? bm.q_block : 0, bm.kv_block); !b.empty())
@@ -312,6 +316,24 @@ bool fit_block_mask(KernelConfig& c, const AttentionProblem& p) {
   if (!validate(k).empty() || !config::block_mask_mismatch(k, m.q_block, m.kv_block).empty()) return false;
   c = k;
   return true;
+}
+
+void fit_bias_tma(KernelConfig& c, const AttentionProblem& p) {
+  if (c.algorithm != Algorithm::fa3 || c.bias == BiasType::none || c.bias_tma) return;
+  // Above d192 the consumers sit at their register ceiling with a bias (O alone takes 128 at d256): the staged
+  // tile's addressing spilled there (NVRTC 13.0, -Xptxas=-v: d256 bf16 two warpgroups of 64-key tiles 4 bytes, fp32
+  // one warpgroup 12-20), and the bias is half the bytes per FLOP of d128's.
+  if (std::max(c.head_dim, value_head_dim(c)) > 192) return;
+  if (!config::bias_tma_layout_issue(p.bias, p.bias_type, p.bias_strides).empty()) return;
+  const BlockMask& m = p.block_mask;
+  KernelConfig k = c;
+  k.bias_tma = true;
+  // Tiles of whole 128-byte bias rows: the key tile rounded down to them (fp32 96 keys stay, bf16 96 -> 64).
+  const int per_block = 128 / config::bias_element_bytes(c.bias);
+  k.block_n = c.block_n / per_block * per_block;
+  if (k.block_n >= 64 && validate(k).empty() &&
+      config::block_mask_mismatch(k, m.active() ? m.q_block : 0, m.kv_block).empty())
+    c = k;
 }
 
 namespace {

@@ -48,6 +48,13 @@ void fit_pages(KernelConfig& config, const AttentionProblem& problem);
 // the reference kernel, which looks up each key's block).
 bool fit_block_mask(KernelConfig& config, const AttentionProblem& problem);
 
+// fa3 up to d192 with a bias tensor TMA can read (config::bias_tma_layout_issue): bias_tma on, the key tile rounded down to
+// whole 128-byte rows of entries, where that config is valid (shared memory: a bias tile per stage) and still
+// divides the block mask's blocks, applied to a config choose() made. Not yet applied by choose(): the staged
+// kernels have not run on a GPU (bench/NOTES.md, 2026-12-04, twenty-eighth session); until they have, a caller
+// opts in with this or with bias_tma in an explicit config.
+void fit_bias_tma(KernelConfig& config, const AttentionProblem& problem);
+
 // Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what
 // fa3 and fa2 lack there, e.g. "fa2: needs sm_80 or newer ...". Empty when a fast kernel runs it.
 std::string reference_fallback_reason(const AttentionProblem& problem, const Arch& arch);
