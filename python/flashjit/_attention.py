@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
-from ._block_mask import block_mask_fields
+from ._block_mask import block_mask_addresses, block_mask_fields, block_mask_key
 from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bias_address, bias_type_code, bshd_strides,
                       check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_variants,
                       dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants,
@@ -97,19 +97,23 @@ def _forward_key(tensors, options, config):
 
 
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
-             sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None):
+             sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None,
+             block_mask=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
     snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call (the bias's
-    by its entries, bias_address)."""
+    by its entries, bias_address; a block mask's lists by 4 bytes)."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
         lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k,
-                             page_indptr, last_page_len))
+                             page_indptr, last_page_len) + block_mask_addresses(block_mask))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
     (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes, args.sinks,
-     args.page_table, args.seqused_k, args.page_indptr, args.last_page_len) = addresses
+     args.page_table, args.seqused_k, args.page_indptr, args.last_page_len) = addresses[:12]
+    if block_mask is not None:
+        (args.bm_kv_num_blocks, args.bm_kv_indices, args.bm_full_kv_num_blocks,
+         args.bm_full_kv_indices) = addresses[12:]
     if snip is not None:
         snip.set_aux_pointers(args)
     args.bias = bias_address(bias)
@@ -295,8 +299,8 @@ def _page_fields(pages):
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
                     softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None, bias=None,
                     block_mask=None):
-    """attention() straight through the library: (O, LSE or None). With a block mask every call is checked (its
-    arrays' addresses go into the arguments there)."""
+    """attention() straight through the library: (O, LSE or None). A block mask's metadata is part of the memo key
+    (block_mask_key), its lists' addresses are set on every call."""
     def check(out):
         problem, pages = check_attention_inputs(q, k, v, page_table, seqused_k)
         if block_mask is not None and pages is not None:
@@ -316,11 +320,14 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             **sparse)
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
-    key = None if snip is not None or block_mask is not None else _forward_key(
+    sparse_key = block_mask_key(block_mask)
+    key = None if snip is not None or sparse_key is None else _forward_key(
         (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k, bias),
         (causal, window_size, softmax_scale, softcap, chunk_size), config)
+    if key is not None and sparse_key:
+        key += (sparse_key,)
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,
-                    page_table, seqused_k, bias=bias)
+                    page_table, seqused_k, bias=bias, block_mask=block_mask)
 
 
 def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Optional[Tensor],
