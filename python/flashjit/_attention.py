@@ -96,13 +96,24 @@ def _forward_key(tensors, options, config):
         return None
 
 
+def _snippet_key(snip):
+    """A call's snippets in its memo key (Snippets.key; None without snippets): a tensor-like aux argument whose
+    metadata cannot be read makes the key unhashable, and the memo then runs every check."""
+    if snip is None:
+        return None
+    try:
+        return snip.key()
+    except Exception:  # noqa: BLE001
+        return []  # unhashable: the memo runs every check
+
+
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
              sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None,
              block_mask=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
-    shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
-    snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call (the bias's
-    by its entries, bias_address; a block mask's lists by 4 bytes)."""
+    shape), out allocated when None) on the first call of a key (every call with an explicit config), the addresses'
+    alignment on every call (the bias's by its entries, bias_address; a block mask's lists by 4 bytes), whose
+    snippets' aux tensor addresses (snip) go in here."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
         lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k,
@@ -321,11 +332,11 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
     sparse_key = block_mask_key(block_mask)
-    key = None if snip is not None or sparse_key is None else _forward_key(
+    key = None if sparse_key is None else _forward_key(
         (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k, bias),
         (causal, window_size, softmax_scale, softcap, chunk_size), config)
-    if key is not None and sparse_key:
-        key += (sparse_key,)
+    if key is not None:
+        key += (sparse_key, _snippet_key(snip))
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,
                     page_table, seqused_k, bias=bias, block_mask=block_mask)
 
@@ -420,10 +431,12 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             **snippet_fields(snip), **_page_fields(pages), **bias_fields)
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
-    key = None if snip is not None else _forward_key(
+    key = _forward_key(
         (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k, page_indptr,
          last_page_len, bias),
         (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
+    if key is not None:
+        key += (_snippet_key(snip),)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
                     sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias)
 
