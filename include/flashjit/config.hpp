@@ -100,6 +100,11 @@ struct KernelConfig {
   // mask's lists instead of the mask's key range, and full blocks skip the mask_mod. Dense batches only (not
   // with varlen, page_size or pack_gqa). In the JSON and the name only when on.
   bool block_sparse = false;
+  // Dense keys of which sequence b uses its first seqused_k[b] (AttentionProblem::seqused_k without a page
+  // table): each sequence's key count read by the kernel, masks aligned to it, and (fa3) the V rows of a key tile
+  // past it zero-filled. Paged kernels read seqused_k anyway: not with page_size, nor block_sparse. In the JSON and
+  // the name ("_sequsedk") only when on.
+  bool seqused_k = false;
 
   // The tiles an algorithm's config has when none are given (naive: its only shape; fa2 / fa3: the d128
   // tiles). The dispatcher's heuristics choose per head dim and problem instead (Runtime::resolve).

@@ -235,7 +235,10 @@ typedef struct flashjit_attention_args {
    * 0. page_size is a power of two in [1, 256]. A page index outside [0, num_pages) is never dereferenced (its
    * keys read as zeros); the tokens of a sequence's last page past its length are read and masked, so the
    * pools must hold finite values there (a cache allocated with zeros). page_table and seqused_k 4-byte
-   * aligned. */
+   * aligned. Without page_table, seqused_k (default NULL) is a padded batch's key counts over contiguous k and
+   * v (flash-attn's seqused_k): sequence b uses its first seqused_k[b] keys, at most seqlen_k (varlen: at most
+   * its cu_seqlens_k length), its queries its last positions as above; the other keys are never used whatever
+   * they hold (NaN included); check_seqlens refuses counts past them. */
   const int* page_table;
   const int* seqused_k;
   int page_size;

@@ -180,6 +180,13 @@ struct AttentionProblem {
   int page_size = 0;
   int num_pages = 0;
   int max_pages_per_seq = 0;
+  // Paged: each sequence's key count (above). Without page_table: a padded batch over contiguous K and V
+  // [B, Sk, Hkv, D] (flash-attn's seqused_k, a key padding mask), or a varlen one (cu_seqlens_k), of which
+  // sequence b uses its first seqused_k[b] keys, in [0, seqlen_k] (varlen: at most its cu_seqlens_k length). Its
+  // masks are aligned to that count like the paged path's (its seqlen_q queries its last positions, or
+  // top-left); the other keys are never used, whatever they hold (NaN and inf included: the kernels zero-fill
+  // or mask them). 0 keys: O = 0 and LSE = -inf (or the sink's logit). Compiled in only when set
+  // (KernelConfig::seqused_k); check_seqlens refuses a count past the keys. Not with a block mask.
   const int* seqused_k = nullptr;
   // FlashInfer's CSR page table instead of the dense one: with page_indptr (device int32 [batch + 1],
   // non-decreasing from >= 0) page_table is the flat page index array (paged_kv_indices) and sequence b's pages
@@ -196,7 +203,9 @@ struct AttentionProblem {
 
   // Varlen: copy the offsets to the host before launching (synchronizes the stream; refused while it captures a
   // graph) and refuse offsets that are not non-decreasing from >= 0 up to total_q / total_k, or a length above
-  // seqlen_q / seqlen_k. A debug check; RuntimeOptions::check_seqlens turns it on for every forward.
+  // seqlen_q / seqlen_k; seqused_k over contiguous keys (dense or varlen): refuse a count outside [0, seqlen_k]
+  // or past its sequence's cu_seqlens_k length. A debug check; RuntimeOptions::check_seqlens turns it on for every
+  // forward.
   bool check_seqlens = false;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)

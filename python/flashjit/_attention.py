@@ -255,6 +255,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         positions (causal and windows bottom-right per sequence, or top-left with alignment). A page index outside
         [0, num_pages) reads as zeros (FLASHJIT_CHECK_PAGES=1 checks the table on the host first); the tokens of
         a sequence's last page past its length are read and masked, so they must hold finite values.
+      seqused_k without page_table: a padded batch of contiguous k and v (flash-attn's seqused_k, a key padding
+        mask): sequence b uses its first seqused_k[b] keys only (in [0, seqlen_k]; FLASHJIT_CHECK_SEQLENS=1 checks
+        on the host), its queries being its last positions as with pages (or top-left with alignment); the other
+        keys are never used, whatever they hold (NaN included). 0 keys: O = 0 and LSE = -inf (or the sink).
     block_mask: block sparsity, a flashjit.BlockMask (flashjit.block_mask(mask_mod, ...)) or FlexAttention's
       BlockMask (torch.nn.attention.flex_attention.create_block_mask): key blocks a query block does not list are
       never loaded, and its full blocks skip the mask_mod (pass the mask_mod the block mask was made from as well, for

@@ -856,14 +856,12 @@ def csr_tensors(page_indptr, last_page_len):
 
 
 def check_paged_pair(page_table, seqused_k, cu_seqlens_k=None, varlen=False, page_indptr=None, last_page_len=None):
-    """Whether a call is paged (page_table given), after the rules of the pair: seqused_k goes with page_table
-    (and it with seqused_k, or with a CSR table's last_page_len: check_csr_pair), and a paged attention_varlen takes
-    no cu_seqlens_k (an unpaged one needs it)."""
+    """Whether a call is paged (page_table given), after the rules of the pair: page_table needs seqused_k (or a
+    CSR table's last_page_len: check_csr_pair), seqused_k without it counts the keys each sequence uses of
+    contiguous k and v (check_used_keys), and a paged attention_varlen takes no cu_seqlens_k (an unpaged one needs
+    it)."""
     csr = check_csr_pair("seqused_k", page_table, page_indptr, seqused_k, last_page_len)
     if page_table is None:
-        if seqused_k is not None:
-            raise ValueError("seqused_k is for paged keys: pass page_table too (k and v as page pools [num_pages, "
-                             "page_size, heads_kv, head_dim]), or leave seqused_k None")
         if varlen and cu_seqlens_k is None:
             raise ValueError("cu_seqlens_k is None: pass the keys' offsets (int32 [batch + 1]), or page_table and "
                              "seqused_k for keys in pages")
@@ -966,11 +964,24 @@ def check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_
     return VarlenProblem(batch, total_q, 0, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)], dv), pages
 
 
+def check_used_keys(q, seqused_k, batch, traced=False):
+    """seqused_k over contiguous k and v (sequence b uses its first seqused_k[b] keys): torch.int32 [batch] on q's
+    device, contiguous."""
+    _require_devices_and_dtypes((("q", q), ("seqused_k", seqused_k)), 1, traced)
+    if _shape(seqused_k) != (batch,):
+        raise ValueError(f"seqused_k must have shape [{batch}] (the keys each sequence uses), got "
+                         f"{list(_shape(seqused_k))}")
+    _require_dense("seqused_k", seqused_k, "int32 [batch]", traced)
+
+
 def check_attention_inputs(q, k, v, page_table=None, seqused_k=None, traced=False):
     """attention()'s inputs: (Problem, Pages or None for contiguous k and v)."""
     if check_paged_pair(page_table, seqused_k):
         return check_paged_inputs(q, k, v, page_table, seqused_k, traced)
-    return check_inputs(q, k, v, traced), None
+    problem = check_inputs(q, k, v, traced)
+    if seqused_k is not None:
+        check_used_keys(q, seqused_k, problem.batch, traced)
+    return problem, None
 
 
 def check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, page_table=None,
@@ -979,4 +990,7 @@ def check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqle
     if check_paged_pair(page_table, seqused_k, cu_seqlens_k, True, page_indptr, last_page_len):
         return check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_seqlen_q, max_seqlen_k,
                                          traced, page_indptr, last_page_len)
-    return check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced), None
+    problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced)
+    if seqused_k is not None:
+        check_used_keys(q, seqused_k, problem.batch, traced)
+    return problem, None

@@ -48,14 +48,16 @@ std::string kernel_template(const KernelConfig& c) {
   }
 }
 
-// The template instantiation, one parameter per line with its name. Block-sparse kernels name the variant
-// (flashjit::NoVariant without one) before their flag.
+// The template instantiation, one parameter per line with its name. Block-sparse and seqused_k kernels name the
+// variant (flashjit::NoVariant without one) before their flags; seqused_k kernels name block_sparse too.
 std::string kernel_type(const KernelConfig& c) {
   std::string variant =
       variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias);
-  if (!c.block_sparse) return kernel_template(c) + variant + ">";
+  if (!c.block_sparse && !c.seqused_k) return kernel_template(c) + variant + ">";
   if (variant.empty()) variant = ",\n    /*variant=*/flashjit::NoVariant";
-  return kernel_template(c) + variant + ",\n    /*block_sparse=*/true>";
+  std::string flags = fmt::format(",\n    /*block_sparse=*/{}", c.block_sparse);
+  if (c.seqused_k) flags += ",\n    /*seqused_k=*/true";
+  return kernel_template(c) + variant + flags + ">";
 }
 
 const char* kernel_header(Algorithm a) {

@@ -168,6 +168,9 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
   validate_page_size(c, out);
   if (c.block_sparse && (c.varlen || c.page_size > 0 || c.pack_gqa))
     out.push_back({"block_sparse", "block_sparse kernels take dense batches: not with varlen, page_size or pack_gqa"});
+  if (c.seqused_k && (c.page_size > 0 || c.block_sparse))
+    out.push_back({"seqused_k", "seqused_k kernels take contiguous keys: not with page_size (paged kernels read "
+                                "seqused_k anyway) or block_sparse"});
   if (c.scheduler == Scheduler::persistent && c.algorithm != Algorithm::fa3)
     out.push_back({"scheduler", fmt::format("the persistent scheduler is implemented by fa3 only, not {}",
                                             to_string(c.algorithm))});
@@ -190,7 +193,7 @@ std::string readable_name(const KernelConfig& c) {
   const std::string varlen = std::string(c.varlen ? "_varlen" : "") +
                              (c.page_size > 0 ? fmt::format("_paged{}", c.page_size) : std::string()) +
                              config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias) +
-                             (c.block_sparse ? "_bsparse" : "");
+                             (c.block_sparse ? "_bsparse" : "") + (c.seqused_k ? "_sequsedk" : "");
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)

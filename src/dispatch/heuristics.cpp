@@ -165,6 +165,9 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
                                                          to_string(c.bias),
                                                          bias == BiasType::none ? "none" : to_string(bias)));
   if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
+  if (const bool dense = p.seqused_k != nullptr && !p.paged(); c.seqused_k != dense)
+    why.push_back(dense ? "the problem has seqused_k over contiguous keys but the kernel does not read it: set seqused_k"
+                        : "a seqused_k kernel needs a problem with seqused_k over contiguous keys (no page_table)");
   const BlockMask& bm = p.block_mask;
   if (const std::string b = config::block_mask_mismatch(c, bm.active() ? bm.q_block : 0, bm.kv_block); !b.empty())
     why.push_back(b);
@@ -262,6 +265,16 @@ void fit_pack_gqa(KernelConfig& c, const AttentionProblem& p) {
     if (take(k)) return;
   }
   if (span <= 256) take(c);  // the short-window tiles of fa3_config, packed, where 192 rows do not fit
+}
+
+// seqused_k over contiguous keys: fa3's producer warp copies the V tiles that run past a sequence's keys and takes
+// 8 of the two consumer warpgroups' registers for it (templates/fa3/kernel.cuh, RegisterSplit): above d128 their
+// 232 spill with the persistent scheduler's state (NVRTC 13.0, -Xptxas=-v, d256 80-key tiles: 32 bytes), the grid
+// scheduler's fit (0 bytes).
+void fit_seqused(KernelConfig& c, const AttentionProblem& p) {
+  c.seqused_k = p.seqused_k != nullptr && !p.paged();
+  if (!c.seqused_k || c.algorithm != Algorithm::fa3 || c.consumer_warpgroups != 2) return;
+  if (std::max(c.head_dim, value_head_dim(c)) > 128) c.scheduler = Scheduler::grid;
 }
 
 void fit_pages(KernelConfig& c, const AttentionProblem& p) {
@@ -384,6 +397,7 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     k.bias = bias_of(p.bias, p.bias_type);
     fit_variant_registers(k);
     fit_pack_gqa(k, p);
+    fit_seqused(k, p);
     fit_pages(k, p);  // after the tiles' last change
     return k;
   };

@@ -41,6 +41,9 @@ void fit_pack_gqa(KernelConfig& config, const AttentionProblem& problem);
 // of two below when the page size does not divide them (fa3 needs block_n and page_size to divide one another),
 // and the grid scheduler when pages are smaller than the key tile; fa2 then 64-row tiles.
 void fit_pages(KernelConfig& config, const AttentionProblem& problem);
+// The problem's seqused_k over contiguous keys (not paged) into the config, and for fa3 above head dim 128 on two
+// consumer warpgroups the grid scheduler (the persistent one spills there). choose() applies it.
+void fit_seqused(KernelConfig& config, const AttentionProblem& problem);
 
 // The problem's block mask (AttentionProblem::block_mask) into the config: block_sparse on, and tiles that lie
 // within one block (fa3: 128 or 64 rows, the widest key tile of at least 64 that divides kv_block; fa2: likewise

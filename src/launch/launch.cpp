@@ -62,8 +62,9 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.sinks = p.sinks;
   a.aux = aux_params(p.aux);
   set_bias(a, p.bias, p.bias_type, p.bias_strides);
+  a.seqused_k = p.seqused_k;  // paged kernels' key counts, or contiguous keys' (seqused_k kernels)
   if (p.paged()) {
-    a.page_table = p.page_table, a.seqused_k = p.seqused_k;
+    a.page_table = p.page_table;
     a.page_table_stride = p.max_pages_per_seq, a.num_pages = p.num_pages;
     a.page_indptr = p.page_indptr, a.last_page_len = p.last_page_len;
   }

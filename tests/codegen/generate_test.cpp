@@ -439,6 +439,32 @@ TEST_CASE("generate: block_sparse follows the variant (NoVariant without one) an
   }
 }
 
+TEST_CASE("generate: seqused_k names the variant and block_sparse before its flag, and the kernel",
+          "[codegen][seqused]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
+    INFO(readable_name(c));
+    auto off = generate(c);
+    REQUIRE(off.ok());
+    CHECK(!contains(off->text, "seqused_k"));
+    CHECK(!contains(off->name, "_sequsedk"));
+    c.seqused_k = true;
+    auto plain = generate(c);
+    REQUIRE(plain.ok());
+    CHECK(contains(plain->text, "/*page_size=*/0,\n    /*variant=*/flashjit::NoVariant,\n    /*block_sparse=*/false,\n"
+                                "    /*seqused_k=*/true>;"));
+    CHECK(contains(plain->name, "_sequsedk_"));
+    c.varlen = true, c.alibi = true;
+    auto with = generate(c);
+    REQUIRE(with.ok());
+    CHECK(contains(with->text, "/*varlen=*/true"));
+    CHECK(contains(with->text, "/*alibi=*/true"));
+    CHECK(contains(with->text, ">,\n    /*block_sparse=*/false,\n    /*seqused_k=*/true>;"));
+    CHECK(contains(with->name, "_varlen_alibi_sequsedk_"));
+  }
+}
+
 TEST_CASE("generate: a block_mask kernel takes its mask and its mask_mod's wrapper", "[codegen][block_mask]") {
   flashjit::BlockMaskKernelConfig c;
   c.mask = MaskKind::sliding_window;
