@@ -53,11 +53,9 @@ struct UsedShape {
 
 // The junk of padding key row r: NaN, +inf, -inf, then the largest finite magnitudes, cycled.
 std::uint16_t junk_bits(DType dtype, int r) {
-  const bool bf = dtype == DType::bf16;
-  const std::uint16_t values[] = {static_cast<std::uint16_t>(bf ? 0x7fc0 : 0x7e00), static_cast<std::uint16_t>(bf ? 0x7f80 : 0x7c00),
-                                  static_cast<std::uint16_t>(bf ? 0xff80 : 0xfc00), static_cast<std::uint16_t>(bf ? 0x7f7f : 0x7bff),
-                                  static_cast<std::uint16_t>(bf ? 0xff7f : 0xfbff)};
-  return values[r % 5];
+  static constexpr std::uint16_t kBf16[] = {0x7fc0, 0x7f80, 0xff80, 0x7f7f, 0xff7f};
+  static constexpr std::uint16_t kFp16[] = {0x7e00, 0x7c00, 0xfc00, 0x7bff, 0xfbff};
+  return (dtype == DType::bf16 ? kBf16 : kFp16)[r % 5];
 }
 
 class UsedCase {
