@@ -16,8 +16,6 @@ namespace flashjit {
 template <bool kVarlen, int kPageSize = 0, bool kSequsedK = false>
 struct SeqInfo {
   static constexpr bool kPaged = kPageSize > 0;
-  // The key count is the entry's own (varlen's offsets, the pages' seqused_k, or a seqused_k kernel's).
-  static constexpr bool kOwnKeys = kVarlen || kPaged || kSequsedK;
   int seqlen_q, seqlen_k;  // this entry's lengths
   int q_start, k_start;    // varlen: first row of the entry in the packed tensors (0 otherwise)
 
@@ -68,7 +66,9 @@ struct SeqInfo {
  public:
   // Query row i is aligned to key i + causal_offset (bottom-right per sequence, or top-left: 0).
   __device__ int causal_offset(const AttentionParams& p) const {
-    if constexpr (kOwnKeys) return p.top_left ? 0 : seqlen_k - seqlen_q;
+    // The entry's own key count (varlen's offsets, the pages' seqused_k, a seqused_k kernel's). No static member
+    // for the condition: NVRTC emits a global for each, which would move every kernel's global memory.
+    if constexpr (kVarlen || kPaged || kSequsedK) return p.top_left ? 0 : seqlen_k - seqlen_q;
     return p.causal_offset;
   }
 
