@@ -96,6 +96,10 @@ struct KernelConfig {
   // bias. In the JSON and the name ("_biasbf16") only when set. Not with pack_gqa (a packed tile's rows are
   // several heads' rows).
   BiasType bias = BiasType::none;
+  // A relative-logits table (AttentionProblem::rel_bias: an entry per query head and distance q - k), read per
+  // score beside ALiBi. In the JSON and the name ("_relbias") only when on. Not with pack_gqa (a packed tile's
+  // rows are several heads' rows).
+  bool rel_bias = false;
   // Block sparsity (AttentionProblem::block_mask): the key tiles of a block of query rows come from the block
   // mask's lists instead of the mask's key range, and full blocks skip the mask_mod. Dense batches only (not
   // with varlen, page_size or pack_gqa). In the JSON and the name only when on.

@@ -283,6 +283,16 @@ typedef struct flashjit_attention_args {
   const void* bias;
   int bias_type;
   flashjit_bias_strides bias_strides;
+  /* A relative-logits table, compiled into the kernel only when set (default NULL: none): device fp32 [Hq,
+   * rel_bias_extent] at row stride rel_bias_head_stride elements (0: one row for every head), 4-byte aligned.
+   * Query i, aligned to key a (bottom-right a = i + seqlen_k - seqlen_q, per sequence where lengths are; top-left
+   * a = i), and key j gain rel_bias[h * rel_bias_head_stride + clamp(a - j + rel_bias_offset, 0,
+   * rel_bias_extent - 1)] in natural-log units, added with ALiBi (after softcap, before bias and score_mod).
+   * rel_bias_extent in [1, 2^30], rel_bias_offset in [-2^30, 2^30]. */
+  const float* rel_bias;
+  int64_t rel_bias_head_stride;
+  int rel_bias_extent;
+  int rel_bias_offset;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))

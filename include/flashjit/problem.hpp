@@ -137,10 +137,20 @@ struct AttentionProblem {
   //   sinks: device fp32 [Hq], one logit per query head (gpt-oss's learnable sinks): each row's softmax
   //     denominator gains exp(sinks[h]) and no value, so O = Σ_j e^{x_j} v_j / (e^{sink} + Σ_j e^{x_j});
   //     the LSE includes it (a row that sees no key gets O = 0 and LSE = sinks[h]).
+  //   rel_bias: a relative-logits table (T5-style relative positions, issue 26), device fp32 [Hq, rel_bias_extent]
+  //     at row stride rel_bias_head_stride elements (0: one row for every head): query i, aligned to key a (a = i +
+  //     seqlen_k - seqlen_q bottom-right, per sequence for varlen, paged and seqused_k; a = i top-left), and key j
+  //     gain rel_bias[h][clamp(a - j + rel_bias_offset, 0, rel_bias_extent - 1)] in natural-log units, added with
+  //     ALiBi (after softcap, before the bias tensor and score_mod). rel_bias_extent in [1, 2^30], rel_bias_offset
+  //     in [-2^30, 2^30]. Not with pack_gqa configs.
   float softcap = 0.f;
   const float* alibi_slopes = nullptr;
   std::int64_t alibi_slopes_batch_stride = 0;
   const float* sinks = nullptr;
+  const float* rel_bias = nullptr;
+  std::int64_t rel_bias_head_stride = 0;
+  int rel_bias_extent = 0;
+  int rel_bias_offset = 0;
   // User snippets (templates/attention/mod.cuh documents their signatures and what they see): NUL-terminated
   // CUDA C++ source defining score_mod (rewrites each natural logit, after softcap and ALiBi) or mask_mod
   // (hides (query, key) pairs the mask shows), at most 64 KiB each; null: none. The text is compiled into the

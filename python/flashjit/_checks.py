@@ -332,6 +332,48 @@ def check_bias(q, bias, dims, dim_names=BIAS_DIMS):
     return {"bias_type": kind[0], "bias_strides": _abi.BiasStrides(*strides)}
 
 
+REL_BIAS_LIMIT = 1 << 30  # the largest extent and |offset| of a relative-logits table
+
+
+def check_rel_bias(q, rel_bias, rel_bias_offset, heads_q):
+    """AttentionArgs fields of a relative-logits table (none without one; its address is set per call,
+    rel_bias_address): a torch.float32 CUDA tensor [heads_q, extent] on q's device, extent >= 1, its last dimension
+    contiguous ([1, extent], or an expand()ed view, serves every head: head stride 0); rel_bias_offset an int in
+    [-2^30, 2^30]. ValueError naming the argument."""
+    if rel_bias is None:
+        if not (type(rel_bias_offset) is int and rel_bias_offset == 0):
+            raise ValueError(f"rel_bias_offset ({rel_bias_offset!r}) is set but rel_bias is None")
+        return {}
+    if not hasattr(rel_bias, "data_ptr"):
+        raise ValueError(f"rel_bias must be a torch.Tensor or None, got {type(rel_bias).__name__}")
+    _require_cuda("rel_bias", rel_bias)
+    _require_same_device("rel_bias", rel_bias, q)
+    if str(rel_bias.dtype) != "torch.float32":
+        raise ValueError(f"rel_bias: dtype {rel_bias.dtype} must be torch.float32")
+    shape, stride = _shape(rel_bias), _strides(rel_bias)
+    if len(shape) != 2 or shape[0] not in (1, heads_q) or not 1 <= shape[1] <= REL_BIAS_LIMIT:
+        raise ValueError(f"rel_bias must have shape [{heads_q}, extent] (or [1, extent]: one row for every head) with "
+                         f"extent in [1, 2^30], got {list(shape)}")
+    if shape[1] > 1 and stride[1] != 1:
+        raise ValueError(f"rel_bias: the last dimension must be contiguous (stride(-1) == 1), got strides "
+                         f"{list(stride)}; pass rel_bias.contiguous()")
+    if shape[0] > 1 and stride[0] < 0:
+        raise ValueError(f"rel_bias: strides must be >= 0, got {list(stride)}")
+    offset = _int_arg("rel_bias_offset", rel_bias_offset, -REL_BIAS_LIMIT, REL_BIAS_LIMIT)
+    rel_bias_address(rel_bias)
+    return {"rel_bias_head_stride": stride[0] if shape[0] > 1 else 0, "rel_bias_extent": shape[1],
+            "rel_bias_offset": offset}
+
+
+def rel_bias_address(rel_bias):
+    """rel_bias's data pointer (0 for None), 4-byte aligned (ValueError otherwise)."""
+    if rel_bias is None:
+        return 0
+    if rel_bias.data_ptr() % 4 != 0:
+        raise ValueError(f"rel_bias: data_ptr() {rel_bias.data_ptr():#x} is not 4-byte aligned")
+    return rel_bias.data_ptr()
+
+
 def bias_type_code(bias):
     """flashjit_bias_type of a bias given by its dtype (select, precompile): a torch dtype or a name, "fp32",
     "bf16", "fp16" or "bool" (None: no bias)."""

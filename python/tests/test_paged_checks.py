@@ -250,7 +250,7 @@ def test_paged_varlen_reaches_the_struct(recorded):
 
 def test_attention_args_paged_fields_are_appended():
     names = [name for name, _ in _abi.AttentionArgs._fields_]
-    names = names[:len(names) - len(_abi.BLOCK_MASK_FIELDS) - 3]  # the block mask's and the bias fields follow
+    names = names[:len(names) - len(_abi.BLOCK_MASK_FIELDS) - 7]  # the block mask's, the bias's and rel_bias's follow
     assert names[-9:] == ["alignment", "page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq",
                           "check_pages", "page_indptr", "last_page_len"]
     args = _abi.AttentionArgs()

@@ -52,7 +52,7 @@ std::string kernel_template(const KernelConfig& c) {
 // variant (flashjit::NoVariant without one) before their flags; seqused_k kernels name block_sparse too.
 std::string kernel_type(const KernelConfig& c) {
   std::string variant =
-      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias);
+      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias, c.rel_bias);
   if (!c.block_sparse && !c.seqused_k) return kernel_template(c) + variant + ">";
   if (variant.empty()) variant = ",\n    /*variant=*/flashjit::NoVariant";
   std::string flags = fmt::format(",\n    /*block_sparse=*/{}", c.block_sparse);

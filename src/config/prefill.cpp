@@ -68,8 +68,9 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   if (c.stages < 2 || c.stages > 4) add("stages", fmt::format("fa3 needs 2 to 4 stages, got {}", c.stages));
   // Packed rows span several query heads: the variants that take the head per tile (ALiBi's slope, the
   // snippets' head argument, the bias's head plane) are not packed yet.
-  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty() || c.bias != BiasType::none))
-    add("pack_gqa", "pack_gqa does not take alibi, score_mod, mask_mod or bias (they read the query head per tile)");
+  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty() || c.bias != BiasType::none || c.rel_bias))
+    add("pack_gqa", "pack_gqa does not take alibi, score_mod, mask_mod, bias or rel_bias (they read the query head per "
+                    "tile)");
   if (!out.empty()) return;
   int regs = config::fa3_consumer_registers(c), budget = config::fa3_consumer_budget(wg);
   if (regs > budget)
@@ -192,7 +193,7 @@ std::string readable_name(const KernelConfig& c) {
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
   const std::string varlen = std::string(c.varlen ? "_varlen" : "") +
                              (c.page_size > 0 ? fmt::format("_paged{}", c.page_size) : std::string()) +
-                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias) +
+                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias, c.rel_bias) +
                              (c.block_sparse ? "_bsparse" : "") + (c.seqused_k ? "_sequsedk" : "");
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);

@@ -152,6 +152,7 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   variant(c.softcap, p.softcap > 0.f, "softcap", "softcap > 0");
   variant(c.alibi, p.alibi_slopes != nullptr, "alibi", "alibi_slopes");
   variant(c.sinks, p.sinks != nullptr, "sinks", "sinks");
+  variant(c.rel_bias, p.rel_bias != nullptr, "rel_bias", "rel_bias");
   if (c.score_mod != snippet_text(p.score_mod))
     why.push_back(c.score_mod.empty() ? "the problem has a score_mod but the kernel has none"
                                       : "the kernel's score_mod is not the problem's");
@@ -223,10 +224,31 @@ void fit_bias_registers(KernelConfig& c) {
   if (validate(k).empty()) c = k;
 }
 
+// A relative-logits table is read per score (one load and a clamped index each, templates/attention/variant.cuh),
+// whose values the kernels keep live across a tile. NVRTC 13.0, -Xptxas=-v, spill bytes of the heuristic tiles: fa3
+// three consumer warpgroups d64 96-key 88-136 (80-key 32-104, 64-key 0); two warpgroups persistent d128 128-key
+// 12-24 (96-key 0), d256 80-key 40-52 (64-key causal 52; the grid scheduler 0 at 80 keys). FA2's 64-key tiles of
+// 32 rows per warp: d128 20-40, d64 with softcap and ALiBi on sm_80 12; its 32-key tiles of three stages 0.
+void fit_rel_bias_registers(KernelConfig& c) {
+  KernelConfig k = c;
+  if (c.algorithm == Algorithm::fa2) {
+    if (c.block_n == 64 && c.block_m == 32 * c.warps) k.block_n = 32, k.stages = 3;
+  } else if (c.consumer_warpgroups == 3) {
+    k.block_n = std::min(c.block_n, 64);
+  } else if (c.consumer_warpgroups == 2 && c.scheduler == Scheduler::persistent) {
+    if (std::max(c.head_dim, value_head_dim(c)) > 128)
+      k.scheduler = Scheduler::grid;
+    else if (c.head_dim > 64)
+      k.block_n = std::min(c.block_n, 96);
+  }
+  if (validate(k).empty()) c = k;
+}
+
 }  // namespace
 
 void fit_variant_registers(KernelConfig& c) {
   if (c.algorithm != Algorithm::naive && c.bias != BiasType::none) fit_bias_registers(c);
+  if (c.algorithm != Algorithm::naive && c.rel_bias) fit_rel_bias_registers(c);
   if (c.algorithm != Algorithm::fa3 || !(c.softcap || c.alibi || c.sinks || !c.score_mod.empty() || !c.mask_mod.empty()))
     return;
   // A variant keeps a few more values live in the consumers (the cap, the slope, the sink's finalize): at
@@ -395,6 +417,7 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     k.softcap = p.softcap > 0.f, k.alibi = p.alibi_slopes != nullptr, k.sinks = p.sinks != nullptr;
     k.score_mod = snippet_text(p.score_mod), k.mask_mod = snippet_text(p.mask_mod);
     k.bias = bias_of(p.bias, p.bias_type);
+    k.rel_bias = p.rel_bias != nullptr;
     fit_variant_registers(k);
     fit_pack_gqa(k, p);
     fit_seqused(k, p);

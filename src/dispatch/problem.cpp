@@ -237,6 +237,11 @@ Status check(const AttentionProblem& p) {
   for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
                                                         p.score_mod, p.mask_mod))
     add(std::move(issue));
+  for (auto& issue : dispatch::rel_bias_issues(p.rel_bias, p.rel_bias_head_stride, p.rel_bias_extent, p.rel_bias_offset,
+                                               p.heads_q))
+    add(std::move(issue));
+  if (p.rel_bias != nullptr && (p.seqlen_q > (1 << 30) || p.seqlen_k > (1 << 30)))
+    add("rel_bias takes lengths up to 2^30 (its distances are int32)");
   for (auto& issue : dispatch::block_mask_issues(p)) add(std::move(issue));
   // The bias at the max lengths (varlen, paged: positions within each sequence).
   for (auto& issue : dispatch::bias_issues(p.bias, p.bias_type, p.bias_strides, p.batch, p.heads_q, p.seqlen_q, p.seqlen_k))

@@ -75,6 +75,13 @@ struct AttentionParams {
   const void* bias;
   long long bias_batch, bias_head, bias_q, bias_k;
   int bias_pairs;  // 1: the entries of keys 2j and 2j + 1 of a row are one aligned load (bias_k 1, even offsets)
+
+  // Relative-logits kernels only (variant.cuh, RelBias): fp32 [Hq, rel_extent] at row stride rel_head elements (0:
+  // one row for every head); query row i aligned to key a and key k read entry clamp(a - k + rel_offset, 0,
+  // rel_extent - 1).
+  const float* rel_bias;
+  long long rel_head;
+  int rel_extent, rel_offset;
 };
 
 }  // namespace flashjit
