@@ -384,6 +384,9 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     count is seqused_k[b], or with last_page_len (torch.int32 [batch], the tokens of its last page, in [1,
     page_size]; seqused_k None then) (pages - 1) * page_size + last_page_len[b]. max_seqlen_k bounds the counts
     (at most num_indices * page_size). Neither array is read on the host (FLASHJIT_CHECK_PAGES=1 checks them).
+    seqused_k without page_table (beside cu_seqlens_k, FA3's): sequence b uses the first seqused_k[b] of its
+    cu_seqlens_k keys (torch.int32 [batch] on q's device; masks aligned to that count); the others are never used,
+    whatever they hold (FLASHJIT_CHECK_SEQLENS=1 checks the counts on the host).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
     Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
