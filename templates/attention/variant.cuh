@@ -41,8 +41,9 @@ struct VariantSite {
 };
 
 // A relative-logits table's row for one query head (AttentionParams::rel_bias): query row q, aligned to key
-// q + shift - offset (shift: the row's alignment offset plus the table's offset), and key k read entry
-// clamp(q + shift - k, 0, last). Read through the read-only cache: a row is small and every score of a tile reads it.
+// a = q + causal_offset, and key k read entry clamp(a - k + rel_offset, 0, last) = clamp(q + shift - k, 0, last)
+// with shift = causal_offset + rel_offset. Read through the read-only cache: a row is small and every score of a
+// tile reads it.
 struct RelBias {
   const float* row = nullptr;
   int shift = 0, last = 0;
