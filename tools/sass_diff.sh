@@ -99,6 +99,10 @@ done
 abspath() { [[ "$1" = /* ]] && echo "$1" || echo "$PWD/$1"; }
 OUT=$(abspath "$OUT")
 [[ -n "$BASE_DUMP" ]] && BASE_DUMP=$(abspath "$BASE_DUMP") || BASE_DUMP="$OUT/base"
+# A head dump is taken without a head CLI only when --head-dump names it: OUT/head may be an earlier run's (made
+# from another tree), so without --head-dump the head side is always ./build/flashjit's (reused only when the
+# same binary made it).
+if [[ -z "$HEAD_CLI" && -z "$HEAD_DUMP" ]]; then HEAD_CLI=./build/flashjit; fi
 [[ -n "$HEAD_DUMP" ]] && HEAD_DUMP=$(abspath "$HEAD_DUMP") || HEAD_DUMP="$OUT/head"
 [[ "$BASE_DUMP" != "$HEAD_DUMP" ]] || die "the base and head dump folders are the same ($BASE_DUMP)"
 if [[ -z "$HEAD_CLI" && ! -f "$HEAD_DUMP/complete" ]]; then HEAD_CLI=./build/flashjit; fi

@@ -96,6 +96,11 @@ struct KernelConfig {
   // bias. In the JSON and the name ("_biasbf16") only when set. Not with pack_gqa (a packed tile's rows are
   // several heads' rows).
   BiasType bias = BiasType::none;
+  // fa3 with a bias: the bias tensor's tile of each key tile is staged in shared memory by TMA with K
+  // (templates/fa3/bias_tile.cuh) instead of each consumer thread loading its entries. Needs block_n entries to be
+  // a multiple of 128 bytes, pages of at least 16 tokens, and a tensor whose rows TMA can read
+  // (config::bias_tma_layout_issue). In the JSON and the name ("_tma" after the bias) only when on.
+  bool bias_tma = false;
   // A relative-logits table (AttentionProblem::rel_bias: an entry per query head and distance q - k), read per
   // score beside ALiBi. In the JSON and the name ("_relbias") only when on. Not with pack_gqa (a packed tile's
   // rows are several heads' rows).

@@ -71,6 +71,15 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty() || c.bias != BiasType::none || c.rel_bias))
     add("pack_gqa", "pack_gqa does not take alibi, score_mod, mask_mod, bias or rel_bias (they read the query head per "
                     "tile)");
+  if (c.bias_tma) {
+    const int row_bytes = c.block_n * config::bias_element_bytes(c.bias);
+    if (c.bias == BiasType::none) add("bias_tma", "bias_tma stages a bias tensor's tiles: set bias too");
+    else if (row_bytes % 128 != 0)
+      add("bias_tma", fmt::format("bias_tma needs a tile row of whole 128-byte blocks: block_n {} of {} entries is {} bytes",
+                                  c.block_n, to_string(c.bias), row_bytes));
+    if (c.page_size > 0 && c.page_size < config::kFa3GatherBelow)
+      add("bias_tma", fmt::format("bias_tma is not taken with gathered pages (page_size below {})", config::kFa3GatherBelow));
+  }
   if (!out.empty()) return;
   int regs = config::fa3_consumer_registers(c), budget = config::fa3_consumer_budget(wg);
   if (regs > budget)
@@ -106,13 +115,15 @@ int shared_memory_bytes(const KernelConfig& c) {
       return c.block_m * std::max(dq, dv) * elem + c.stages * c.block_n * (dq + dv) * elem;
     }
     case Algorithm::fa3: {
-      // Q buffers (each also holds the O tile), K and V stages (each on a 1024-byte boundary), 2 per Q buffer +
+      // Q buffers (each also holds the O tile), K and V stages (each on a 1024-byte boundary; with bias_tma a bias
+      // tile per stage too), 2 per Q buffer +
       // 4 per stage barriers, and 1024 bytes to align the base for the swizzle patterns. Persistent CTAs take
       // a second Q buffer when it fits (templates/fa3/shared_storage.cuh, kernel.cuh).
       const int dq = fa3_padded(c.head_dim), dv = fa3_padded(value_head_dim(c));
       auto round_kb = [](int b) { return (b + 1023) / 1024 * 1024; };
       const int q_buffer = c.block_m * std::max(dq, dv) * elem;
-      const int stage = round_kb(c.block_n * dq * elem) + round_kb(c.block_n * dv * elem);
+      const int bias = c.bias_tma ? round_kb(c.block_m * c.block_n * config::bias_element_bytes(c.bias)) : 0;
+      const int stage = round_kb(c.block_n * dq * elem) + round_kb(c.block_n * dv * elem) + bias;
       auto bytes = [&](int q_buffers) {
         return q_buffers * q_buffer + c.stages * stage + (2 * q_buffers + 4 * c.stages) * 8 + 1024;
       };
@@ -169,6 +180,8 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
   validate_page_size(c, out);
   if (c.block_sparse && (c.varlen || c.page_size > 0 || c.pack_gqa))
     out.push_back({"block_sparse", "block_sparse kernels take dense batches: not with varlen, page_size or pack_gqa"});
+  if (c.bias_tma && c.algorithm != Algorithm::fa3)
+    out.push_back({"bias_tma", fmt::format("bias_tma is an fa3 kernel's (TMA), not {}'s", to_string(c.algorithm))});
   if (c.seqused_k && (c.page_size > 0 || c.block_sparse))
     out.push_back({"seqused_k", "seqused_k kernels take contiguous keys: not with page_size (paged kernels read "
                                 "seqused_k anyway) or block_sparse"});
@@ -194,7 +207,7 @@ std::string readable_name(const KernelConfig& c) {
   const std::string varlen = std::string(c.varlen ? "_varlen" : "") +
                              (c.page_size > 0 ? fmt::format("_paged{}", c.page_size) : std::string()) +
                              config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias, c.rel_bias) +
-                             (c.block_sparse ? "_bsparse" : "") + (c.seqused_k ? "_sequsedk" : "");
+                             (c.bias_tma ? "_tma" : "") + (c.block_sparse ? "_bsparse" : "") + (c.seqused_k ? "_sequsedk" : "");
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)

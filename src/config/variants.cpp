@@ -1,5 +1,7 @@
 #include "config/variants.hpp"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "common/hash.hpp"
@@ -14,6 +16,20 @@ std::string variant_tag(bool softcap, bool alibi, bool sinks, const std::string&
   if (bias != BiasType::none) tag += std::string("_bias") + to_string(bias);
   if (rel_bias) tag += "_relbias";
   return tag;
+}
+
+std::string bias_tma_layout_issue(const void* bias, BiasType type, const BiasStrides& s) {
+  const int entry = bias_element_bytes(type);
+  if (bias == nullptr || entry == 0) return "there is no bias tensor";
+  if (s.k != 1) return fmt::format("its keys are not contiguous (k stride {})", s.k);
+  if (s.q == 0) return "its rows are broadcast (q stride 0)";
+  if (reinterpret_cast<std::uintptr_t>(bias) % 16 != 0) return "its base is not 16-byte aligned";
+  const std::pair<const char*, std::int64_t> strides[] = {{"q", s.q}, {"head", s.head}, {"batch", s.batch}};
+  for (const auto& [name, stride] : strides)
+    if (stride < 0 || stride * entry % 16 != 0 || stride * entry >= (std::int64_t{1} << 40))
+      return fmt::format("its {} stride ({} entries of {} bytes) is not a multiple of 16 bytes below 2^40", name, stride,
+                         entry);
+  return {};
 }
 
 void validate_snippets(const std::string& score_mod, const std::string& mask_mod, std::vector<ConfigIssue>& out) {

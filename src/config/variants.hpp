@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "flashjit/config.hpp"
+#include "flashjit/problem.hpp"
 
 namespace flashjit::config {
 
@@ -27,6 +28,11 @@ inline int bias_element_bytes(BiasType b) {
     default: return 0;
   }
 }
+
+// Why a bias tensor's tiles cannot be staged by TMA (KernelConfig::bias_tma; empty when they can): each row's
+// entries contiguous (k stride 1) and rows not broadcast (q stride not 0), every stride a non-negative multiple of
+// 16 bytes below 2^40, and the base 16-byte aligned.
+std::string bias_tma_layout_issue(const void* bias, BiasType type, const BiasStrides& strides);
 
 // Issues of the snippets' text (its length; no NUL byte, which would end the source NVRTC sees).
 void validate_snippets(const std::string& score_mod, const std::string& mask_mod, std::vector<ConfigIssue>& out);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "config/limits.hpp"
+#include "config/variants.hpp"
 #include "dispatch/tuned_table.hpp"
 #include "dispatch/variant_check.hpp"
 
@@ -165,6 +166,9 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
                                            : fmt::format("the kernel reads a {} bias but the problem has {}",
                                                          to_string(c.bias),
                                                          bias == BiasType::none ? "none" : to_string(bias)));
+  if (c.bias_tma && c.bias == bias_of(p.bias, p.bias_type))
+    if (const std::string b = config::bias_tma_layout_issue(p.bias, p.bias_type, p.bias_strides); !b.empty())
+      why.push_back("a bias_tma kernel stages the bias through TMA, but " + b);
   if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
   if (const bool dense = p.seqused_k != nullptr && !p.paged(); c.seqused_k != dense)
     why.push_back(dense ? "the problem has seqused_k over contiguous keys but the kernel does not read it: set seqused_k"
@@ -224,26 +228,6 @@ void fit_bias_registers(KernelConfig& c) {
   if (validate(k).empty()) c = k;
 }
 
-// A relative-logits table is read per score (one load and a clamped index each, templates/attention/variant.cuh),
-// whose values the kernels keep live across a tile. NVRTC 13.0, -Xptxas=-v, spill bytes of the heuristic tiles: fa3
-// three consumer warpgroups d64 96-key 88-136 (80-key 32-104, 64-key 0); two warpgroups persistent d128 128-key
-// 12-24 (96-key 0), d256 80-key 40-52 (64-key causal 52; the grid scheduler 0 at 80 keys). FA2's 64-key tiles of
-// 32 rows per warp: d128 20-40, d64 with softcap and ALiBi on sm_80 12; its 32-key tiles of three stages 0.
-void fit_rel_bias_registers(KernelConfig& c) {
-  KernelConfig k = c;
-  if (c.algorithm == Algorithm::fa2) {
-    if (c.block_n == 64 && c.block_m == 32 * c.warps) k.block_n = 32, k.stages = 3;
-  } else if (c.consumer_warpgroups == 3) {
-    k.block_n = std::min(c.block_n, 64);
-  } else if (c.consumer_warpgroups == 2 && c.scheduler == Scheduler::persistent) {
-    if (std::max(c.head_dim, value_head_dim(c)) > 128)
-      k.scheduler = Scheduler::grid;
-    else if (c.head_dim > 64)
-      k.block_n = std::min(c.block_n, 96);
-  }
-  if (validate(k).empty()) c = k;
-}
-
 }  // namespace
 
 void fit_variant_registers(KernelConfig& c) {
@@ -287,16 +271,6 @@ void fit_pack_gqa(KernelConfig& c, const AttentionProblem& p) {
     if (take(k)) return;
   }
   if (span <= 256) take(c);  // the short-window tiles of fa3_config, packed, where 192 rows do not fit
-}
-
-// seqused_k over contiguous keys: fa3's producer warp copies the V tiles that run past a sequence's keys and takes
-// 8 of the two consumer warpgroups' registers for it (templates/fa3/kernel.cuh, RegisterSplit): above d128 their
-// 232 spill with the persistent scheduler's state (NVRTC 13.0, -Xptxas=-v, d256 80-key tiles: 32 bytes), the grid
-// scheduler's fit (0 bytes).
-void fit_seqused(KernelConfig& c, const AttentionProblem& p) {
-  c.seqused_k = p.seqused_k != nullptr && !p.paged();
-  if (!c.seqused_k || c.algorithm != Algorithm::fa3 || c.consumer_warpgroups != 2) return;
-  if (std::max(c.head_dim, value_head_dim(c)) > 128) c.scheduler = Scheduler::grid;
 }
 
 void fit_pages(KernelConfig& c, const AttentionProblem& p) {
@@ -347,6 +321,24 @@ bool fit_block_mask(KernelConfig& c, const AttentionProblem& p) {
   if (!validate(k).empty() || !config::block_mask_mismatch(k, m.q_block, m.kv_block).empty()) return false;
   c = k;
   return true;
+}
+
+void fit_bias_tma(KernelConfig& c, const AttentionProblem& p) {
+  if (c.algorithm != Algorithm::fa3 || c.bias == BiasType::none || c.bias_tma) return;
+  // Above d192 the consumers sit at their register ceiling with a bias (O alone takes 128 at d256): the staged
+  // tile's addressing spilled there (NVRTC 13.0, -Xptxas=-v: d256 bf16 two warpgroups of 64-key tiles 4 bytes, fp32
+  // one warpgroup 12-20), and the bias is half the bytes per FLOP of d128's.
+  if (std::max(c.head_dim, value_head_dim(c)) > 192) return;
+  if (!config::bias_tma_layout_issue(p.bias, p.bias_type, p.bias_strides).empty()) return;
+  const BlockMask& m = p.block_mask;
+  KernelConfig k = c;
+  k.bias_tma = true;
+  // Tiles of whole 128-byte bias rows: the key tile rounded down to them (fp32 96 keys stay, bf16 96 -> 64).
+  const int per_block = 128 / config::bias_element_bytes(c.bias);
+  k.block_n = c.block_n / per_block * per_block;
+  if (k.block_n >= 64 && validate(k).empty() &&
+      config::block_mask_mismatch(k, m.active() ? m.q_block : 0, m.kv_block).empty())
+    c = k;
 }
 
 namespace {

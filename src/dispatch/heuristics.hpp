@@ -32,6 +32,10 @@ Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
 // tiles would spill registers with them (a bias: two consumer warpgroups, or one at d256); other configs as they
 // are. choose() applies it.
 void fit_variant_registers(KernelConfig& config);
+// Its part for a relative-logits table (rel_bias; src/dispatch/register_fits.cpp): fa3 64-key tiles on three
+// consumer warpgroups, 96 on two with the persistent scheduler (the grid scheduler above d128), fa2 32-key tiles of
+// three stages.
+void fit_rel_bias_registers(KernelConfig& config);
 
 // fa3 configs for problems whose key range per row is short (sliding windows of at most 512 keys) with grouped
 // query heads: pack_gqa on (192-row tiles of 64 keys up to head dim 128), where the group divides block_m and
@@ -50,6 +54,13 @@ void fit_seqused(KernelConfig& config, const AttentionProblem& problem);
 // with 16 or 32 rows per warp and key tiles of 16 or more). False when no such tile is valid (choose() then takes
 // the reference kernel, which looks up each key's block).
 bool fit_block_mask(KernelConfig& config, const AttentionProblem& problem);
+
+// fa3 up to d192 with a bias tensor TMA can read (config::bias_tma_layout_issue): bias_tma on, the key tile rounded down to
+// whole 128-byte rows of entries, where that config is valid (shared memory: a bias tile per stage) and still
+// divides the block mask's blocks, applied to a config choose() made. Not yet applied by choose(): the staged
+// kernels have not run on a GPU (bench/NOTES.md, 2026-12-04, twenty-eighth session); until they have, a caller
+// opts in with this or with bias_tma in an explicit config.
+void fit_bias_tma(KernelConfig& config, const AttentionProblem& problem);
 
 // Why the dispatcher falls back to the reference kernel (fp32, far slower) for the problem on `arch`: what
 // fa3 and fa2 lack there, e.g. "fa2: needs sm_80 or newer ...". Empty when a fast kernel runs it.

@@ -10,6 +10,7 @@
 #include "config/limits.hpp"
 #include "cuda/driver.hpp"
 #include "fa3/tensor_maps.cuh"
+#include "launch/bias_map.hpp"
 
 namespace flashjit::launch {
 
@@ -209,6 +210,7 @@ Status launch(CUfunction function, const KernelConfig& config, const AttentionPr
     FLASHJIT_TRY(encode(a, maps.q, q, problem.dtype, config.block_m));
     FLASHJIT_TRY(encode(a, maps.k, k, problem.dtype, kv_rows));
     FLASHJIT_TRY(encode(a, maps.v, v, problem.dtype, kv_rows));
+    if (config.bias_tma) FLASHJIT_TRY(encode_bias_map(a, maps.bias, config, problem));
   }
   Geometry g;
   g.grid = grid_for(config, problem, sms);

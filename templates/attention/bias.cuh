@@ -63,6 +63,8 @@ struct BiasView {
   long long q_stride, k_stride;
   int rows, keys;  // the sequence's lengths
   bool pairs;      // params' bias_pairs
+  // The entries' type (a function: NVRTC emits a global for each static constexpr data member a kernel names).
+  static constexpr BiasType type() { return kType; }
 
   // The plane of (batch, head) of a kernel's params (AttentionParams, DecodeParams: bias and its strides), for a
   // sequence of `rows` query rows and `keys` keys.
@@ -92,6 +94,7 @@ struct BiasView {
 template <>
 struct BiasView<BiasType::none> {
   struct Two {};
+  static constexpr BiasType type() { return BiasType::none; }
   template <class Params>
   static __device__ __forceinline__ BiasView of(const Params&, int, int, int, int) { return {}; }
   __device__ __forceinline__ Two pair(int, int) const { return {}; }

@@ -5,7 +5,12 @@
 // after. K of a stage is released once S is done, V once P·V is.
 // kPackGqa (fa3/rows.cuh): the thread's two rows are positions row0 and packed_row1 (not row0 + 8), and the
 // warpgroup's rows span positions [packed_first, packed_end).
+// A staged bias (Bias: fa3/bias_tile.cuh, bytes() > 0) is read from the K stage's bias tile while S runs. Its reads
+// are each warp's own, so each warp releases K itself (after a __syncwarp, so its lanes' reads are done): the K
+// barriers then count four arrivals per warpgroup (k_releases()), one otherwise.
 #pragma once
+
+#include "fa3/bias_tile.cuh"
 
 #include "attention/key_tiles.cuh"
 #include "attention/mask.cuh"
@@ -20,7 +25,7 @@
 namespace flashjit::fa3 {
 
 template <class T, class Storage, int kBM, int kBN, int kStages, MaskKind kMask, class V = NoVariant,
-          bool kPackGqa = false>
+          bool kPackGqa = false, class Bias = NoStagedBias>
 struct Consumer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
@@ -28,6 +33,10 @@ struct Consumer {
   static constexpr int kKS = QK::kKSteps;  // k-steps of Q·Kᵀ
   static constexpr int kPK = kBN / 16;     // k-steps of P·V
   static constexpr int kOT = VO::kPadded / 8;  // 8-column n-tiles of O
+  // Arrivals on a K stage's empty barrier per warpgroup (functions: NVRTC makes static constexpr members globals).
+  static constexpr bool staged_bias() { return Bias::bytes() > 0; }
+  static constexpr int k_releases() { return staged_bias() ? 4 : 1; }
+  static_assert(!staged_bias() || V::kHasBias, "a staged bias needs a bias variant");
 
   float s[1][kBN / 8][4];       // scores, then probabilities (fp32)
   float o[kOT][4];              // output accumulator
@@ -123,10 +132,18 @@ struct Consumer {
     }
   }
 
-  // The bias entries of the key tile at n0 (a bias kernel's; nothing otherwise): issued before the wait for
-  // S, so that their latency hides under the GEMM.
-  __device__ __forceinline__ void load_bias(const V& variant, int n0) {
-    if constexpr (V::kHasBias) {
+  // The bias entries of the key tile at n0 in ring stage `stage` (a bias kernel's; nothing otherwise): issued
+  // before the wait for S, so that their latency hides under the GEMM. From the stage's bias tile when staged.
+  __device__ __forceinline__ void load_bias(const V& variant, int n0, const Storage& smem, int stage) {
+    if constexpr (staged_bias()) {
+      const unsigned tile = smem.bias(stage);
+      const unsigned at = Bias::row_offset(64 * wg + 16 * ((threadIdx.x / 32) % 4) + lane / 4, lane);
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        bias[j][0] = Bias::pair(tile, at, j);
+        bias[j][1] = Bias::pair(tile + 1024, at, j);  // the thread's second row, 8 on
+      }
+    } else if constexpr (V::kHasBias) {
       const int k0 = n0 + 2 * (lane % 4), r1 = row1();
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
@@ -226,6 +243,17 @@ struct Consumer {
     }
   }
 
+  // This warpgroup is done with the K (and staged bias) tile of `stage`: its leader releases it, or with a staged
+  // bias each warp once its lanes' reads are done.
+  __device__ __forceinline__ void release_k(const Storage& smem, int stage) const {
+    if constexpr (staged_bias()) {
+      __syncwarp();
+      if (lane == 0) ptx::mbarrier_arrive(smem.k_empty(stage));
+    } else if (threadIdx.x % 128 == 0) {
+      ptx::mbarrier_arrive(smem.k_empty(stage));
+    }
+  }
+
   // A key tile of the work tile that none of this warpgroup's rows may see: wait until it is loaded (so that
   // the release below cannot count toward the stage's previous phase), take the turn without issuing, and
   // release both halves of the stage.
@@ -236,10 +264,8 @@ struct Consumer {
     ptx::mbarrier_wait(smem.v_full(stage), parity);
     wait_turn();
     pass_turn(last_turn);
-    if (threadIdx.x % 128 == 0) {
-      ptx::mbarrier_arrive(smem.k_empty(stage));
-      ptx::mbarrier_arrive(smem.v_empty(stage));
-    }
+    release_k(smem, stage);
+    if (threadIdx.x % 128 == 0) ptx::mbarrier_arrive(smem.v_empty(stage));
   }
 
   // The key tiles tiles.tile(first) .. tiles.tile(first + count - 1) (count >= 1) that this warpgroup computes,
@@ -257,10 +283,10 @@ struct Consumer {
     wait_turn();
     issue_qk(smem, first);
     pass_turn(false);
-    load_bias(variant, tile0 * kBN);
+    load_bias(variant, tile0 * kBN, smem, first);
     ptx::wgmma_wait<0>();
     ptx::fence_registers(s[0]);
-    if (leader) ptx::mbarrier_arrive(smem.k_empty(first));
+    release_k(smem, first);
     softmax_step(mask, variant, tile0 * kBN, seqlen_k, unit_log2, rescale, full0);
 
     for (int i = 1; i < count; ++i) {
@@ -274,10 +300,10 @@ struct Consumer {
       issue_qk(smem, stage);
       issue_pv(smem, prev);
       pass_turn(false);
-      load_bias(variant, tile * kBN);
+      load_bias(variant, tile * kBN, smem, stage);
       ptx::wgmma_wait<1>();  // S_i is ready; P_{i-1}·V_{i-1} may still run
       ptx::fence_registers(s[0]);
-      if (leader) ptx::mbarrier_arrive(smem.k_empty(stage));
+      release_k(smem, stage);
       softmax_step(mask, variant, tile * kBN, seqlen_k, unit_log2, rescale, full);
       ptx::wgmma_wait<0>();
       ptx::fence_registers(o);

@@ -22,9 +22,13 @@
 // query block lists (the tile lies within one query block and each key tile within one key block), producer and
 // consumers walking the same list; full blocks skip the mask_mod.
 //
+// Staged bias (kBiasTma, fa3/bias_tile.cuh): the bias tensor's tile of each key tile comes through TMA with K.
+//
 // seqused_k (kSequsedK): contiguous keys of which the sequence uses its first seqused_k[b] (SeqInfo); the
 // producer warp copies a key tile's V past them without its padding rows (fa3/producer.cuh).
 #pragma once
+
+#include "fa3/bias_tile.cuh"
 
 #include "attention/key_tiles.cuh"
 #include "attention/mask.cuh"
@@ -58,20 +62,23 @@ template <bool kGather> struct RegisterSplit<3, kGather> { static constexpr int 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
           bool kPersistent, bool kVarlen = false, bool kPackGqa = false, int kPageSize = 0, class V = NoVariant,
-          bool kBlockSparse = false, bool kSequsedK = false>
+          bool kBlockSparse = false, bool kBiasTma = false, bool kSequsedK = false>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
+  using BiasT = StagedBias<kBiasTma, V::Bias::type(), kBM, kBN>;
   // Two Q buffers for persistent CTAs when they fit in 227 KB (d64, d128; not d256): see shared_storage.cuh.
   // src/config/prefill.cpp (shared_memory_bytes) applies the same rule.
   static constexpr int kQBuffers =
-      kPersistent && SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, 2>::kAllocBytes <= 227 * 1024 ? 2 : 1;
-  using Storage = SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, kQBuffers>;
+      kPersistent && SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, 2, BiasT::bytes()>::kAllocBytes <= 227 * 1024
+          ? 2
+          : 1;
+  using Storage = SharedStorage<kHeadDim, kHeadDimV, kBM, kBN, kStages, kQBuffers, BiasT::bytes()>;
   static constexpr int kSmemBytes = Storage::kAllocBytes;
-  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V, kPackGqa>;
+  using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V, kPackGqa, BiasT>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
   using Seq = SeqInfo<kVarlen, kPageSize, kSequsedK>;
-  using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize, kSequsedK>;
+  using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize, BiasT, kSequsedK>;
   using RowsT = Rows<kPackGqa, kBM>;
 
   // Whether the work tile has rows: varlen m-blocks past their sequence's length are skipped.
@@ -110,7 +117,7 @@ struct Kernel {
       for (int s = 0; s < kStages; ++s) {
         ptx::mbarrier_init(smem.k_full(s), ProducerT::kFullArrivals);
         ptx::mbarrier_init(smem.v_full(s), ProducerT::kFullArrivals);
-        ptx::mbarrier_init(smem.k_empty(s), kConsumers);
+        ptx::mbarrier_init(smem.k_empty(s), kConsumers * ConsumerT::k_releases());
         ptx::mbarrier_init(smem.v_empty(s), kConsumers);
       }
       ptx::mbarrier_init_fence();

@@ -20,12 +20,15 @@
 // zero-filling rows past the keys or outside the pool and the padding columns. Each thread then arrives on the
 // tile's full barrier with cp.async.mbarrier.arrive.noinc, which fires once its copies have landed: the
 // barrier counts one arrival per producer thread and, like a box's bytes, completes only when the tile is in.
+// A staged bias (Bias: fa3/bias_tile.cuh, bytes() > 0): the leader loads each key tile's bias boxes for the work
+// tile's rows on the K tile's full barrier, whose expected bytes then count both.
 // seqused_k (kSequsedK): contiguous keys of which the sequence uses its first seqused_k[b]; the rows past them in
 // a key tile are padding of any value. K's are masked (a select: NaN scores never count), but P·V would spread a
 // NaN or infinite V row even at P = 0, so the tile that runs past the keys takes its V from the producer warp
 // instead of a box (copy_v_tail), those rows zero-filled. The warp's other loads are lane 0's TMA as usual.
 #pragma once
 
+#include "fa3/bias_tile.cuh"
 #include "fa3/shared_storage.cuh"
 #include "fa3/tensor_maps.cuh"
 #include "attention/params.cuh"
@@ -36,7 +39,7 @@
 namespace flashjit::fa3 {
 
 template <class Storage, int kBM, int kBN, int kStages, bool kVarlen = false, bool kPackGqa = false,
-          int kPageSize = 0, bool kSequsedK = false>
+          int kPageSize = 0, class Bias = NoStagedBias, bool kSequsedK = false>
 struct Producer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
@@ -52,6 +55,8 @@ struct Producer {
   static_assert(!kGather || (kBN <= 128 && kBN % 4 == 0 && kStages >= 2),
                 "gathered pages: a lane per row of a warp's quarter of the tile, and two stages");
   static constexpr int kBoxRows = kPaged && kPageSize < kBN ? kPageSize : kBN;  // K/V box tokens
+  static_assert(!kGather || Bias::bytes() == 0, "a staged bias arms the K barrier with its bytes: not with gathers");
+  static_assert(!kPackGqa || Bias::bytes() == 0, "a bias tile's rows are one query head's");
   enum class View { q, q_packed, kv };
 
   // One box of one column block x rows starting at `row` (of batch entry `batch`, or of page `batch` for paged
@@ -191,6 +196,7 @@ struct Producer {
     prefetch<QK>(maps.q);
     prefetch<QK>(maps.k);
     prefetch<VO>(maps.v);
+    if constexpr (Bias::bytes() > 0) ptx::tma_prefetch_descriptor(&maps.bias);
   }
 
   // Loads the Q tile of the CTA's `local`-th work tile (after the consumers released the previous one) and
@@ -226,9 +232,12 @@ struct Producer {
       }
       const TilePages pages = tile_pages(key0, table, seqlen_k);  // read before the wait: its latency hides
       ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
-      if (leader) ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes);
+      if (leader) ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes + Bias::bytes());
       if (kWarpLoads || leader)
         load_kv_tile<QK>(smem.k(stage), maps.k, smem.k_full(stage), n0, key0, kv_head, batch, pages);
+      if constexpr (Bias::bytes() > 0) {
+        if (leader) Bias::load(smem.bias(stage), &maps.bias, smem.k_full(stage), p, key0, m0, head, batch);
+      }
       ptx::mbarrier_wait(smem.v_empty(stage), free_parity);
       if constexpr (kSequsedK) {
         if (key0 + kBN > seqlen_k) {

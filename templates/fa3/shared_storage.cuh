@@ -3,14 +3,15 @@
 // wgmma descriptors read. Q and K rows hold head_dim elements, V rows head_dim_v; a Q buffer is large enough
 // for the O tile the epilogue stages in it (head_dim_v may be the larger). Barriers follow the tiles. With two Q buffers (persistent
 // CTAs, when they fit) work tile t uses buffer t % 2, so the next tile's Q loads while this one computes and
-// its epilogue stages O in its own buffer.
+// its epilogue stages O in its own buffer. Kernels that stage a bias tensor's tiles (fa3/bias_tile.cuh) add one
+// bias tile of kBiasBytes per stage after the V stages, loaded with the stage's K.
 #pragma once
 
 #include "fa3/columns.cuh"
 
 namespace flashjit::fa3 {
 
-template <int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kQBuffers_ = 1>
+template <int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kQBuffers_ = 1, int kBiasBytes_ = 0>
 struct SharedStorage {
   using QK = Columns<kHeadDim>;
   using VO = Columns<kHeadDimV>;
@@ -24,7 +25,9 @@ struct SharedStorage {
   static constexpr int kVStride = (kVBytes + 1023) / 1024 * 1024;
   static constexpr int kKOffset = kQBuffers * kQBufferBytes;
   static constexpr int kVOffset = kKOffset + kStages * kKStride;
-  static constexpr int kBarrierOffset = kVOffset + kStages * kVStride;
+  // One stage's bias tile (kBiasBytes_, 0: none staged) after the V stages. No members of their own: with
+  // -default-device NVRTC makes each static constexpr member a global, and plain kernels keep theirs as they were.
+  static constexpr int kBarrierOffset = kVOffset + kStages * kVStride + kStages * ((kBiasBytes_ + 1023) / 1024 * 1024);
   // q_full per Q buffer, then per stage k_full, v_full, k_empty, v_empty, then q_empty per Q buffer
   static constexpr int kBarriers = 2 * kQBuffers + 4 * kStages;
   static constexpr int kBytes = kBarrierOffset + kBarriers * 8;
@@ -40,6 +43,9 @@ struct SharedStorage {
   __device__ unsigned q(int buffer) const { return base + q_offset(buffer); }
   __device__ unsigned k(int stage) const { return base + kKOffset + stage * kKStride; }
   __device__ unsigned v(int stage) const { return base + kVOffset + stage * kVStride; }
+  __device__ unsigned bias(int stage) const {
+    return base + kVOffset + kStages * kVStride + stage * ((kBiasBytes_ + 1023) / 1024 * 1024);
+  }
   __device__ unsigned q_full(int buffer) const { return base + kBarrierOffset + 8 * buffer; }
   __device__ unsigned k_full(int stage) const { return base + kBarrierOffset + 8 * (kQBuffers + stage); }
   __device__ unsigned v_full(int stage) const { return base + kBarrierOffset + 8 * (kQBuffers + kStages + stage); }

@@ -452,7 +452,10 @@ TEST_CASE("generate: seqused_k names the variant and block_sparse before its fla
     c.seqused_k = true;
     auto plain = generate(c);
     REQUIRE(plain.ok());
-    CHECK(contains(plain->text, "/*page_size=*/0,\n    /*variant=*/flashjit::NoVariant,\n    /*block_sparse=*/false,\n"
+    // fa3 names its bias_tma flag (after block_sparse) on the way.
+    const std::string flags = c.algorithm == flashjit::Algorithm::fa3 ? "/*block_sparse=*/false, /*bias_tma=*/false,\n"
+                                                                      : "/*block_sparse=*/false,\n";
+    CHECK(contains(plain->text, "/*page_size=*/0,\n    /*variant=*/flashjit::NoVariant,\n    " + flags +
                                 "    /*seqused_k=*/true>;"));
     CHECK(contains(plain->name, "_sequsedk_"));
     c.varlen = true, c.alibi = true;
@@ -460,7 +463,7 @@ TEST_CASE("generate: seqused_k names the variant and block_sparse before its fla
     REQUIRE(with.ok());
     CHECK(contains(with->text, "/*varlen=*/true"));
     CHECK(contains(with->text, "/*alibi=*/true"));
-    CHECK(contains(with->text, ">,\n    /*block_sparse=*/false,\n    /*seqused_k=*/true>;"));
+    CHECK(contains(with->text, ">,\n    " + flags + "    /*seqused_k=*/true>;"));
     CHECK(contains(with->name, "_varlen_alibi_sequsedk_"));
   }
 }

@@ -2,7 +2,7 @@
 // tensor of each element type, at the head dims where FA3's consumers sit at a register ceiling (d64 on three
 // warpgroups, d128, d256), causal (the per-element masking on top) and with softcap and sinks, for FA2 (sm_80 and
 // sm_90a), the reference kernel and the decode split kernel: each compiles, without spills (the reference aside),
-// FA3 keeping its setmaxnreg.
+// FA3 keeping its setmaxnreg, and staging a dense bias through TMA (bias_tma) where its tiles allow.
 #include <cstdint>
 #include <vector>
 
@@ -18,14 +18,19 @@ const Arch kSm80{80, false};
 const Arch kSm90a{90, true};
 const void* const kStandIn = reinterpret_cast<const void*>(std::uintptr_t{0x1000});
 
-KernelConfig chosen(Algorithm algorithm, int head_dim, BiasType bias, const Arch& arch, bool softcap_sinks = false) {
+// dense: a contiguous [1, 32, 4096, 4096] bias, which fa3 stages through TMA (fit_bias_tma); otherwise all strides 0
+// (one entry broadcast), which it loads per thread.
+KernelConfig chosen(Algorithm algorithm, int head_dim, BiasType bias, const Arch& arch, bool softcap_sinks = false,
+                    bool dense = false) {
   AttentionProblem p;
   p.dtype = DType::bf16, p.batch = 1, p.seqlen_q = p.seqlen_k = 4096, p.heads_q = 32, p.heads_kv = 8;
   p.head_dim = head_dim, p.mask = MaskKind::causal;
   p.bias = kStandIn, p.bias_type = bias;
+  if (dense) p.bias_strides = BiasStrides::contiguous(p.heads_q, p.seqlen_q, p.seqlen_k);
   if (softcap_sinks) p.softcap = 30.f, p.sinks = static_cast<const float*>(kStandIn);
   auto c = dispatch::choose(p, arch, algorithm);
   REQUIRE(c.ok());
+  if (dense) dispatch::fit_bias_tma(*c, p);
   CHECK(c->bias == bias);
   CHECK_FALSE(c->pack_gqa);
   return *c;
@@ -36,9 +41,18 @@ KernelConfig chosen(Algorithm algorithm, int head_dim, BiasType bias, const Arch
 TEST_CASE("nvrtc: the dispatcher's bias kernels compile without spills", "[compile][bias]") {
   std::vector<KernelConfig> configs;
   for (BiasType bias : {BiasType::fp32, BiasType::bf16, BiasType::fp16, BiasType::boolean})
-    for (int d : {64, 128, 256}) configs.push_back(chosen(Algorithm::fa3, d, bias, kSm90a));
+    for (int d : {64, 128, 256})
+      for (bool dense : {false, true}) {
+        configs.push_back(chosen(Algorithm::fa3, d, bias, kSm90a, false, dense));
+        // Staged up to d192 where a tile row of entries is whole 128-byte blocks: not bools at d128's 112-key tiles.
+        CHECK(configs.back().bias_tma ==
+              (dense && d <= 192 && (bias != BiasType::boolean || configs.back().block_n % 128 == 0)));
+      }
   configs.push_back(chosen(Algorithm::fa3, 128, BiasType::fp32, kSm90a, true));
+  configs.push_back(chosen(Algorithm::fa3, 128, BiasType::bf16, kSm90a, true, true));
   configs.push_back(chosen(Algorithm::fa3, 256, BiasType::bf16, kSm90a, true));
+  configs.push_back(chosen(Algorithm::fa3, 192, BiasType::fp16, kSm90a, true, true));
+  configs.push_back(chosen(Algorithm::fa3, 160, BiasType::fp32, kSm90a, false, true));
   configs.push_back(chosen(Algorithm::fa2, 128, BiasType::bf16, kSm90a));
   configs.push_back(chosen(Algorithm::fa2, 128, BiasType::fp32, kSm80, true));
   configs.push_back(chosen(Algorithm::fa2, 64, BiasType::boolean, kSm80));

@@ -65,6 +65,55 @@ TEST_CASE("bias: validate refuses it with pack_gqa, takes it everywhere else", "
   CHECK(issues[0].message.find("bias") != std::string::npos);
 }
 
+TEST_CASE("bias_tma: fa3 only, with a bias of whole 128-byte tile rows, in the JSON and name when on",
+          "[config][bias][bias_tma]") {
+  KernelConfig c = KernelConfig::defaults(Algorithm::fa3);
+  c.block_n = 128, c.bias = BiasType::bf16, c.bias_tma = true;
+  CHECK(validate(c).empty());
+  CHECK(to_json(c).ends_with(R"("bias":"bf16","bias_tma":true})"));
+  CHECK(readable_name(c).find("_biasbf16_tma_") != std::string::npos);
+  auto back = config_from_json(to_json(c));
+  REQUIRE(back.ok());
+  CHECK(*back == c);
+  KernelConfig off = c;
+  off.bias_tma = false;
+  CHECK_FALSE(off == c);
+  CHECK(to_json(off).find("bias_tma") == std::string::npos);
+  // A bias tile per stage: the shared memory grows by stages x block_m x block_n entries.
+  CHECK(shared_memory_bytes(c) == shared_memory_bytes(off) + 2 * 128 * 128 * 2);
+  auto issue_of = [](const KernelConfig& k) {
+    const auto issues = validate(k);
+    return issues.empty() ? std::string() : issues[0].field + ": " + issues[0].message;
+  };
+  KernelConfig no_bias = c;
+  no_bias.bias = BiasType::none;
+  CHECK(issue_of(no_bias).find("bias_tma: bias_tma stages a bias tensor's tiles") == 0);
+  KernelConfig narrow = c;
+  narrow.block_n = 96;  // 192 bytes of bf16
+  CHECK(issue_of(narrow).find("192 bytes") != std::string::npos);
+  narrow.bias = BiasType::fp32;  // 384 bytes
+  CHECK(issue_of(narrow).empty());
+  KernelConfig boolean = c;
+  boolean.bias = BiasType::boolean;
+  CHECK(issue_of(boolean).empty());
+  boolean.block_n = 64;
+  CHECK(issue_of(boolean).find("64 bytes") != std::string::npos);
+  KernelConfig gathered = c;
+  gathered.page_size = 8;
+  CHECK(issue_of(gathered).find("gathered pages") != std::string::npos);
+  gathered.page_size = 16;
+  CHECK(issue_of(gathered).empty());
+  KernelConfig fa2 = KernelConfig::defaults(Algorithm::fa2);
+  fa2.bias = BiasType::bf16, fa2.bias_tma = true;
+  CHECK(issue_of(fa2).find("bias_tma is an fa3 kernel's") != std::string::npos);
+  // Too much shared memory: three stages of K, V and bias tiles at d128 (288 KB), which fit without the bias (224 KB).
+  KernelConfig deep = c;
+  deep.stages = 3;
+  CHECK(issue_of(deep).find("shared memory") != std::string::npos);
+  deep.bias_tma = false;
+  CHECK(issue_of(deep).empty());
+}
+
 TEST_CASE("bias: in the decode JSON and name only when set", "[config][decode][bias]") {
   DecodeKernelConfig d;
   const std::string plain = to_json(d);

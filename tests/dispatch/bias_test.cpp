@@ -137,3 +137,67 @@ TEST_CASE("choose and supports: the bias's type is compiled in, and never packed
   REQUIRE_FALSE(st.ok());
   CHECK(contains(st.error().message, "the kernel reads a bf16 bias but the problem has fp32"));
 }
+
+TEST_CASE("fit_bias_tma: fa3 stages a bias TMA can read, supports() refuses a staged kernel one it cannot",
+          "[dispatch][bias][bias_tma]") {
+  AttentionProblem p = with_bias();
+  p.seqlen_q = p.seqlen_k = 4096, p.heads_q = 32, p.heads_kv = 8, p.head_dim = 128, p.mask = MaskKind::causal;
+  p.bias_strides = BiasStrides::contiguous(p.heads_q, p.seqlen_q, p.seqlen_k);
+  // choose() does not stage yet (the staged kernels have not run on a GPU); fit_bias_tma opts in.
+  auto staged = [](const AttentionProblem& q, Algorithm a = Algorithm::automatic) {
+    auto c = dispatch::choose(q, kSm90a, a);
+    REQUIRE(c.ok());
+    CHECK_FALSE(c->bias_tma);
+    dispatch::fit_bias_tma(*c, q);
+    return *c;
+  };
+  const KernelConfig c = staged(p);
+  INFO(readable_name(c));
+  CHECK(c.algorithm == Algorithm::fa3);
+  CHECK(c.bias_tma);
+  CHECK(c.block_n * 2 % 128 == 0);
+  CHECK(validate(c).empty());
+  CHECK(dispatch::supports(c, p, kSm90a).ok());
+  CHECK_FALSE(staged(p, Algorithm::fa2).bias_tma);
+  // What TMA cannot read stays loaded per thread, and a staged kernel refuses it by name.
+  struct Unstaged {
+    const char* why;
+    void (*change)(AttentionProblem&);
+  };
+  const Unstaged cases[] = {
+      {"its keys are not contiguous (k stride 4096)",
+       [](AttentionProblem& q) { q.bias_strides.q = 1, q.bias_strides.k = 4096; }},
+      {"its rows are broadcast (q stride 0)", [](AttentionProblem& q) { q.bias_strides.q = 0; }},
+      {"its base is not 16-byte aligned", [](AttentionProblem& q) { q.bias = fake(0x50008); }},
+      {"its q stride (4100 entries of 2 bytes) is not a multiple of 16 bytes",
+       [](AttentionProblem& q) { q.bias_strides.q = 4100; }},
+      {"its head stride (1001 entries", [](AttentionProblem& q) { q.bias_strides.head = 1001; }},
+  };
+  for (const Unstaged& u : cases) {
+    AttentionProblem q = p;
+    u.change(q);
+    INFO(u.why);
+    CHECK_FALSE(staged(q).bias_tma);
+    auto st = dispatch::supports(c, q, kSm90a);
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.error().message, std::string("a bias_tma kernel stages the bias through TMA, but ") + u.why));
+  }
+  // Broadcast heads and batch entries (stride 0) are staged: their views have one index there.
+  AttentionProblem shared = p;
+  shared.bias_strides.batch = shared.bias_strides.head = 0;
+  CHECK(staged(shared).bias_tma);
+  // fp32 entries keep the 96-key tiles (384-byte rows); bool entries at d128's 112-key tiles are not staged; nor is
+  // anything above d192.
+  AttentionProblem f32 = p;
+  f32.bias_type = BiasType::fp32;
+  const KernelConfig c32 = staged(f32);
+  CHECK(c32.bias_tma);
+  CHECK(c32.block_n * 4 % 128 == 0);
+  AttentionProblem boolean = p;
+  boolean.bias_type = BiasType::boolean;
+  const KernelConfig cb = staged(boolean);
+  CHECK(cb.bias_tma == (cb.block_n % 128 == 0));
+  AttentionProblem d256 = p;
+  d256.head_dim = 256;
+  CHECK_FALSE(staged(d256).bias_tma);
+}

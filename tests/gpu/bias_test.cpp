@@ -3,8 +3,9 @@
 // the query rows (a key padding mask) or the keys (a query padding mask), rows of odd length (entries read one by
 // one) and of even length (in pairs), padding between rows that holds NaN (never read), odd lengths, the causal
 // and sliding masks, softcap and sinks on top; FA3 at d64, d128 and d256, FA2 (forced) and the reference kernel;
-// rows a bool bias hides entirely (O = 0, LSE = -inf, or the sink's logit); decode over contiguous and paged caches,
-// in one split and several.
+// rows a bool bias hides entirely (O = 0, LSE = -inf, or the sink's logit); FA3 staging the bias through TMA
+// (bias_tma) and loading it per thread on the same problems, rows padded to 16 bytes, keys and rows past a tile's
+// zero-filled; decode over contiguous and paged caches, in one split and several.
 #include <fmt/format.h>
 
 #include <array>
@@ -120,8 +121,13 @@ std::string describe(BiasType type, const BiasLayout& layout) {
   return fmt::format("{} bias {}", to_string(type), layout.name);
 }
 
+// How a test takes the dispatcher's fa3 config: as it is, staging the bias through TMA (bias_tma; the key tile
+// widened to 128 for bool entries, whose rows need 128 of them), or loading it per thread (bias_tma off).
+enum class Staging { as_chosen, tma, per_thread };
+
 // One prefill problem with a bias, run by the config the dispatcher picks for `algorithm` (FA2 forced by it).
-void check_prefill(Algorithm algorithm, Shape s, BiasType type, const BiasLayout& layout) {
+void check_prefill(Algorithm algorithm, Shape s, BiasType type, const BiasLayout& layout,
+                   Staging staging = Staging::as_chosen) {
   ensure_context();
   auto c = Case::make(s, fresh_seed());
   REQUIRE(c.ok());
@@ -131,6 +137,13 @@ void check_prefill(Algorithm algorithm, Shape s, BiasType type, const BiasLayout
   bias->apply(p);
   auto config = dispatch::choose(p, kSm90a, algorithm, nullptr);
   REQUIRE(config.ok());
+  if (staging == Staging::tma) {
+    dispatch::fit_bias_tma(*config, p);
+    if (type == BiasType::boolean) config->block_n = 128, config->bias_tma = true;
+    REQUIRE(config->bias_tma);
+  } else if (staging == Staging::per_thread) {
+    config->bias_tma = false;
+  }
   INFO(s.to_string() << ", " << describe(type, layout) << " with " << readable_name(*config));
   CHECK(config->bias == type);
   CHECK(config->algorithm == (algorithm == Algorithm::automatic ? Algorithm::fa3 : algorithm));
@@ -204,6 +217,61 @@ TEST_CASE("a bias with softcap, ALiBi and sinks matches float64", "[fa3][fa2][bi
   Shape s = shape_of({1000, 777, 4, 2}, head_dim, DType::bf16, kMasks[1]);
   s.softcap = 0.9f, s.alibi = 2, s.sinks = true;
   check_prefill(algorithm, s, GENERATE(BiasType::fp32, BiasType::fp16), kPerHead);
+}
+
+TEST_CASE("fa3 staging the bias through TMA matches float64, as the per-thread loads do", "[fa3][bias][bias_tma][gpu]") {
+  // Rows padded to a multiple of 16 bytes (what TMA reads): 777 keys of fp32 pad to 780, of 2-byte entries to 784,
+  // bools to 784; odd key and row counts leave the last tiles partly past the tensor (TMA fills zeros there).
+  const BiasType type = GENERATE(BiasType::fp32, BiasType::bf16, BiasType::fp16, BiasType::boolean);
+  const int head_dim = GENERATE(64, 128);
+  const int per16 = 16 / (type == BiasType::fp32 ? 4 : type == BiasType::boolean ? 1 : 2);
+  int index = head_dim / 64;
+  for (const Lengths& l : {Lengths{1000, 777, 4, 2}, Lengths{17, 17, 1, 2}, Lengths{257, 1000, 2, 1}}) {
+    const int pad = (per16 - l.sk % per16) % per16;
+    for (const BiasLayout& layout : {BiasLayout{"dense, rows padded to 16 bytes", {true, true, true, true}, pad},
+                                     BiasLayout{"[1, H, Sq, Sk], padded", {false, true, true, true}, pad + per16},
+                                     BiasLayout{"[B, 1, Sq, Sk], padded", {true, false, true, true}, pad}}) {
+      const MaskCase& m = kBiasMasks[index++ % std::size(kBiasMasks)];
+      const Shape s = shape_of(l, head_dim, index % 2 ? DType::bf16 : DType::fp16, m);
+      check_prefill(Algorithm::fa3, s, type, layout, Staging::tma);
+      check_prefill(Algorithm::fa3, s, type, layout, Staging::per_thread);
+    }
+  }
+}
+
+TEST_CASE("fit_bias_tma stages a bias TMA can read, and the others stay loaded per thread", "[fa3][bias][bias_tma][gpu]") {
+  ensure_context();
+  const Shape s = shape_of({300, 304, 4, 2}, 128, DType::bf16, kMasks[1]);
+  auto c = Case::make(s, fresh_seed());
+  REQUIRE(c.ok());
+  struct Expect {
+    BiasType type;
+    BiasLayout layout;
+    bool staged;
+  };
+  for (const Expect& e : {Expect{BiasType::bf16, kDense, true}, Expect{BiasType::fp32, kPerBatch, true},
+                          Expect{BiasType::bf16, kPlane, false} /* 305-entry rows */,
+                          Expect{BiasType::bf16, kKeyPadding, false} /* rows broadcast */,
+                          Expect{BiasType::boolean, kDense, false} /* 112-key tiles: 112-byte rows */}) {
+    auto bias = BiasTensor::make(e.type, {s.batch, s.heads_q, s.seqlen_q, s.seqlen_k}, e.layout, fresh_seed());
+    REQUIRE(bias.ok());
+    AttentionProblem p = c->problem();
+    bias->apply(p);
+    auto config = dispatch::choose(p, kSm90a, Algorithm::automatic, nullptr);
+    REQUIRE(config.ok());
+    dispatch::fit_bias_tma(*config, p);
+    INFO(describe(e.type, e.layout) << ": " << readable_name(*config));
+    CHECK(config->bias_tma == e.staged);
+    // A staged config refuses a bias TMA cannot read, naming why, and launches nothing.
+    if (!e.staged && config->algorithm == Algorithm::fa3 && e.type != BiasType::boolean) {
+      KernelConfig staged = *config;
+      staged.bias_tma = true;
+      staged.block_n = 128;
+      const Status st = runtime().forward(p, staged);
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.error().to_string().find("TMA") != std::string::npos);
+    }
+  }
 }
 
 namespace {
