@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
-from ._block_mask import block_mask_fields
+from ._block_mask import block_mask_addresses, block_mask_fields, block_mask_key
 from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bias_address, bias_type_code, bshd_strides,
                       check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_rel_bias,
                       check_variants, dtype_code, mask_of, packed_strides, rel_bias_address, renamed_window, scale_of,
@@ -96,21 +96,35 @@ def _forward_key(tensors, options, config):
         return None
 
 
+def _snippet_key(snip):
+    """A call's snippets in its memo key (Snippets.key; None without snippets): a tensor-like aux argument whose
+    metadata cannot be read makes the key unhashable, and the memo then runs every check."""
+    if snip is None:
+        return None
+    try:
+        return snip.key()
+    except Exception:  # noqa: BLE001
+        return []  # unhashable: the memo runs every check
+
+
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
              sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None,
-             rel_bias=None):
+             block_mask=None, rel_bias=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
-    shape), out allocated when None) on the first call of a key (every call with an explicit config, or with
-    snippets: snip, whose aux tensors' addresses go in here), the addresses' alignment on every call (the bias's
-    by its entries, bias_address; the relative-logits table's, rel_bias_address)."""
+    shape), out allocated when None) on the first call of a key (every call with an explicit config), the addresses'
+    alignment on every call (the bias's by its entries, bias_address; a block mask's lists by 4 bytes; the
+    relative-logits table's, rel_bias_address), whose snippets' aux tensor addresses (snip) go in here."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
         lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k,
-                             page_indptr, last_page_len))
+                             page_indptr, last_page_len) + block_mask_addresses(block_mask))
     template, lse_shape = checked
     args = AttentionArgs.from_buffer_copy(template)
     (args.q, args.k, args.v, args.o, args.cu_seqlens_q, args.cu_seqlens_k, args.alibi_slopes, args.sinks,
-     args.page_table, args.seqused_k, args.page_indptr, args.last_page_len) = addresses
+     args.page_table, args.seqused_k, args.page_indptr, args.last_page_len) = addresses[:12]
+    if block_mask is not None:
+        (args.bm_kv_num_blocks, args.bm_kv_indices, args.bm_full_kv_num_blocks,
+         args.bm_full_kv_indices) = addresses[12:]
     if snip is not None:
         snip.set_aux_pointers(args)
     args.bias = bias_address(bias)
@@ -310,8 +324,8 @@ def _page_fields(pages):
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
                     softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None, bias=None,
                     block_mask=None, rel=(None, 0)):
-    """attention() straight through the library: (O, LSE or None). With a block mask every call is checked (its
-    arrays' addresses go into the arguments there). rel: (rel_bias, rel_bias_offset)."""
+    """attention() straight through the library: (O, LSE or None). A block mask's metadata is part of the memo key
+    (block_mask_key), its lists' addresses are set on every call. rel: (rel_bias, rel_bias_offset)."""
     rel_bias, rel_bias_offset = rel
     def check(out):
         problem, pages = check_attention_inputs(q, k, v, page_table, seqused_k)
@@ -333,11 +347,14 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
             **sparse)
         return (bytes(args), (problem.batch, problem.heads_q, problem.seqlen_q)), out
 
-    key = None if snip is not None or block_mask is not None else _forward_key(
+    sparse_key = block_mask_key(block_mask)
+    key = None if sparse_key is None else _forward_key(
         (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k, bias, rel_bias),
         (causal, window_size, softmax_scale, softcap, chunk_size, rel_bias_offset), config)
+    if key is not None:
+        key += (sparse_key, _snippet_key(snip))
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,
-                    page_table, seqused_k, bias=bias, rel_bias=rel_bias)
+                    page_table, seqused_k, bias=bias, block_mask=block_mask, rel_bias=rel_bias)
 
 
 def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Optional[Tensor],
@@ -438,12 +455,14 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             **snippet_fields(snip), **_page_fields(pages), **bias_fields)
         return (bytes(args), (problem.heads_q, problem.total_q)), out
 
-    key = None if snip is not None else _forward_key(
+    key = _forward_key(
         (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k, page_indptr,
          last_page_len, bias, rel_bias),
         (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size, rel_bias_offset), config)
+    if key is not None:
+        key += (_snippet_key(snip),)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
-                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias, rel_bias)
+                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias, rel_bias=rel_bias)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
-from . import _abi, _library, _runtime
+from . import _abi, _library, _memo, _runtime
 from ._checks import INT32, INT32_MAX, NO_WINDOW, _int_arg, _require_cuda, _require_same_device, mask_of, snippets
 
 if TYPE_CHECKING:
@@ -133,6 +133,33 @@ def _require_int32_rows(name, t, dims, q):
         raise ValueError(f"block_mask.{name} must be contiguous (strides {tuple(t.stride())})")
     if t.data_ptr() % 4 != 0:
         raise ValueError(f"block_mask.{name} must be 4-byte aligned")
+
+
+_LISTS = ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices")
+
+
+def block_mask_key(mask):
+    """What block_mask_fields() reads of a call's block mask besides its lists' data pointers, for the call's memo
+    key: BLOCK_SIZE and each list's metadata (None for missing full lists); () without a block mask, None when it
+    cannot enter a key (not a block mask, or a BLOCK_SIZE of other types than ints: the checks then run and say)."""
+    if mask is None:
+        return ()
+    try:
+        size = mask.BLOCK_SIZE
+        sizes = (size,) if type(size) is int else tuple(size)
+        if not sizes or not _memo.ints(*sizes) or None in sizes:
+            return None
+        return sizes + tuple(None if t is None else _memo.tensor_key(t) for t in (getattr(mask, n) for n in _LISTS))
+    except Exception:  # noqa: BLE001  (not a block mask: the checks name what is wrong)
+        return None
+
+
+def block_mask_addresses(mask):
+    """The data pointers of a call's block-mask lists (0 for missing full lists), () without a block mask: set on
+    every call, the rest of its fields come from the checks (block_mask_fields)."""
+    if mask is None:
+        return ()
+    return tuple(0 if t is None else t.data_ptr() for t in (getattr(mask, n) for n in _LISTS))
 
 
 def block_mask_fields(mask, q, batch, heads_q, seqlen_q, seqlen_k):

@@ -13,7 +13,7 @@ import operator
 from dataclasses import dataclass
 from typing import Optional
 
-from . import _abi
+from . import _abi, _memo
 
 DTYPES = {"torch.bfloat16": _abi.DTYPE_BF16, "torch.float16": _abi.DTYPE_FP16}
 MAX_HEAD_DIM = 256
@@ -419,6 +419,13 @@ class Snippets:
     def set_aux_pointers(self, args):
         for i, t in enumerate(self.aux_tensors):
             args.aux_pointers[i] = t.data_ptr()
+
+    def key(self):
+        """What a call's memo key holds of its snippets, which this call's checks passed (snippets()): the texts (the
+        bytes of _SNIPPET_BYTES, one object per text, so hashed once), the aux tensors' metadata (their addresses go in
+        per call), the scalars, integers and alignment as the structure holds them."""
+        return (self.score_mod, self.mask_mod, tuple(_memo.tensor_key(t) for t in self.aux_tensors), self.aux_scalars,
+                self.aux_integers, self.alignment)
 
 
 # Snippet text -> its NUL-terminated UTF-8 bytes, which AttentionArgs templates point at for as long as the process

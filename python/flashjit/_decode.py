@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _call, _output, _snippets_of, _stream_handle, _traced_tensors, refuse_traced_bias
+from ._attention import _call, _output, _snippet_key, _snippets_of, _stream_handle, _traced_tensors, refuse_traced_bias
 from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bias_address, bshd_strides, check_bias, check_decode_inputs,
                       check_decode_options, check_merge_inputs, check_merge_out, check_out, check_variants,
                       decode_window_left, renamed_window, scale_of, softcap_of)
@@ -141,11 +141,13 @@ def _decode_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softma
                  split_merge, max_seqlen_k, stream, chunk_size, softcap=0.0, alibi_slopes=None, sinks=None, snip=None,
                  new_kv=None, page_indptr=None, last_page_len=None, bias=None):
     """(args, tensors kept alive for the call, out, lse) with the arguments checked and the outputs allocated:
-    every check on the first call of a key (_memo; every call with snippets, snip), the addresses' alignment on
-    every call."""
-    key = None if snip is not None else _call_key(
+    every check on the first call of a key (_memo; its snippets, snip, part of the key), the addresses' alignment (and
+    the snippets' aux tensor addresses) on every call."""
+    key = _call_key(
         q, k_cache, v_cache, seqlens_k, page_table, out, window_left, softmax_scale, num_splits, split_merge,
         max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks, new_kv, page_indptr, last_page_len, bias)
+    if key is not None:
+        key += (_snippet_key(snip),)
     checked, out, addresses = _calls.checked(
         key, lambda o: _checked_call(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax_scale, o,
                                      num_splits, split_merge, max_seqlen_k, chunk_size, softcap, alibi_slopes, sinks,

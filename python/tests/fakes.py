@@ -13,6 +13,13 @@ class FakeDevice:
 
     __repr__ = __str__
 
+    # Equal by name, as torch.device is (memo keys hold devices).
+    def __eq__(self, other):
+        return isinstance(other, FakeDevice) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
 
 class FakeTensor:
     def __init__(self, shape, dtype="torch.bfloat16", device="cuda:0", strides=None, ptr=None, is_cuda=None):

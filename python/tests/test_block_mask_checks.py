@@ -1,10 +1,11 @@
 """The block_mask argument of attention() without a GPU or torch: each bad one (flashjit's or FlexAttention's
 BlockMask) is a ValueError naming it before the library is touched; a good one reaches the C struct with its lists'
-addresses, block sizes, row length and strides (0 where one mask serves every batch entry or head), on every call."""
+addresses, block sizes, row length and strides (0 where one mask serves every batch entry or head), on every call,
+and its metadata is part of the call's memo key (a call with another mask of the same shapes reuses the checks)."""
 import pytest
 
 import flashjit
-from flashjit import _block_mask
+from flashjit import _attention, _block_mask
 from fakes import FakeTensor, qkv
 from test_variant_checks import recorded  # noqa: F401  (a fixture)
 
@@ -90,6 +91,37 @@ def test_block_mask_reaches_the_struct_on_every_call(recorded):  # noqa: F811
     with pytest.raises(flashjit.FlashjitError):
         flashjit.attention(q, k, v, out=out)
     assert recorded.calls[-1][1].bm_kv_num_blocks is None
+
+
+def test_block_mask_calls_are_memoized_by_the_masks_metadata(recorded, monkeypatch):  # noqa: F811
+    q, k, v = qkv()
+    out = FakeTensor(q.shape)
+    checks = []
+    real = _attention.block_mask_fields
+    monkeypatch.setattr(_attention, "block_mask_fields", lambda *a: checks.append(1) or real(*a))
+
+    def call(m):
+        with pytest.raises(flashjit.FlashjitError):
+            flashjit.attention(q, k, v, out=out, block_mask=m)
+        return recorded.calls[-1][1]
+
+    first, second = mask(b=2, h=8), mask(b=2, h=8)
+    assert first.kv_indices.data_ptr() != second.kv_indices.data_ptr()
+    a, b = call(first), call(second)
+    assert len(checks) == 1 and len(_attention._calls) == 1  # the second call is a hit ...
+    for m, args in ((first, a), (second, b)):  # ... with its own lists' addresses
+        assert (args.bm_kv_num_blocks, args.bm_kv_indices, args.bm_full_kv_num_blocks, args.bm_full_kv_indices) == \
+            tuple(getattr(m, n).data_ptr() for n in _block_mask._LISTS)
+    assert (b.bm_head_stride, b.bm_batch_stride) == (a.bm_head_stride, a.bm_batch_stride) == (1, 8)
+    # Other shapes, block sizes, or no full lists are other keys (their fields checked and set anew).
+    for m in (mask(b=1, h=8), mask(b=2, h=8, block=(64, 128)), mask(b=2, h=8, full=False)):
+        args = call(m)
+        assert args.bm_full_kv_num_blocks == (None if m.full_kv_num_blocks is None else m.full_kv_num_blocks.data_ptr())
+        assert (args.bm_q_block, args.bm_batch_stride) == (m.BLOCK_SIZE[0], 8 if m.kv_num_blocks.shape[0] > 1 else 0)
+    assert len(checks) == 4 and len(_attention._calls) == 4
+    # A block mask that is not one is never keyed: its checks run and say what is wrong.
+    assert _block_mask.block_mask_key(object()) is None and _block_mask.block_mask_key(odd_block_size()) is None
+    assert _block_mask.block_mask_key(None) == ()
 
 
 def test_block_mask_making_checks_its_arguments():

@@ -1,7 +1,8 @@
 """The snippets' arguments without a GPU or torch (score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers and
 alignment on attention, attention_varlen and decode; select, select_decode and precompile by shapes): bad ones are a
 ValueError naming them before the library is touched, good ones reach the C structs (the aux tensors' addresses on
-every call), the snippet's text reaches the kernel's config and name, and a compile error names the snippet's line."""
+every call; the rest from the memo of checked calls, keyed by the snippets too), the snippet's text reaches the
+kernel's config and name, and a compile error names the snippet's line."""
 import ctypes
 
 import pytest
@@ -63,16 +64,31 @@ def test_attention_snippets_reach_the_struct(recorded):  # noqa: F811
     q, k, v = qkv()
     ids = FakeTensor((64,), "torch.int32")
     out = FakeTensor(q.shape)
-    for _ in range(2):  # no memo with snippets: every call is checked and carries its own aux addresses
+    second = FakeTensor((64,), "torch.int32")
+    for aux in (ids, second):  # the second call is a memo hit, with its own aux address
         with pytest.raises(flashjit.FlashjitError):
-            flashjit.attention(q, k, v, out=out, causal=True, score_mod=SCORE, mask_mod=MASK, aux_tensors=[ids],
+            flashjit.attention(q, k, v, out=out, causal=True, score_mod=SCORE, mask_mod=MASK, aux_tensors=[aux],
                                aux_scalars=[0.25, 2], aux_integers=[7, -1], alignment="top_left")
-    assert len(recorded.calls) == 2
-    for _, args in recorded.calls:
+    assert len(recorded.calls) == 2 and len(_attention._calls) == 1
+    for aux, (_, args) in zip((ids, second), recorded.calls):
         assert args.score_mod == SCORE.encode() and args.mask_mod == MASK.encode()
-        assert list(args.aux_pointers)[:2] == [ids.data_ptr(), None]
+        assert list(args.aux_pointers)[:2] == [aux.data_ptr(), None]
         assert list(args.aux_scalars)[:3] == [0.25, 2.0, 0.0] and list(args.aux_integers)[:3] == [7, -1, 0]
         assert args.alignment == _abi.ALIGN_TOP_LEFT
+    # Another scalar, integer, text, alignment or aux tensor layout is another key, its values in the struct.
+    changes = (dict(aux_scalars=[0.5, 2]), dict(aux_integers=[8, -1]), dict(score_mod=SCORE + " "),
+               dict(alignment="bottom_right"), dict(aux_tensors=[FakeTensor((32,), "torch.int32")]))
+    for change in changes:
+        call = dict(score_mod=SCORE, mask_mod=MASK, aux_tensors=[ids], aux_scalars=[0.25, 2], aux_integers=[7, -1],
+                    alignment="top_left")
+        call.update(change)
+        with pytest.raises(flashjit.FlashjitError):
+            flashjit.attention(q, k, v, out=out, causal=True, **call)
+        args = recorded.calls[-1][1]
+        assert (args.aux_scalars[0], args.aux_integers[0], args.score_mod) == (
+            call["aux_scalars"][0], call["aux_integers"][0], call["score_mod"].encode())
+        assert args.alignment == (_abi.ALIGN_TOP_LEFT if call["alignment"] == "top_left" else _abi.ALIGN_BOTTOM_RIGHT)
+    assert len(_attention._calls) == 1 + len(changes)
     other = FakeTensor((64,), "torch.int32")
     with pytest.raises(flashjit.FlashjitError):
         flashjit.attention(q, k, v, out=out, mask_mod=MASK, aux_tensors=[other])
