@@ -105,7 +105,8 @@ typedef struct flashjit_runtime_options {
   int check_pages; /* check every decode's page table on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_PAGES (off) */
   flashjit_log_callback log_callback; /* NULL: diagnostics on stderr */
   void* log_user;                     /* passed to log_callback */
-  /* check every ragged forward's cu_seqlens on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_SEQLENS (off) */
+  /* check every ragged forward's cu_seqlens (and seqused_k over contiguous keys) on the host: 1 on, -1 off, 0:
+   * FLASHJIT_CHECK_SEQLENS (off) */
   int check_seqlens;
   /* compile cache misses in this process (1) or in a worker process (-1: a crashing or hanging compiler fails
    * that kernel only); 0: FLASHJIT_COMPILE_IN_PROCESS (unset: in a worker) */
@@ -190,7 +191,8 @@ typedef struct flashjit_attention_args {
    * [B, Sq, Hq, Dv]; a multiple of 8 up to 256. Default 0: the same as head_dim. */
   int head_dim_v;
   /* nonzero: check cu_seqlens on the host before launching (copies them, synchronizing the stream): each
-   * non-decreasing from >= 0, the last at most total_q / total_k, no length above seqlen_q / seqlen_k */
+   * non-decreasing from >= 0, the last at most total_q / total_k, no length above seqlen_q / seqlen_k; and
+   * seqused_k without page_table: each count in [0, seqlen_k] and within its sequence's cu_seqlens_k length */
   int check_seqlens;
   /* Variants, each compiled into the kernel only when used (the values are run-time arguments); default 0 / NULL:
    * off. With x = softmax_scale * q.k the natural logit of query i and key j:
