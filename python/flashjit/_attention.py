@@ -11,9 +11,9 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
-from . import _library, _memo, _runtime
+from . import _abi, _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
-from ._block_mask import block_mask_addresses, block_mask_fields, block_mask_key
+from ._block_mask import block_mask_addresses, block_mask_fields, block_mask_key, block_mask_lists
 from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bias_address, bias_type_code, bshd_strides,
                       check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_rel_bias,
                       check_variants, dtype_code, mask_of, packed_strides, rel_bias_address, renamed_window, scale_of,
@@ -179,40 +179,65 @@ def _output(out, q, v=None):
     return out
 
 
-def refuse_traced_bias(function, traced, bias, rel_bias=None):
-    """A bias or a relative-logits table is not yet taken through the custom ops: a traced call with one is refused
+def refuse_traced_rel_bias(function, traced, rel_bias):
+    """A relative-logits table is not yet taken through the custom ops: a traced call with one is refused
     (ValueError) rather than compiled without it."""
-    for name, given in (("bias", bias), ("rel_bias", rel_bias)):
-        if traced and given is not None:
-            raise ValueError(f"flashjit.{function}: {name} is not supported under torch.compile / torch.export (or "
-                             f"fake tensors) yet; call it outside the traced region")
+    if traced and rel_bias is not None:
+        raise ValueError(f"flashjit.{function}: rel_bias is not supported under torch.compile / torch.export (or fake "
+                         f"tensors) yet; call it outside the traced region")
 
 
-def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment):
-    """The call's checked Snippets (None without any). Not yet through the custom ops: a traced call with one is
-    refused (ValueError) rather than compiled without it. A call with every argument at its default (the common
-    one, on every call) returns at the first test, before any check."""
+def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment,
+                 with_alignment=True):
+    """The call's checked Snippets (None without any; traced: of fake or meta aux tensors, for the custom ops). A
+    call with every argument at its default (the common one, on every call) returns at the first test, before any
+    check."""
     if (score_mod is None and mask_mod is None and alignment == "bottom_right"
             and type(aux_tensors) is tuple and not aux_tensors and type(aux_scalars) is tuple and not aux_scalars
             and type(aux_integers) is tuple and not aux_integers):
         return None
-    if traced:
-        raise ValueError(f"flashjit.{function}: score_mod, mask_mod, aux_* and alignment are not supported under "
-                         f"torch.compile / torch.export (or fake tensors) yet; call it outside the traced region")
-    return snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
+    return snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment, traced=traced,
+                    with_alignment=with_alignment)
+
+
+def traced_variants(snip, bias, block_mask=None, alignment=True):
+    """The custom ops' keyword arguments for a traced call's bias, block mask (its lists and block sizes) and
+    snippets (checked: snip; the aux tensors as aux0 .. aux7)."""
+    kwargs = {} if bias is None else {"bias": bias}
+    if block_mask is not None:
+        counts, indices, full_counts, full_indices, size = block_mask_lists(block_mask)
+        kwargs.update(bm_kv_num_blocks=counts, bm_kv_indices=indices, bm_full_kv_num_blocks=full_counts,
+                      bm_full_kv_indices=full_indices)
+        kwargs["bm_q_block"], kwargs["bm_kv_block"] = size
+    if snip is None:
+        return kwargs
+    for name in ("score_mod", "mask_mod"):
+        text = getattr(snip, name)  # the checked text's UTF-8 bytes
+        if text is not None:
+            kwargs[name] = text.decode("utf-8")
+    if snip.aux_scalars:
+        kwargs["aux_scalars"] = list(snip.aux_scalars)
+    if snip.aux_integers:
+        kwargs["aux_integers"] = list(snip.aux_integers)
+    if alignment and snip.alignment == _abi.ALIGN_TOP_LEFT:
+        kwargs["alignment"] = "top_left"
+    kwargs.update({f"aux{i}": t for i, t in enumerate(snip.aux_tensors)})
+    return kwargs
 
 
 def _traced_call(op_name, function, tensors, options, causal, window_size, chunk_size, softmax_scale, return_lse,
-                 out, config, stream, softcap, alibi_slopes, sinks, page_table=None, seqused_k=None, csr=()):
+                 out, config, stream, softcap, alibi_slopes, sinks, page_table=None, seqused_k=None, csr=(),
+                 variants=None):
     """A forward through the custom op (torch.compile, torch.export, fake tensors): the op returns a new O, which
-    fills out= by a copy. csr: attention_varlen's (page_indptr, last_page_len)."""
+    fills out= by a copy. csr: attention_varlen's (page_indptr, last_page_len); variants: traced_variants()."""
     from . import _ops
     _ops.refuse_stream(function, stream)
     left, right = window_pair(window_size)
     scale = scale_of(softmax_scale)
     o, lse = getattr(_ops.ops(), op_name)(*tensors, *options, bool(causal), left, right, int(chunk_size),
                                           scale if scale > 0 else None, bool(return_lse), _ops.config_text(config),
-                                          softcap_of(softcap), alibi_slopes, sinks, page_table, seqused_k, *csr)
+                                          softcap_of(softcap), alibi_slopes, sinks, page_table, seqused_k, *csr,
+                                          **(variants or {}))
     if out is not None:
         out.copy_(o)
         o = out
@@ -261,8 +286,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
       float16 or bool that broadcasts to [batch, heads_q, seqlen_q, seqlen_k] (expand() views and size-1 dimensions
       are read in place, stride 0). bias[b, h, i, j] is added to x after softcap and ALiBi, before score_mod (which
       sees the sum); a bool entry False hides the pair (True adds 0). A row whose keys are all hidden gets O = 0 and
-      LSE = -inf (or the sink). Compiled into the kernel by its dtype; eager calls only (not yet under
-      torch.compile: ValueError).
+      LSE = -inf (or the sink). Compiled into the kernel by its dtype.
     rel_bias: a relative-logits table (T5-style relative positions), torch.float32 [heads_q, extent] (or [1, extent]
       for every head) on q's device, its last dimension contiguous: query i, aligned to key a = i + seqlen_k -
       seqlen_q (top-left: a = i; per sequence where sequences have lengths of their own), and key j gain
@@ -293,8 +317,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
     window: the deprecated name of window_size (a DeprecationWarning).
 
     Forward only: inputs that require grad (with grad mode on) raise RuntimeError. Under torch.compile and
-    torch.export the call is the custom op flashjit::attention (stream= is then refused: use torch.cuda.stream;
-    the snippets, aux_*, alignment and block_mask are not yet supported there: ValueError).
+    torch.export the call is the custom op flashjit::attention, variants, bias, snippets and block_mask included
+    (stream= is then refused: use torch.cuda.stream).
     Asynchronous on the stream, no synchronization, no allocation besides out and lse. The first call for a
     kind of problem compiles (or reads from the disk cache) and loads its kernel: make it outside CUDA-graph
     capture (warmup, precompile). Bad arguments raise ValueError before anything runs; failures in the library
@@ -304,12 +328,11 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         window_size = renamed_window(window_size, window, "window", "flashjit.attention")
     traced = _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out)
     snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
-    refuse_traced_bias("attention", traced, bias, rel_bias)
+    refuse_traced_rel_bias("attention", traced, rel_bias)
     if traced:
-        if block_mask is not None:
-            raise ValueError("flashjit.attention: block_mask is not supported under torch.compile / torch.export yet")
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
-                            return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k)
+                            return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k,
+                            variants=traced_variants(snip, bias, block_mask))
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
                              softcap, alibi_slopes, sinks, snip, page_table, seqused_k, bias, block_mask,
                              (rel_bias, rel_bias_offset))
@@ -415,12 +438,12 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     traced = _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out)
     snip = _snippets_of("attention_varlen", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
                         alignment)
-    refuse_traced_bias("attention_varlen", traced, bias, rel_bias)
+    refuse_traced_rel_bias("attention_varlen", traced, rel_bias)
     if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
                             out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k,
-                            (page_indptr, last_page_len))
+                            (page_indptr, last_page_len), traced_variants(snip, bias))
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
                                     alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias,

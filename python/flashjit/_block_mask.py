@@ -120,10 +120,10 @@ def _contiguous(shape, strides):
     return True
 
 
-def _require_int32_rows(name, t, dims, q):
+def _require_int32_rows(name, t, dims, q, traced=False):
     if not hasattr(t, "data_ptr") or not hasattr(t, "shape"):
         raise ValueError(f"block_mask.{name} must be a torch.Tensor, got {type(t).__name__}")
-    _require_cuda(f"block_mask.{name}", t)
+    _require_cuda(f"block_mask.{name}", t, traced)
     _require_same_device(f"block_mask.{name}", t, q)
     if str(t.dtype) != INT32:
         raise ValueError(f"block_mask.{name}: dtype {t.dtype} must be torch.int32")
@@ -131,7 +131,7 @@ def _require_int32_rows(name, t, dims, q):
         raise ValueError(f"block_mask.{name} must have {dims} dimensions, got shape {tuple(t.shape)}")
     if not _contiguous(tuple(t.shape), tuple(t.stride())):
         raise ValueError(f"block_mask.{name} must be contiguous (strides {tuple(t.stride())})")
-    if t.data_ptr() % 4 != 0:
+    if not traced and t.data_ptr() % 4 != 0:
         raise ValueError(f"block_mask.{name} must be 4-byte aligned")
 
 
@@ -162,31 +162,35 @@ def block_mask_addresses(mask):
     return tuple(0 if t is None else t.data_ptr() for t in (getattr(mask, n) for n in _LISTS))
 
 
-def block_mask_fields(mask, q, batch, heads_q, seqlen_q, seqlen_k):
-    """AttentionArgs fields of a call's block mask (a flashjit.BlockMask or FlexAttention's BlockMask, None: none),
-    its pointers included: ValueError naming what does not fit the call."""
-    if mask is None:
-        return {}
-    names = ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices", "BLOCK_SIZE")
-    missing = [n for n in names if not hasattr(mask, n)]
+def block_mask_lists(mask):
+    """(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices, (q_block, kv_block)) of a flashjit.BlockMask
+    or FlexAttention's BlockMask: ValueError when it is neither, or its block size is not one."""
+    missing = [n for n in _LISTS + ("BLOCK_SIZE",) if not hasattr(mask, n)]
     if missing:
         raise ValueError(f"block_mask must be a flashjit.BlockMask or FlexAttention's BlockMask, got "
                          f"{type(mask).__name__} (no {', '.join(missing)})")
-    q_block, kv_block = _block_size(mask.BLOCK_SIZE)
-    counts, indices = mask.kv_num_blocks, mask.kv_indices
-    full_counts, full_indices = mask.full_kv_num_blocks, mask.full_kv_indices
+    return tuple(getattr(mask, n) for n in _LISTS) + (_block_size(mask.BLOCK_SIZE),)
+
+
+def block_mask_fields(mask, q, batch, heads_q, seqlen_q, seqlen_k, traced=False):
+    """AttentionArgs fields of a call's block mask (a flashjit.BlockMask or FlexAttention's BlockMask, None: none),
+    its pointers included: ValueError naming what does not fit the call. traced: the lists are fake or meta tensors
+    (the custom op's fake implementation), whose addresses are not read (0)."""
+    if mask is None:
+        return {}
+    counts, indices, full_counts, full_indices, (q_block, kv_block) = block_mask_lists(mask)
     if (full_counts is None) != (full_indices is None):
         raise ValueError("block_mask.full_kv_num_blocks and full_kv_indices go together: both or neither")
-    _require_int32_rows("kv_num_blocks", counts, 3, q)
-    _require_int32_rows("kv_indices", indices, 4, q)
+    _require_int32_rows("kv_num_blocks", counts, 3, q, traced)
+    _require_int32_rows("kv_indices", indices, 4, q, traced)
     mb, mh, num_q = (int(x) for x in counts.shape)
     if tuple(indices.shape[:3]) != (mb, mh, num_q):
         raise ValueError(f"block_mask.kv_indices {tuple(indices.shape)} does not extend kv_num_blocks "
                          f"{tuple(counts.shape)}")
     num_kv = int(indices.shape[3])
     if full_counts is not None:
-        _require_int32_rows("full_kv_num_blocks", full_counts, 3, q)
-        _require_int32_rows("full_kv_indices", full_indices, 4, q)
+        _require_int32_rows("full_kv_num_blocks", full_counts, 3, q, traced)
+        _require_int32_rows("full_kv_indices", full_indices, 4, q, traced)
         if tuple(full_counts.shape) != (mb, mh, num_q) or tuple(full_indices.shape) != tuple(indices.shape):
             raise ValueError("block_mask.full_kv_num_blocks / full_kv_indices must have the shapes of kv_num_blocks / "
                              "kv_indices")
@@ -197,8 +201,9 @@ def block_mask_fields(mask, q, batch, heads_q, seqlen_q, seqlen_k):
     if num_q < -(-seqlen_q // q_block) or num_kv < -(-seqlen_k // kv_block):
         raise ValueError(f"block_mask covers {num_q} x {num_kv} blocks of {q_block} x {kv_block}: too few for "
                          f"seqlen_q {seqlen_q} and seqlen_k {seqlen_k}")
-    return {"bm_kv_num_blocks": counts.data_ptr(), "bm_kv_indices": indices.data_ptr(),
-            "bm_full_kv_num_blocks": 0 if full_counts is None else full_counts.data_ptr(),
-            "bm_full_kv_indices": 0 if full_indices is None else full_indices.data_ptr(),
+    def ptr(t):
+        return 0 if t is None or traced else t.data_ptr()
+    return {"bm_kv_num_blocks": ptr(counts), "bm_kv_indices": ptr(indices),
+            "bm_full_kv_num_blocks": ptr(full_counts), "bm_full_kv_indices": ptr(full_indices),
             "bm_q_block": q_block, "bm_kv_block": kv_block, "bm_num_q_blocks": num_q, "bm_num_kv_blocks": num_kv,
             "bm_batch_stride": mh * num_q if mb > 1 else 0, "bm_head_stride": num_q if mh > 1 else 0}

@@ -298,19 +298,21 @@ def check_variants(q, batch, heads_q, softcap, alibi_slopes, sinks, traced=False
 BIAS_DTYPES = {"torch.float32": (_abi.BIAS_FP32, 4), "torch.bfloat16": (_abi.BIAS_BF16, 2),
                "torch.float16": (_abi.BIAS_FP16, 2), "torch.bool": (_abi.BIAS_BOOL, 1)}
 BIAS_DIMS = ("batch", "heads_q", "seqlen_q", "seqlen_k")
+DECODE_BIAS_DIMS = ("batch", "heads_q", "q_len", "max_seqlen_k")
 
 
-def check_bias(q, bias, dims, dim_names=BIAS_DIMS):
+def check_bias(q, bias, dims, dim_names=BIAS_DIMS, traced=False):
     """AttentionArgs / DecodeArgs fields of an additive bias (none without one; its address is set per call,
     bias_address): a CUDA tensor on q's device of torch.float32, bfloat16, float16 or bool (False hides the pair)
     that broadcasts to dims, [batch, heads_q, seqlen_q, seqlen_k] (decode: [batch, heads_q, q_len, max_seqlen_k]),
     as torch SDPA's attn_mask does: missing leading dimensions and dimensions of size 1 broadcast (stride 0, as
-    expand() makes them). Strides must be >= 0. ValueError naming bias."""
+    expand() makes them). Strides must be >= 0. ValueError naming bias. traced: a fake or meta tensor (the custom
+    ops' fake implementations), whose address is not read."""
     if bias is None:
         return {}
     if not hasattr(bias, "data_ptr"):
         raise ValueError(f"bias must be a torch.Tensor or None, got {type(bias).__name__}")
-    _require_cuda("bias", bias)
+    _require_cuda("bias", bias, traced)
     _require_same_device("bias", bias, q)
     kind = BIAS_DTYPES.get(str(bias.dtype))
     if kind is None:
@@ -328,7 +330,8 @@ def check_bias(q, bias, dims, dim_names=BIAS_DIMS):
         if n > 1 and s < 0:
             raise ValueError(f"bias: strides must be >= 0, got {list(_strides(bias))}")
         strides.append(s if n > 1 else 0)
-    bias_address(bias)
+    if not traced:
+        bias_address(bias)
     return {"bias_type": kind[0], "bias_strides": _abi.BiasStrides(*strides)}
 
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from . import _library, _memo, _runtime
 from ._abi import DecodeArgs, MergeArgs, Strides
-from ._attention import _call, _output, _snippet_key, _snippets_of, _stream_handle, _traced_tensors, refuse_traced_bias
-from ._checks import (INT32_MAX, NO_WINDOW, _int_arg, bias_address, bshd_strides, check_bias, check_decode_inputs,
-                      check_decode_options, check_merge_inputs, check_merge_out, check_out, check_variants,
-                      decode_window_left, renamed_window, scale_of, softcap_of)
+from ._attention import _call, _output, _snippet_key, _snippets_of, _stream_handle, _traced_tensors, traced_variants
+from ._checks import (DECODE_BIAS_DIMS, INT32_MAX, NO_WINDOW, _int_arg, bias_address, bshd_strides, check_bias,
+                      check_decode_inputs, check_decode_options, check_merge_inputs, check_merge_out, check_out,
+                      check_variants, decode_window_left, renamed_window, scale_of, softcap_of)
 
 if TYPE_CHECKING:
     from ._attention import Stream, Tensor, Window
@@ -112,7 +112,7 @@ def decode_args(q, k_cache, v_cache, seqlens_k, page_table, window_left, softmax
         num_splits=num_splits, split_merge=split_merge, chunk_size=chunk_size, softcap=cap,
         alibi_slopes_batch_stride=alibi_stride, **({} if snip is None else snip.fields()),
         **check_bias(q, bias, (problem.batch, problem.heads_q, problem.q_len, problem.max_seqlen_k),
-                     ("batch", "heads_q", "q_len", "max_seqlen_k")))
+                     DECODE_BIAS_DIMS))
     return args, problem
 
 
@@ -223,9 +223,8 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
     from token t is |seqlens_k[b] - q_len + t - j|) and sinks (float32 [heads_q], gpt-oss: they join each row where its
     key splits merge); the snippets score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (q_idx is the new
     token t, 0 .. q_len - 1, at key seqlens_k[b] - q_len + t; ctx.seqlen_q is q_len, ctx.seqlen_k the sequence's
-    length; eager calls only, not yet under torch.compile), and bias (float32, bfloat16, float16 or bool,
-    broadcasting to [batch, heads_q, q_len, max_seqlen_k]: row t is new token t, column j the sequence's key j; eager
-    calls only).
+    length), and bias (float32, bfloat16, float16 or bool, broadcasting to [batch, heads_q, q_len, max_seqlen_k]:
+    row t is new token t, column j the sequence's key j); all of them under torch.compile too (the custom op).
     num_splits: 0 plans the key splits, 1..32 forces a count. split_merge: how split partial states merge, "auto"
     (the planner), "combine" (a second kernel) or "cluster" (a thread-block cluster per sequence and KV head,
     sm_90+, at most 16 splits); for tests and tuning. out: a tensor like q to write into.
@@ -243,15 +242,15 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
     csr = {} if page_indptr is None and last_page_len is None else {"page_indptr": page_indptr,
                                                                   "last_page_len": last_page_len}
     snip = _snippets_of("decode", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
-                        "bottom_right")
-    refuse_traced_bias("decode", traced, bias)
+                        "bottom_right", with_alignment=False)
     if traced:
         from . import _ops
         _ops.refuse_stream("decode", stream)
         scale = scale_of(softmax_scale)
         o, lse = _ops.ops().decode(q, k_cache, v_cache, seqlens_k, page_table, left, int(chunk_size),
                                    scale if scale > 0 else None, bool(return_lse), int(num_splits), split_merge,
-                                   max_seqlen_k, softcap_of(softcap), alibi_slopes, sinks, **csr)
+                                   max_seqlen_k, softcap_of(softcap), alibi_slopes, sinks, **csr,
+                                   **traced_variants(snip, bias, alignment=False))
         if out is not None:
             out.copy_(o)
             o = out

@@ -1,8 +1,8 @@
 """GPU checks of flashjit in torch's machinery and under flash-attn's names:
 
 - torch.compile(fullgraph=True) of a small block calling flashjit.attention and flashjit.decode (and one calling
-  attention_varlen and merge) runs, matches eager, and is one graph without a break (torch._dynamo.explain and a
-  counting backend); torch.export of the block runs and matches eager too; inputs that require grad are refused.
+  attention_varlen and merge, and one with a bias, a block mask, snippets and aux arguments) runs, matches eager,
+  and is one graph without a break (torch._dynamo.explain and a counting backend); torch.export of the block runs and matches eager too; inputs that require grad are refused.
 - flash_attn_func, flash_attn_varlen_func and flash_attn_with_kvcache, called as flash-attn is (positionally and by
   keyword), against a float64 reference; flash_attn_with_kvcache also appends k and v into the cache.
 - flashjit.select / select_decode for the device's arch and SM count (no device used) agree with the device's.
@@ -79,6 +79,45 @@ def check_compile_block_matches_eager_without_graph_breaks():
         assert error <= 1e-2, f"compiled vs eager: relative L2 error {error:.3e}"
         again = torch.compile(block, fullgraph=True)(*_inputs(sq=128, sk=320))  # new shapes, no break either
         assert torch.isfinite(again).all()
+
+
+DOCS = ("__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+        "  const int* d = ctx.pointer<int>(0);\n  return d[q] == d[k];\n}\n")
+SCALE = ("__device__ float score_mod(float s, int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+         "  return s * ctx.scalar(0) + 0.01f * ctx.integer(0);\n}\n")
+
+
+def variant_block(q, k, v, k_cache, v_cache, lens, bias, mask, ids):
+    """The bias, a block mask with its mask_mod, a score_mod with scalars and top-left alignment, varlen with a bias
+    and decode with a bias and a score_mod: each its custom op in the compiled graph."""
+    o = flashjit.attention(q, k, v, causal=True, bias=bias)
+    m = flashjit.attention(q, k, v, causal=True, block_mask=mask, mask_mod=DOCS, aux_tensors=[ids])
+    s = flashjit.attention(q, k, v, score_mod=SCALE, aux_scalars=[0.5], aux_integers=[3], alignment="top_left")
+    packed = q.reshape(-1, *q.shape[2:])
+    cu = torch.arange(0, q.shape[0] + 1, device=q.device, dtype=torch.int32) * q.shape[1]
+    pv = flashjit.attention_varlen(packed, k.reshape(-1, *k.shape[2:]), v.reshape(-1, *v.shape[2:]), cu, cu,
+                                   q.shape[1], k.shape[1], bias=bias, mask_mod=DOCS, aux_tensors=[ids])
+    d = flashjit.decode(q[:, -1:].contiguous(), k_cache, v_cache, lens, bias=bias[:, :, :1, :1], score_mod=SCALE,
+                        aux_scalars=[2.0], aux_integers=[1])
+    return o, m, s, pv.reshape(q.shape), d
+
+
+def check_compile_bias_block_masks_and_snippets_match_eager():
+    torch.manual_seed(5)
+    q, k, v, k_cache, v_cache, lens = _inputs()
+    sq = q.shape[1]
+    bias = torch.randn(q.shape[0], q.shape[2], sq, k.shape[1], device="cuda", dtype=BF16)
+    ids = (torch.arange(sq, device="cuda", dtype=torch.int32) // 100).contiguous()
+    mask = flashjit.block_mask(DOCS, 1, 1, sq, k.shape[1], causal=True, aux_tensors=[ids])
+    args = (q, k, v, k_cache, v_cache, lens, bias, mask, ids)
+    with torch.no_grad():
+        eager = variant_block(*args)
+        ops = _explain(variant_block, *args)
+        assert sum("flashjit" in op for op in ops) >= 5, ops
+        torch._dynamo.reset()
+        compiled = torch.compile(variant_block, fullgraph=True)(*args)
+    for name, a, b in zip(("bias", "block mask + mask_mod", "score_mod", "varlen", "decode"), compiled, eager):
+        assert torch.equal(a, b), f"{name}: compiled differs from eager ({rel_l2(a, b):.3e})"
 
 
 def _strided_q_block(args):
@@ -294,7 +333,8 @@ def check_select_for_the_device_arch_matches_the_device():
             assert on_device["num_splits"] > 1 and on_device["workspace_bytes"] > 0
 
 
-CHECKS = [check_compile_block_matches_eager_without_graph_breaks, check_compile_varlen_and_merge,
+CHECKS = [check_compile_block_matches_eager_without_graph_breaks,
+          check_compile_bias_block_masks_and_snippets_match_eager, check_compile_varlen_and_merge,
           check_export_matches_eager, check_inputs_that_require_grad_are_refused,
           check_flash_attn_func_against_float64, check_flash_attn_varlen_func_against_float64,
           check_flash_attn_with_kvcache_against_float64, check_select_for_the_device_arch_matches_the_device]

@@ -350,3 +350,97 @@ def test_flash_attn_key_counts_are_the_offsets_differences():
         _flash_attn._key_counts(cu.long(), q)
     with pytest.raises(ValueError, match="cu_seqlens_k is on cpu but q is on meta"):
         _flash_attn._key_counts(cu, q.to(META))
+
+
+DOCS = "__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n" \
+       "  const int* d = ctx.pointer<int>(0);\n  return d[q] == d[k];\n}\n"
+SCALE = "__device__ float score_mod(float s, int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n" \
+        "  return s * ctx.scalar(0) + ctx.integer(0);\n}\n"
+
+
+def mod_tensors(device=META, b=2, s=64, hq=8, nq=1, nk=1):
+    """A bias [b, hq, s, s] (bf16), a flashjit.BlockMask of int32 lists [1, hq, nq(, nk)], document ids int32 [s]."""
+    def t(*shape, dtype=torch.int32):
+        return torch.empty(*shape, dtype=dtype, device=device)
+    mask = flashjit.BlockMask(t(1, hq, nq), t(1, hq, nq, nk), t(1, hq, nq), t(1, hq, nq, nk), (128, 128), (s, s))
+    return t(b, hq, s, s, dtype=BF16), mask, t(s)
+
+
+def mod_block(q, k, v, k_cache, v_cache, lens, bias, mask, ids):
+    o = flashjit.attention(q, k, v, causal=True, bias=bias)
+    m = flashjit.attention(q, k, v, causal=True, block_mask=mask, mask_mod=DOCS, aux_tensors=[ids])
+    s = flashjit.attention(q, k, v, score_mod=SCALE, aux_scalars=[0.5], aux_integers=[1], alignment="top_left")
+    packed = q.reshape(-1, *q.shape[2:])
+    cu = torch.zeros(q.shape[0] + 1, dtype=torch.int32, device=q.device)
+    pv = flashjit.attention_varlen(packed, k.reshape(-1, *k.shape[2:]), v.reshape(-1, *v.shape[2:]), cu, cu,
+                                   q.shape[1], k.shape[1], bias=bias, mask_mod=DOCS, aux_tensors=[ids])
+    d = flashjit.decode(q[:, -1:], k_cache, v_cache, lens, bias=bias[:, :, :1, :1], score_mod=SCALE,
+                        aux_scalars=[2.0], aux_integers=[0])
+    return o.sum() + m.sum() + s.sum() + pv.sum() + d.sum()
+
+
+def test_bias_block_masks_and_snippets_trace_into_one_graph():
+    torch._dynamo.reset()
+    args = (*tensors(), *mod_tensors())
+    explained = torch._dynamo.explain(mod_block)(*args)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        assert torch.compile(mod_block, fullgraph=True, backend="eager", dynamic=dynamic)(*args).device.type == META
+
+    class Block(torch.nn.Module):
+        def forward(self, *a):
+            return mod_block(*a)
+
+    exported = torch.export.export(Block(), args)
+    calls = [n for n in exported.graph.nodes if str(n.target).startswith("flashjit.")]
+
+    def named(n):  # the call's arguments by name (export passes them positionally)
+        return {**{a.name: x for a, x in zip(n.target._schema.arguments, n.args)}, **n.kwargs}
+    kwargs = [named(n) for n in calls]
+    assert [str(n.target) for n in calls] == ["flashjit.attention.default"] * 3 + ["flashjit.attention_varlen.default",
+                                                                                   "flashjit.decode.default"]
+    assert kwargs[0].get("bias") is not None and kwargs[0].get("bm_kv_indices") is None
+    assert kwargs[1]["bm_kv_indices"] is not None and kwargs[1]["bm_q_block"] == 128
+    assert kwargs[1]["mask_mod"] == DOCS and kwargs[1]["aux0"] is not None and kwargs[1].get("aux1") is None
+    assert (kwargs[2]["score_mod"], list(kwargs[2]["aux_scalars"]), list(kwargs[2]["aux_integers"]),
+            kwargs[2]["alignment"]) == (SCALE, [0.5], [1], "top_left")
+    assert kwargs[3]["bias"] is not None and kwargs[3]["mask_mod"] == DOCS
+    assert "alignment" not in kwargs[4] and list(kwargs[4]["aux_scalars"]) == [2.0] and kwargs[4]["bias"] is not None
+
+
+def test_fake_implementations_check_bias_block_masks_and_snippets():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q, k, v, k_cache, v_cache, lens = tensors("cuda")
+        bias, mask, ids = mod_tensors("cuda")
+        o, lse = flashjit.attention(q, k, v, bias=bias[:1, :, :, :], block_mask=mask, mask_mod=DOCS,
+                                    aux_tensors=[ids], return_lse=True)
+        assert o.shape == q.shape and lse.shape == (2, 8, 64)
+        with pytest.raises(ValueError, match="bias: shape \\[2, 8, 64, 32\\] does not broadcast"):
+            flashjit.attention(q, k, v, bias=bias[..., :32])
+        with pytest.raises(ValueError, match="bias: dtype torch.int32 must be"):
+            flashjit.attention(q, k, v, bias=ids)
+        wide = flashjit.BlockMask(mask.kv_num_blocks[:, :4], mask.kv_indices[:, :4], None, None, (128, 128), (64, 64))
+        with pytest.raises(ValueError, match="block_mask is for 4 heads, the call has 8 query heads"):
+            flashjit.attention(q, k, v, block_mask=wide)
+        with pytest.raises(ValueError, match="block_mask must be a flashjit.BlockMask"):
+            flashjit.attention(q, k, v, block_mask=object())
+        with pytest.raises(ValueError, match="aux_scalars\\[0\\] must be a finite number"):
+            flashjit.attention(q, k, v, score_mod=SCALE, aux_scalars=[float("inf")])
+        with pytest.raises(ValueError, match="aux_tensors\\[0\\] must be a CUDA tensor, got one on cpu"):
+            flashjit.attention(q, k, v, mask_mod=DOCS, aux_tensors=[torch.empty(4, device="cpu")])
+        with pytest.raises(ValueError, match="bias: shape"):
+            flashjit.decode(q[:, -1:], k_cache, v_cache, lens, bias=bias)
+
+
+def test_op_schemas_take_bias_block_masks_and_snippets_with_defaults():
+    from flashjit import _ops
+    ops = _ops.ops()
+    for name in ("attention", "attention_varlen", "decode"):
+        schema = str(getattr(ops, name).default._schema)
+        for part in ("Tensor? bias=None", "str? score_mod=None", "str? mask_mod=None", "float[]? aux_scalars=None",
+                     "Tensor? aux0=None", "Tensor? aux7=None"):
+            assert part in schema, (name, part, schema)
+    assert "SymInt bm_q_block=0" in str(ops.attention.default._schema)
+    assert 'str alignment="bottom_right"' in str(ops.attention_varlen.default._schema)

@@ -333,9 +333,12 @@ void fit_bias_tma(KernelConfig& c, const AttentionProblem& p) {
   const BlockMask& m = p.block_mask;
   KernelConfig k = c;
   k.bias_tma = true;
-  // Tiles of whole 128-byte bias rows: the key tile rounded down to them (fp32 96 keys stay, bf16 96 -> 64).
+  // Tiles of whole 128-byte bias rows: the key tile rounded down to them (fp32 96 keys stay, bf16 96 -> 64); bool
+  // entries (128 keys a block) up to 128 from d128's 112, which the staged kernel takes without spills (NVRTC 13.0:
+  // 0 bytes, where loading the entries per thread spilled 20 at 128 keys).
   const int per_block = 128 / config::bias_element_bytes(c.bias);
   k.block_n = c.block_n / per_block * per_block;
+  if (k.block_n == 0 && c.block_n >= 96) k.block_n = per_block;
   if (k.block_n >= 64 && validate(k).empty() &&
       config::block_mask_mismatch(k, m.active() ? m.q_block : 0, m.kv_block).empty())
     c = k;

@@ -52,7 +52,8 @@ def sdpa(backend, q, k, v, **kwargs):
 
 def cases():
     """(group, name, call) triples: decode B1 Sk 512 H32/KV8 D128 bf16 (one split, four splits, the planner's,
-    a 16-token paged cache), prefill S 128, a merge of two states, and torch's SDPA on the same tensors."""
+    a 16-token paged cache), prefill S 128 (plain, with a bias, with a document mask_mod and its block mask), a
+    merge of two states, and torch's SDPA on the same tensors."""
     dev, bf16 = "cuda", torch.bfloat16
     q = torch.randn(1, 1, 32, 128, device=dev, dtype=bf16)
     k = torch.randn(1, 512, 8, 128, device=dev, dtype=bf16)
@@ -75,6 +76,16 @@ def cases():
         lambda: flashjit.attention(qp, kp, vp, causal=True, out=op)
     yield "prefill S 128", "SDPA cuDNN, enable_gqa, causal", \
         sdpa(SDPBackend.CUDNN_ATTENTION, qp, kp, vp, enable_gqa=True, is_causal=True)
+    # Variants (issue 26: a call costs <= 15 µs of host time): a bias, a document mask_mod with its block mask.
+    bias = torch.randn(1, 32, 128, 128, device=dev, dtype=bf16)
+    ids = (torch.arange(128, device=dev, dtype=torch.int32) // 40).contiguous()
+    docs = ("__device__ bool mask_mod(int b, int h, int q, int k, const flashjit::ModContext& ctx) {\n"
+            "  const int* d = ctx.pointer<int>(0);\n  return d[q] == d[k];\n}\n")
+    mask = flashjit.block_mask(docs, 1, 1, 128, 128, causal=True, aux_tensors=[ids])
+    yield "prefill S 128", "flashjit.attention(causal=True, bias=..., out=o)", \
+        lambda: flashjit.attention(qp, kp, vp, causal=True, bias=bias, out=op)
+    yield "prefill S 128", "flashjit.attention(causal=True, block_mask=..., mask_mod=..., aux_tensors=[ids])", \
+        lambda: flashjit.attention(qp, kp, vp, causal=True, block_mask=mask, mask_mod=docs, aux_tensors=[ids], out=op)
     o1, lse1 = flashjit.decode(q, k[:, :256], v[:, :256], torch.full((1,), 256, dtype=torch.int32, device=dev),
                                return_lse=True)
     o2, lse2 = flashjit.decode(q, k[:, 256:], v[:, 256:], torch.full((1,), 256, dtype=torch.int32, device=dev),
