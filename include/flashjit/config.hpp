@@ -101,10 +101,19 @@ struct KernelConfig {
   // a multiple of 128 bytes, pages of at least 16 tokens, and a tensor whose rows TMA can read
   // (config::bias_tma_layout_issue). In the JSON and the name ("_tma" after the bias) only when on.
   bool bias_tma = false;
+  // A relative-logits table (AttentionProblem::rel_bias: an entry per query head and distance q - k), read per
+  // score beside ALiBi. In the JSON and the name ("_relbias") only when on. Not with pack_gqa (a packed tile's
+  // rows are several heads' rows).
+  bool rel_bias = false;
   // Block sparsity (AttentionProblem::block_mask): the key tiles of a block of query rows come from the block
   // mask's lists instead of the mask's key range, and full blocks skip the mask_mod. Dense batches only (not
   // with varlen, page_size or pack_gqa). In the JSON and the name only when on.
   bool block_sparse = false;
+  // Dense keys of which sequence b uses its first seqused_k[b] (AttentionProblem::seqused_k without a page
+  // table): each sequence's key count read by the kernel, masks aligned to it, and (fa3) the V rows of a key tile
+  // past it zero-filled. Paged kernels read seqused_k anyway: not with page_size, nor block_sparse. In the JSON and
+  // the name ("_sequsedk") only when on.
+  bool seqused_k = false;
 
   // The tiles an algorithm's config has when none are given (naive: its only shape; fa2 / fa3: the d128
   // tiles). The dispatcher's heuristics choose per head dim and problem instead (Runtime::resolve).

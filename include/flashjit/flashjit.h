@@ -105,7 +105,8 @@ typedef struct flashjit_runtime_options {
   int check_pages; /* check every decode's page table on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_PAGES (off) */
   flashjit_log_callback log_callback; /* NULL: diagnostics on stderr */
   void* log_user;                     /* passed to log_callback */
-  /* check every ragged forward's cu_seqlens on the host: 1 on, -1 off, 0: FLASHJIT_CHECK_SEQLENS (off) */
+  /* check every ragged forward's cu_seqlens (and seqused_k over contiguous keys) on the host: 1 on, -1 off, 0:
+   * FLASHJIT_CHECK_SEQLENS (off) */
   int check_seqlens;
   /* compile cache misses in this process (1) or in a worker process (-1: a crashing or hanging compiler fails
    * that kernel only); 0: FLASHJIT_COMPILE_IN_PROCESS (unset: in a worker) */
@@ -190,7 +191,8 @@ typedef struct flashjit_attention_args {
    * [B, Sq, Hq, Dv]; a multiple of 8 up to 256. Default 0: the same as head_dim. */
   int head_dim_v;
   /* nonzero: check cu_seqlens on the host before launching (copies them, synchronizing the stream): each
-   * non-decreasing from >= 0, the last at most total_q / total_k, no length above seqlen_q / seqlen_k */
+   * non-decreasing from >= 0, the last at most total_q / total_k, no length above seqlen_q / seqlen_k; and
+   * seqused_k without page_table: each count in [0, seqlen_k] and within its sequence's cu_seqlens_k length */
   int check_seqlens;
   /* Variants, each compiled into the kernel only when used (the values are run-time arguments); default 0 / NULL:
    * off. With x = softmax_scale * q.k the natural logit of query i and key j:
@@ -235,7 +237,10 @@ typedef struct flashjit_attention_args {
    * 0. page_size is a power of two in [1, 256]. A page index outside [0, num_pages) is never dereferenced (its
    * keys read as zeros); the tokens of a sequence's last page past its length are read and masked, so the
    * pools must hold finite values there (a cache allocated with zeros). page_table and seqused_k 4-byte
-   * aligned. */
+   * aligned. Without page_table, seqused_k (default NULL) is a padded batch's key counts over contiguous k and
+   * v (flash-attn's seqused_k): sequence b uses its first seqused_k[b] keys, at most seqlen_k (varlen: at most
+   * its cu_seqlens_k length), its queries its last positions as above; the other keys are never used whatever
+   * they hold (NaN included); check_seqlens refuses counts past them. */
   const int* page_table;
   const int* seqused_k;
   int page_size;
@@ -280,6 +285,16 @@ typedef struct flashjit_attention_args {
   const void* bias;
   int bias_type;
   flashjit_bias_strides bias_strides;
+  /* A relative-logits table, compiled into the kernel only when set (default NULL: none): device fp32 [Hq,
+   * rel_bias_extent] at row stride rel_bias_head_stride elements (0: one row for every head), 4-byte aligned.
+   * Query i, aligned to key a (bottom-right a = i + seqlen_k - seqlen_q, per sequence where lengths are; top-left
+   * a = i), and key j gain rel_bias[h * rel_bias_head_stride + clamp(a - j + rel_bias_offset, 0,
+   * rel_bias_extent - 1)] in natural-log units, added with ALiBi (after softcap, before bias and score_mod).
+   * rel_bias_extent in [1, 2^30], rel_bias_offset in [-2^30, 2^30]. */
+  const float* rel_bias;
+  int64_t rel_bias_head_stride;
+  int rel_bias_extent;
+  int rel_bias_offset;
 } flashjit_attention_args;
 
 #define FLASHJIT_ATTENTION_ARGS_MIN_SIZE (offsetof(flashjit_attention_args, q_strides))

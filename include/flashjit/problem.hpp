@@ -137,10 +137,20 @@ struct AttentionProblem {
   //   sinks: device fp32 [Hq], one logit per query head (gpt-oss's learnable sinks): each row's softmax
   //     denominator gains exp(sinks[h]) and no value, so O = Σ_j e^{x_j} v_j / (e^{sink} + Σ_j e^{x_j});
   //     the LSE includes it (a row that sees no key gets O = 0 and LSE = sinks[h]).
+  //   rel_bias: a relative-logits table (T5-style relative positions, issue 26), device fp32 [Hq, rel_bias_extent]
+  //     at row stride rel_bias_head_stride elements (0: one row for every head): query i, aligned to key a (a = i +
+  //     seqlen_k - seqlen_q bottom-right, per sequence for varlen, paged and seqused_k; a = i top-left), and key j
+  //     gain rel_bias[h][clamp(a - j + rel_bias_offset, 0, rel_bias_extent - 1)] in natural-log units, added with
+  //     ALiBi (after softcap, before the bias tensor and score_mod). rel_bias_extent in [1, 2^30], rel_bias_offset
+  //     in [-2^30, 2^30]. Not with pack_gqa configs.
   float softcap = 0.f;
   const float* alibi_slopes = nullptr;
   std::int64_t alibi_slopes_batch_stride = 0;
   const float* sinks = nullptr;
+  const float* rel_bias = nullptr;
+  std::int64_t rel_bias_head_stride = 0;
+  int rel_bias_extent = 0;
+  int rel_bias_offset = 0;
   // User snippets (templates/attention/mod.cuh documents their signatures and what they see): NUL-terminated
   // CUDA C++ source defining score_mod (rewrites each natural logit, after softcap and ALiBi) or mask_mod
   // (hides (query, key) pairs the mask shows), at most 64 KiB each; null: none. The text is compiled into the
@@ -180,6 +190,13 @@ struct AttentionProblem {
   int page_size = 0;
   int num_pages = 0;
   int max_pages_per_seq = 0;
+  // Paged: each sequence's key count (above). Without page_table: a padded batch over contiguous K and V
+  // [B, Sk, Hkv, D] (flash-attn's seqused_k, a key padding mask), or a varlen one (cu_seqlens_k), of which
+  // sequence b uses its first seqused_k[b] keys, in [0, seqlen_k] (varlen: at most its cu_seqlens_k length). Its
+  // masks are aligned to that count like the paged path's (its seqlen_q queries its last positions, or
+  // top-left); the other keys are never used, whatever they hold (NaN and inf included: the kernels zero-fill
+  // or mask them). 0 keys: O = 0 and LSE = -inf (or the sink's logit). Compiled in only when set
+  // (KernelConfig::seqused_k); check_seqlens refuses a count past the keys. Not with a block mask.
   const int* seqused_k = nullptr;
   // FlashInfer's CSR page table instead of the dense one: with page_indptr (device int32 [batch + 1],
   // non-decreasing from >= 0) page_table is the flat page index array (paged_kv_indices) and sequence b's pages
@@ -196,7 +213,9 @@ struct AttentionProblem {
 
   // Varlen: copy the offsets to the host before launching (synchronizes the stream; refused while it captures a
   // graph) and refuse offsets that are not non-decreasing from >= 0 up to total_q / total_k, or a length above
-  // seqlen_q / seqlen_k. A debug check; RuntimeOptions::check_seqlens turns it on for every forward.
+  // seqlen_q / seqlen_k; seqused_k over contiguous keys (dense or varlen): refuse a count outside [0, seqlen_k]
+  // or past its sequence's cu_seqlens_k length. A debug check; RuntimeOptions::check_seqlens turns it on for every
+  // forward.
   bool check_seqlens = false;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)

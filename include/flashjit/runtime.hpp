@@ -43,8 +43,8 @@ struct RuntimeOptions {
   std::optional<LogLevel> log_level;
   // Receives this Runtime's messages (see LogCallback); null (default): "flashjit LEVEL: message" lines on stderr.
   LogCallback log_callback;
-  // AttentionProblem::check_seqlens for every ragged forward (a debug check on the host that synchronizes the
-  // stream); default FLASHJIT_CHECK_SEQLENS (1: true, else false).
+  // AttentionProblem::check_seqlens for every ragged forward and every one with seqused_k over contiguous keys (a
+  // debug check on the host that synchronizes the stream); default FLASHJIT_CHECK_SEQLENS (1: true, else false).
   std::optional<bool> check_seqlens;
   // Compile cache misses with NVRTC in this process (true) or in a worker process (false: a compiler that
   // crashes or hangs fails that kernel, the process lives); default FLASHJIT_COMPILE_IN_PROCESS (1: true, else

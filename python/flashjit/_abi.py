@@ -166,7 +166,13 @@ class AttentionArgs(ctypes.Structure):
         # FlashInfer's CSR page table (page_indptr NULL: the dense table).
         ("page_indptr", ctypes.c_void_p),
         ("last_page_len", ctypes.c_void_p),
-    ] + BLOCK_MASK_FIELDS + _BIAS_FIELDS
+    ] + BLOCK_MASK_FIELDS + _BIAS_FIELDS + [
+        # A relative-logits table fp32 [Hq, extent] (flashjit_attention_args only), after the bias.
+        ("rel_bias", ctypes.c_void_p),
+        ("rel_bias_head_stride", ctypes.c_int64),
+        ("rel_bias_extent", ctypes.c_int),
+        ("rel_bias_offset", ctypes.c_int),
+    ]
 
     def __init__(self, **fields):
         defaults = {"struct_size": ctypes.sizeof(AttentionArgs), "window_left": -1, "window_right": -1}

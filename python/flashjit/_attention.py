@@ -15,9 +15,9 @@ from . import _abi, _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
 from ._block_mask import block_mask_addresses, block_mask_fields, block_mask_key, block_mask_lists
 from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bias_address, bias_type_code, bshd_strides,
-                      check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_variants,
-                      dtype_code, mask_of, packed_strides, renamed_window, scale_of, shape4, shape_variants,
-                      snippet_fields, snippets, softcap_of, window_pair)
+                      check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_rel_bias,
+                      check_variants, dtype_code, mask_of, packed_strides, rel_bias_address, renamed_window, scale_of,
+                      shape4, shape_variants, snippet_fields, snippets, softcap_of, window_pair)
 from ._config import config_json
 
 Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
@@ -109,11 +109,11 @@ def _snippet_key(snip):
 
 def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes=None,
              sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None,
-             block_mask=None):
+             block_mask=None, rel_bias=None):
     """Runs flashjit_forward: check(out) -> ((AttentionArgs bytes without addresses, stream or config, LSE
     shape), out allocated when None) on the first call of a key (every call with an explicit config), the addresses'
-    alignment on every call (the bias's by its entries, bias_address; a block mask's lists by 4 bytes), whose
-    snippets' aux tensor addresses (snip) go in here."""
+    alignment on every call (the bias's by its entries, bias_address; a block mask's lists by 4 bytes; the
+    relative-logits table's, rel_bias_address), whose snippets' aux tensor addresses (snip) go in here."""
     checked, out, addresses = _calls.checked(
         key, check, out, lambda: _output(None, q, v),
         lambda o: _addresses(q, k, v, o, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k,
@@ -128,6 +128,7 @@ def _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, retur
     if snip is not None:
         snip.set_aux_pointers(args)
     args.bias = bias_address(bias)
+    args.rel_bias = rel_bias_address(rel_bias)
     args.config_json = None if config is None else config_json(config)  # ValueError for a bad one
     return _call("flashjit_forward", args, out, q, lse_shape if return_lse else None, stream)
 
@@ -176,6 +177,14 @@ def _output(out, q, v=None):
         else:
             out = torch.empty_like(q)
     return out
+
+
+def refuse_traced_rel_bias(function, traced, rel_bias):
+    """A relative-logits table is not yet taken through the custom ops: a traced call with one is refused
+    (ValueError) rather than compiled without it."""
+    if traced and rel_bias is not None:
+        raise ValueError(f"flashjit.{function}: rel_bias is not supported under torch.compile / torch.export (or fake "
+                         f"tensors) yet; call it outside the traced region")
 
 
 def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment,
@@ -242,7 +251,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
               window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
               aux_tensors: Sequence[Tensor] = (), aux_scalars: Sequence[float] = (), aux_integers: Sequence[int] = (),
               alignment: str = "bottom_right", page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
-              bias: Optional[Tensor] = None, block_mask=None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+              bias: Optional[Tensor] = None, block_mask=None, rel_bias: Optional[Tensor] = None,
+              rel_bias_offset: int = 0) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention forward like flash_attn_func: softmax(q·kᵀ·scale + mask)·v.
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; CUDA tensors of
@@ -277,6 +287,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
       are read in place, stride 0). bias[b, h, i, j] is added to x after softcap and ALiBi, before score_mod (which
       sees the sum); a bool entry False hides the pair (True adds 0). A row whose keys are all hidden gets O = 0 and
       LSE = -inf (or the sink). Compiled into the kernel by its dtype.
+    rel_bias: a relative-logits table (T5-style relative positions), torch.float32 [heads_q, extent] (or [1, extent]
+      for every head) on q's device, its last dimension contiguous: query i, aligned to key a = i + seqlen_k -
+      seqlen_q (top-left: a = i; per sequence where sequences have lengths of their own), and key j gain
+      rel_bias[h, clamp(a - j + rel_bias_offset, 0, extent - 1)] in natural-log units, added with ALiBi (after
+      softcap, before bias and score_mod). rel_bias_offset: an int in [-2^30, 2^30] (0 puts distance 0 at entry 0;
+      extent - 1 - offset is then the last distance of its own). Eager calls only (ValueError under torch.compile).
     Paged keys and values (chunked prefill or prefix caching over a serving engine's cache, vLLM's block tables):
       page_table: torch.int32 [batch, max_pages_per_seq] on q's device (last dimension contiguous, rows back to
         back); k and v are then page pools [num_pages, page_size, heads_kv, head_dim] (page_size a power of two in
@@ -287,6 +303,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         positions (causal and windows bottom-right per sequence, or top-left with alignment). A page index outside
         [0, num_pages) reads as zeros (FLASHJIT_CHECK_PAGES=1 checks the table on the host first); the tokens of
         a sequence's last page past its length are read and masked, so they must hold finite values.
+      seqused_k without page_table: a padded batch of contiguous k and v (flash-attn's seqused_k, a key padding
+        mask): sequence b uses its first seqused_k[b] keys only (in [0, seqlen_k]; FLASHJIT_CHECK_SEQLENS=1 checks
+        on the host), its queries being its last positions as with pages (or top-left with alignment); the other
+        keys are never used, whatever they hold (NaN included). 0 keys: O = 0 and LSE = -inf (or the sink).
     block_mask: block sparsity, a flashjit.BlockMask (flashjit.block_mask(mask_mod, ...)) or FlexAttention's
       BlockMask (torch.nn.attention.flex_attention.create_block_mask): key blocks a query block does not list are
       never loaded, and its full blocks skip the mask_mod (pass the mask_mod the block mask was made from as well, for
@@ -308,12 +328,14 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         window_size = renamed_window(window_size, window, "window", "flashjit.attention")
     traced = _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out)
     snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
+    refuse_traced_rel_bias("attention", traced, rel_bias)
     if traced:
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
                             return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k,
                             variants=traced_variants(snip, bias, block_mask))
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
-                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k, bias, block_mask)
+                             softcap, alibi_slopes, sinks, snip, page_table, seqused_k, bias, block_mask,
+                             (rel_bias, rel_bias_offset))
     return (o, lse) if return_lse else o
 
 
@@ -324,9 +346,10 @@ def _page_fields(pages):
 
 def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
                     softcap=0.0, alibi_slopes=None, sinks=None, snip=None, page_table=None, seqused_k=None, bias=None,
-                    block_mask=None):
+                    block_mask=None, rel=(None, 0)):
     """attention() straight through the library: (O, LSE or None). A block mask's metadata is part of the memo key
-    (block_mask_key), its lists' addresses are set on every call."""
+    (block_mask_key), its lists' addresses are set on every call. rel: (rel_bias, rel_bias_offset)."""
+    rel_bias, rel_bias_offset = rel
     def check(out):
         problem, pages = check_attention_inputs(q, k, v, page_table, seqused_k)
         if block_mask is not None and pages is not None:
@@ -334,6 +357,7 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
         sparse = block_mask_fields(block_mask, q, problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         bias_fields = check_bias(q, bias, (problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k))
+        bias_fields.update(check_rel_bias(q, rel_bias, rel_bias_offset, problem.heads_q))
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("batch", "sequence", "head"), causal,
                                                                 window_size, chunk_size, softmax_scale, v)
         args = AttentionArgs(
@@ -348,12 +372,12 @@ def attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, ret
 
     sparse_key = block_mask_key(block_mask)
     key = None if sparse_key is None else _forward_key(
-        (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k, bias),
-        (causal, window_size, softmax_scale, softcap, chunk_size), config)
+        (q, k, v, out, alibi_slopes, sinks, page_table, seqused_k, bias, rel_bias),
+        (causal, window_size, softmax_scale, softcap, chunk_size, rel_bias_offset), config)
     if key is not None:
         key += (sparse_key, _snippet_key(snip))
     return _forward(key, check, q, k, v, out, None, None, config, return_lse, stream, alibi_slopes, sinks, snip,
-                    page_table, seqused_k, bias=bias, block_mask=block_mask)
+                    page_table, seqused_k, bias=bias, block_mask=block_mask, rel_bias=rel_bias)
 
 
 def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Optional[Tensor],
@@ -366,7 +390,8 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                      aux_integers: Sequence[int] = (), alignment: str = "bottom_right",
                      page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
                      page_indptr: Optional[Tensor] = None, last_page_len: Optional[Tensor] = None,
-                     bias: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                     bias: Optional[Tensor] = None, rel_bias: Optional[Tensor] = None,
+                     rel_bias_offset: int = 0) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention over a ragged batch of packed sequences, like flash_attn_varlen_func.
 
     q: [total_q, heads_q, head_dim], k, v: [total_k, heads_kv, head_dim] (the sequences back to back);
@@ -382,7 +407,8 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     [batch, heads_q], batch the number of sequences; distances within each sequence) and sinks, the snippets
     score_mod / mask_mod with aux_tensors, aux_scalars, aux_integers (b is the sequence, q_idx and kv_idx positions
     within it), alignment (per sequence), bias (broadcasting to [batch, heads_q, max_seqlen_q, max_seqlen_k],
-    indexed by positions within each sequence: row i of sequence b is its i-th query, column j its j-th key), out
+    indexed by positions within each sequence: row i of sequence b is its i-th query, column j its j-th key),
+    rel_bias and rel_bias_offset (distances within each sequence), out
     (like q), config (varlen is set from the problem), stream, window (deprecated).
     Paged keys and values (chunked prefill, prefix caching; flash-attn's block_table): with page_table, torch.int32
     [batch, max_pages_per_seq] on q's device (last dimension contiguous, rows back to back), k and v are page pools
@@ -398,6 +424,9 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     count is seqused_k[b], or with last_page_len (torch.int32 [batch], the tokens of its last page, in [1,
     page_size]; seqused_k None then) (pages - 1) * page_size + last_page_len[b]. max_seqlen_k bounds the counts
     (at most num_indices * page_size). Neither array is read on the host (FLASHJIT_CHECK_PAGES=1 checks them).
+    seqused_k without page_table (beside cu_seqlens_k, FA3's): sequence b uses the first seqused_k[b] of its
+    cu_seqlens_k keys (torch.int32 [batch] on q's device; masks aligned to that count); the others are never used,
+    whatever they hold (FLASHJIT_CHECK_SEQLENS=1 checks the counts on the host).
     return_lse: also return the log-sum-exp, float32 [heads_q, total_q] (flash-attn's varlen layout).
 
     Forward only (inputs that require grad raise RuntimeError); traced as the custom op flashjit::attention_varlen.
@@ -409,6 +438,7 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     traced = _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out)
     snip = _snippets_of("attention_varlen", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
                         alignment)
+    refuse_traced_rel_bias("attention_varlen", traced, rel_bias)
     if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
@@ -416,21 +446,24 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
                             (page_indptr, last_page_len), traced_variants(snip, bias))
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
-                                    alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias)
+                                    alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias,
+                                    (rel_bias, rel_bias_offset))
     return (o, lse) if return_lse else o
 
 
 def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_size,
                            chunk_size, softmax_scale, return_lse, out, config, stream, softcap=0.0, alibi_slopes=None,
                            sinks=None, snip=None, page_table=None, seqused_k=None, page_indptr=None,
-                           last_page_len=None, bias=None):
-    """attention_varlen() straight through the library: (O, LSE or None)."""
+                           last_page_len=None, bias=None, rel=(None, 0)):
+    """attention_varlen() straight through the library: (O, LSE or None). rel: (rel_bias, rel_bias_offset)."""
+    rel_bias, rel_bias_offset = rel
     def check(out):
         problem, pages = check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                                        max_seqlen_k, page_table, seqused_k, False, page_indptr,
                                                        last_page_len)
         cap, alibi_stride = check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks)
         bias_fields = check_bias(q, bias, (problem.batch, problem.heads_q, problem.max_seqlen_q, problem.max_seqlen_k))
+        bias_fields.update(check_rel_bias(q, rel_bias, rel_bias_offset, problem.heads_q))
         mask, left, right, chunk, scale, out = _checked_options(q, out, ("sequence", "head"), causal, window_size,
                                                                 chunk_size, softmax_scale, v)
         # Page pools [num_pages, page_size, Hkv, D] have a page stride (the batch field); packed k and v none.
@@ -447,12 +480,12 @@ def attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 
     key = _forward_key(
         (q, k, v, out, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, page_table, seqused_k, page_indptr,
-         last_page_len, bias),
-        (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size), config)
+         last_page_len, bias, rel_bias),
+        (causal, window_size, softmax_scale, softcap, max_seqlen_q, max_seqlen_k, chunk_size, rel_bias_offset), config)
     if key is not None:
         key += (_snippet_key(snip),)
     return _forward(key, check, q, k, v, out, cu_seqlens_q, cu_seqlens_k, config, return_lse, stream, alibi_slopes,
-                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias)
+                    sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias, rel_bias=rel_bias)
 
 
 def warmup(q: Tensor, k: Tensor, v: Tensor, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, Tensor]]:

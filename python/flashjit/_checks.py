@@ -335,6 +335,48 @@ def check_bias(q, bias, dims, dim_names=BIAS_DIMS, traced=False):
     return {"bias_type": kind[0], "bias_strides": _abi.BiasStrides(*strides)}
 
 
+REL_BIAS_LIMIT = 1 << 30  # the largest extent and |offset| of a relative-logits table
+
+
+def check_rel_bias(q, rel_bias, rel_bias_offset, heads_q):
+    """AttentionArgs fields of a relative-logits table (none without one; its address is set per call,
+    rel_bias_address): a torch.float32 CUDA tensor [heads_q, extent] on q's device, extent >= 1, its last dimension
+    contiguous ([1, extent], or an expand()ed view, serves every head: head stride 0); rel_bias_offset an int in
+    [-2^30, 2^30]. ValueError naming the argument."""
+    if rel_bias is None:
+        if not (type(rel_bias_offset) is int and rel_bias_offset == 0):
+            raise ValueError(f"rel_bias_offset ({rel_bias_offset!r}) is set but rel_bias is None")
+        return {}
+    if not hasattr(rel_bias, "data_ptr"):
+        raise ValueError(f"rel_bias must be a torch.Tensor or None, got {type(rel_bias).__name__}")
+    _require_cuda("rel_bias", rel_bias)
+    _require_same_device("rel_bias", rel_bias, q)
+    if str(rel_bias.dtype) != "torch.float32":
+        raise ValueError(f"rel_bias: dtype {rel_bias.dtype} must be torch.float32")
+    shape, stride = _shape(rel_bias), _strides(rel_bias)
+    if len(shape) != 2 or shape[0] not in (1, heads_q) or not 1 <= shape[1] <= REL_BIAS_LIMIT:
+        raise ValueError(f"rel_bias must have shape [{heads_q}, extent] (or [1, extent]: one row for every head) with "
+                         f"extent in [1, 2^30], got {list(shape)}")
+    if shape[1] > 1 and stride[1] != 1:
+        raise ValueError(f"rel_bias: the last dimension must be contiguous (stride(-1) == 1), got strides "
+                         f"{list(stride)}; pass rel_bias.contiguous()")
+    if shape[0] > 1 and stride[0] < 0:
+        raise ValueError(f"rel_bias: strides must be >= 0, got {list(stride)}")
+    offset = _int_arg("rel_bias_offset", rel_bias_offset, -REL_BIAS_LIMIT, REL_BIAS_LIMIT)
+    rel_bias_address(rel_bias)
+    return {"rel_bias_head_stride": stride[0] if shape[0] > 1 else 0, "rel_bias_extent": shape[1],
+            "rel_bias_offset": offset}
+
+
+def rel_bias_address(rel_bias):
+    """rel_bias's data pointer (0 for None), 4-byte aligned (ValueError otherwise)."""
+    if rel_bias is None:
+        return 0
+    if rel_bias.data_ptr() % 4 != 0:
+        raise ValueError(f"rel_bias: data_ptr() {rel_bias.data_ptr():#x} is not 4-byte aligned")
+    return rel_bias.data_ptr()
+
+
 def bias_type_code(bias):
     """flashjit_bias_type of a bias given by its dtype (select, precompile): a torch dtype or a name, "fp32",
     "bf16", "fp16" or "bool" (None: no bias)."""
@@ -866,14 +908,12 @@ def csr_tensors(page_indptr, last_page_len):
 
 
 def check_paged_pair(page_table, seqused_k, cu_seqlens_k=None, varlen=False, page_indptr=None, last_page_len=None):
-    """Whether a call is paged (page_table given), after the rules of the pair: seqused_k goes with page_table
-    (and it with seqused_k, or with a CSR table's last_page_len: check_csr_pair), and a paged attention_varlen takes
-    no cu_seqlens_k (an unpaged one needs it)."""
+    """Whether a call is paged (page_table given), after the rules of the pair: page_table needs seqused_k (or a
+    CSR table's last_page_len: check_csr_pair), seqused_k without it counts the keys each sequence uses of
+    contiguous k and v (check_used_keys), and a paged attention_varlen takes no cu_seqlens_k (an unpaged one needs
+    it)."""
     csr = check_csr_pair("seqused_k", page_table, page_indptr, seqused_k, last_page_len)
     if page_table is None:
-        if seqused_k is not None:
-            raise ValueError("seqused_k is for paged keys: pass page_table too (k and v as page pools [num_pages, "
-                             "page_size, heads_kv, head_dim]), or leave seqused_k None")
         if varlen and cu_seqlens_k is None:
             raise ValueError("cu_seqlens_k is None: pass the keys' offsets (int32 [batch + 1]), or page_table and "
                              "seqused_k for keys in pages")
@@ -976,11 +1016,24 @@ def check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_
     return VarlenProblem(batch, total_q, 0, max_seqlen_q, max_seqlen_k, hq, hkv, d, DTYPES[str(q.dtype)], dv), pages
 
 
+def check_used_keys(q, seqused_k, batch, traced=False):
+    """seqused_k over contiguous k and v (sequence b uses its first seqused_k[b] keys): torch.int32 [batch] on q's
+    device, contiguous."""
+    _require_devices_and_dtypes((("q", q), ("seqused_k", seqused_k)), 1, traced)
+    if _shape(seqused_k) != (batch,):
+        raise ValueError(f"seqused_k must have shape [{batch}] (the keys each sequence uses), got "
+                         f"{list(_shape(seqused_k))}")
+    _require_dense("seqused_k", seqused_k, "int32 [batch]", traced)
+
+
 def check_attention_inputs(q, k, v, page_table=None, seqused_k=None, traced=False):
     """attention()'s inputs: (Problem, Pages or None for contiguous k and v)."""
     if check_paged_pair(page_table, seqused_k):
         return check_paged_inputs(q, k, v, page_table, seqused_k, traced)
-    return check_inputs(q, k, v, traced), None
+    problem = check_inputs(q, k, v, traced)
+    if seqused_k is not None:
+        check_used_keys(q, seqused_k, problem.batch, traced)
+    return problem, None
 
 
 def check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, page_table=None,
@@ -989,4 +1042,7 @@ def check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqle
     if check_paged_pair(page_table, seqused_k, cu_seqlens_k, True, page_indptr, last_page_len):
         return check_paged_varlen_inputs(q, k, v, cu_seqlens_q, page_table, seqused_k, max_seqlen_q, max_seqlen_k,
                                          traced, page_indptr, last_page_len)
-    return check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced), None
+    problem = check_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, traced)
+    if seqused_k is not None:
+        check_used_keys(q, seqused_k, problem.batch, traced)
+    return problem, None

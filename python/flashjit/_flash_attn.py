@@ -72,7 +72,7 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
     head_dim] (page_block_size a power of two up to 256), flashjit.attention_varlen's page_table. Each sequence's key
     count is seqused_k (int32 [batch], FA3's keyword) when given, else the differences of cu_seqlens_k (FA2's
     convention), taken on the GPU with torch ops (no synchronization; graph-capturable); max_seqlen_k bounds them.
-    seqused_k without block_table is not supported."""
+    Without block_table, seqused_k[b] (at most sequence b's cu_seqlens_k length) keys of each sequence are used."""
     _refuse("flash_attn_varlen_func", dropout_p, return_attn_probs)
     variants = _variants(softcap, alibi_slopes, learnable_sink)
     if block_table is not None:
@@ -84,11 +84,8 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
         return attention_varlen(q, k, v, cu_seqlens_q, None, max_seqlen_q, max_seqlen_k, causal=causal,
                                 window_size=window_size, softmax_scale=softmax_scale, page_table=block_table,
                                 seqused_k=seqused_k, **variants)
-    if seqused_k is not None:
-        raise NotImplementedError("flashjit.flash_attn_varlen_func: seqused_k is supported with block_table only (keys "
-                                  "in pages): pass seqused_k=None for packed k and v")
     return attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
-                            window_size=window_size, softmax_scale=softmax_scale, **variants)
+                            window_size=window_size, softmax_scale=softmax_scale, seqused_k=seqused_k, **variants)
 
 
 def _key_counts(cu_seqlens_k, q):

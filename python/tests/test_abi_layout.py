@@ -27,6 +27,7 @@ STRUCTS = {
 
 
 BIAS = ["bias", "bias_type", "bias_strides"]
+REL_BIAS = ["rel_bias", "rel_bias_head_stride", "rel_bias_extent", "rel_bias_offset"]  # flashjit_attention_args only
 
 
 def c_compiler():
@@ -123,8 +124,8 @@ def test_paged_fields_default_off(layout):
     paged = ["page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq", "check_pages"]
     csr = ["page_indptr", "last_page_len"]
     block_mask = [name for name, _ in _abi.BLOCK_MASK_FIELDS]
-    assert fields[-len(paged) - len(csr) - len(block_mask) - len(BIAS) - 1:-len(BIAS)] == \
-        ["alignment"] + paged + csr + block_mask
+    tail = len(BIAS) + len(REL_BIAS)
+    assert fields[-len(paged) - len(csr) - len(block_mask) - tail - 1:-tail] == ["alignment"] + paged + csr + block_mask
     offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
     alignment_end = offsets["alignment"] + ctypes.sizeof(ctypes.c_int)
     pointer = ctypes.sizeof(ctypes.c_void_p)
@@ -172,16 +173,27 @@ def test_append_csr_fields_default_off(layout):
     assert (args.page_indptr, args.last_page_len) == (None, None)
 
 
-@pytest.mark.parametrize("struct, before", [("flashjit_attention_args", "bm_head_stride"),
-                                            ("flashjit_decode_args", "last_page_len")])
-def test_bias_fields_end_the_structs(struct, before, layout):
-    """The bias fields end both structs, after the block mask's bm_head_stride (attention) or the CSR table's
-    last_page_len (decode), start where the struct ended before them (so that a caller of the older header covers
-    none of them) and default to no bias."""
+@pytest.mark.parametrize("struct, before, after", [("flashjit_attention_args", "bm_head_stride", REL_BIAS),
+                                                   ("flashjit_decode_args", "last_page_len", [])])
+def test_bias_fields_end_the_structs(struct, before, after, layout):
+    """The bias fields follow the block mask's bm_head_stride (attention; the relative-logits table's fields after
+    them end the struct) or end the struct after the CSR table's last_page_len (decode), start where the struct
+    ended before them (so that a caller of the older header covers none of them) and default to no bias."""
     fields = [name for name, _, _ in layout[struct] if name != "sizeof"]
-    assert fields[-len(BIAS) - 1:] == [before] + BIAS
+    assert fields[-len(BIAS) - len(after) - 1:] == [before] + BIAS + after
     offsets = {name: offset for name, offset, _ in layout[struct]}
     assert offsets["bias"] == offsets[before] + 8
     args = STRUCTS[struct]()
     assert (args.bias, args.bias_type) == (None, 0)
     assert (args.bias_strides.batch, args.bias_strides.head, args.bias_strides.q, args.bias_strides.k) == (0, 0, 0, 0)
+
+
+def test_rel_bias_fields_end_the_attention_struct(layout):
+    """The relative-logits table's fields end flashjit_attention_args, start where the struct ended before them (after
+    the bias strides: no caller of the older header covers them) and default to no table."""
+    fields = [name for name, _, _ in layout["flashjit_attention_args"] if name != "sizeof"]
+    assert fields[-len(REL_BIAS) - 1:] == ["bias_strides"] + REL_BIAS
+    offsets = {name: offset for name, offset, _ in layout["flashjit_attention_args"]}
+    assert offsets["rel_bias"] == offsets["bias_strides"] + ctypes.sizeof(_abi.BiasStrides)
+    args = _abi.AttentionArgs()
+    assert (args.rel_bias, args.rel_bias_head_stride, args.rel_bias_extent, args.rel_bias_offset) == (None, 0, 0, 0)

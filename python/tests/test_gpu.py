@@ -3,11 +3,12 @@ SDPA, merge, out= reuse, strided views, explicit configs, CUDA-graph capture and
 (fullgraph=True, no graph break) and torch.export over the custom ops, flash-attn's names against float64, select
 for the device's arch; the variants (softcap, ALiBi, sinks) against float64; paged prefill (page_table=,
 seqused_k=) against float64. The checks live in gpu_checks.py, gpu_torch_checks.py, gpu_variant_checks.py,
-gpu_paged_checks.py, gpu_append_checks.py, gpu_bias_checks.py and gpu_block_mask_checks.py, which also run without
-pytest. Appending to a KV
+gpu_paged_checks.py, gpu_append_checks.py, gpu_bias_checks.py, gpu_block_mask_checks.py, gpu_seqused_checks.py and
+gpu_rel_bias_checks.py, which also run without pytest. Appending to a KV
 cache (append_kv, the fused flash_attn_with_kvcache) against torch indexing; bias tensors (bias=) against SDPA's
 attn_mask and float64; block masks (flashjit.block_mask, attention(block_mask=)) against Flex's create_block_mask
-and SDPA's dense masks."""
+and SDPA's dense masks; seqused_k over contiguous keys (padded batches) against SDPA's key-padding mask;
+relative-logits tables (rel_bias=) against SDPA's float masks built from them."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -19,6 +20,8 @@ import gpu_bias_checks  # noqa: E402
 import gpu_block_mask_checks  # noqa: E402
 import gpu_checks  # noqa: E402
 import gpu_paged_checks  # noqa: E402
+import gpu_rel_bias_checks  # noqa: E402
+import gpu_seqused_checks  # noqa: E402
 import gpu_torch_checks  # noqa: E402
 import gpu_variant_checks  # noqa: E402
 
@@ -108,4 +111,14 @@ def test_bias_check(check):
 
 @pytest.mark.parametrize("check", gpu_block_mask_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 def test_block_mask_check(check):
+    check()
+
+
+@pytest.mark.parametrize("check", gpu_seqused_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_seqused_check(check):
+    check()
+
+
+@pytest.mark.parametrize("check", gpu_rel_bias_checks.CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_rel_bias_check(check):
     check()

@@ -63,13 +63,16 @@ def test_flash_attn_func_arguments_reach_attention(captured):
     assert captured == [dict(causal=True, window_size=(64, 0), softmax_scale=0.25),
                         dict(causal=False, window_size=(8, 8), softmax_scale=None)]
     flashjit.flash_attn_varlen_func(q, k, v, "cu_q", "cu_k", 64, 96, 0.0, None, True)
-    assert captured[-1] == (7, dict(causal=True, window_size=(-1, -1), softmax_scale=None))
+    assert captured[-1] == (7, dict(causal=True, window_size=(-1, -1), softmax_scale=None, seqused_k=None))
+    # FA3's seqused_k over packed keys (no block_table) is passed on too.
+    used = FakeTensor((2,), "torch.int32")
+    flashjit.flash_attn_varlen_func(q, k, v, "cu_q", "cu_k", 64, 96, seqused_k=used)
+    assert captured[-1] == (7, dict(causal=False, window_size=(-1, -1), softmax_scale=None, seqused_k=used))
 
 
 @pytest.mark.parametrize("function,kwargs,message", [
     ("flash_attn_func", {"dropout_p": 0.1}, "dropout_p=0.1 is not supported"),
     ("flash_attn_func", {"return_attn_probs": True}, "return_attn_probs=True is not supported"),
-    ("flash_attn_varlen_func", {"seqused_k": object()}, "seqused_k is supported with block_table only"),
     ("flash_attn_varlen_func", {"dropout_p": 0.5, "softcap": 1.0}, "dropout_p=0.5"),
     ("flash_attn_with_kvcache", {"rotary_cos": object()}, "rotary_cos is not supported"),
     ("flash_attn_with_kvcache", {"cache_batch_idx": object()}, "cache_batch_idx is not supported"),

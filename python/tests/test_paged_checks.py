@@ -59,7 +59,6 @@ def like(t, **overrides):
 # Cases of both functions: (changes, message).
 COMMON_CASES = {
     "page_table without seqused_k": (dict(seqused_k=None), "page_table needs seqused_k"),
-    "seqused_k without page_table": (dict(page_table=None), "seqused_k is for paged keys: pass page_table too"),
     "page_table on the CPU": (dict(page_table=lambda t: like(t, device="cpu")), "page_table must be a CUDA tensor"),
     "seqused_k on another GPU": (dict(seqused_k=lambda t: like(t, device="cuda:1")), "seqused_k is on cuda:1"),
     "page_table int64": (dict(page_table=lambda t: like(t, dtype="torch.int64")),
@@ -106,6 +105,7 @@ VARLEN_CASES = {
     **COMMON_CASES,
     "cu_seqlens_k with page_table": (dict(cu_seqlens_k=FakeTensor((4,), INT32)),
                                      "cu_seqlens_k must be None with page_table"),
+    "seqused_k without page_table or cu_seqlens_k": (dict(page_table=None), "cu_seqlens_k is None"),
     "page_table of other rows": (dict(page_table=FakeTensor((2, MAX_PAGES), INT32)),
                                  "page_table must have shape [3, max_pages_per_seq]"),
     "seqused_k of other length": (dict(seqused_k=FakeTensor((4,), INT32)), "seqused_k must have shape [3]"),
@@ -250,7 +250,7 @@ def test_paged_varlen_reaches_the_struct(recorded):
 
 def test_attention_args_paged_fields_are_appended():
     names = [name for name, _ in _abi.AttentionArgs._fields_]
-    names = names[:len(names) - len(_abi.BLOCK_MASK_FIELDS) - 3]  # the block mask's and the bias fields follow
+    names = names[:len(names) - len(_abi.BLOCK_MASK_FIELDS) - 7]  # the block mask's, the bias's and rel_bias's follow
     assert names[-9:] == ["alignment", "page_table", "seqused_k", "page_size", "num_pages", "max_pages_per_seq",
                           "check_pages", "page_indptr", "last_page_len"]
     args = _abi.AttentionArgs()

@@ -154,8 +154,10 @@ def test_struct_size_covers_the_snippets():
     assert _abi.AttentionArgs.page_table.offset == _abi.AttentionArgs.alignment.offset + 8
     assert _abi.AttentionArgs.page_indptr.offset == _abi.AttentionArgs.check_pages.offset + 4
     assert _abi.AttentionArgs.bm_kv_num_blocks.offset == _abi.AttentionArgs.last_page_len.offset + 8
-    # The bias fields end both structs (test_bias_checks.py).
-    assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.bias_strides.offset + 32  # no tail padding
+    # The bias fields end the decode struct (test_bias_checks.py); the relative-logits table's follow them in the
+    # attention struct.
+    assert _abi.AttentionArgs.rel_bias.offset == _abi.AttentionArgs.bias_strides.offset + 32
+    assert ctypes.sizeof(_abi.AttentionArgs) == _abi.AttentionArgs.rel_bias_offset.offset + 4  # no tail padding
     # The decode args' fused append follows the snippets' aux values, and the CSR page-table fields follow it.
     assert _abi.DecodeArgs.k_new.offset == _abi.DecodeArgs.aux_integers.offset + 8 * 8
     assert _abi.DecodeArgs.page_indptr.offset == _abi.DecodeArgs.seqlens_out.offset + 8

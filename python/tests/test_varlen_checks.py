@@ -116,9 +116,10 @@ def test_varlen_problem_and_strides():
 
 def test_attention_args_varlen_fields_are_appended():
     # Appended after config_json (then head_dim_v, check_seqlens, the variants, the snippets, the paged and the CSR
-    # fields after them, then the block mask's and the bias's), as the struct_size rules of flashjit.h require.
+    # fields after them, then the block mask's, the bias's and the relative-logits table's), as the struct_size rules
+    # of flashjit.h require.
     names = [name for name, _ in _abi.AttentionArgs._fields_]
-    names = names[:len(names) - len(_abi.BLOCK_MASK_FIELDS) - 3]
+    names = names[:len(names) - len(_abi.BLOCK_MASK_FIELDS) - 7]
     assert names[-25:] == ["config_json", "cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k", "head_dim_v",
                            "check_seqlens", "softcap", "alibi_slopes", "alibi_slopes_batch_stride", "sinks",
                            "score_mod", "mask_mod", "aux_pointers", "aux_scalars", "aux_integers", "alignment",

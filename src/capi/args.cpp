@@ -47,6 +47,9 @@ static_assert(sizeof(void*) != 8 || offsetof(flashjit_decode_args, page_indptr) 
 static_assert(sizeof(void*) != 8 || (offsetof(flashjit_attention_args, bias) == 576 &&
                                      offsetof(flashjit_decode_args, bias) == 568),
               "a bias field starts inside the older struct's size");
+// The relative-logits fields followed the bias strides, which ended flashjit_attention_args at 624 bytes (LP64).
+static_assert(sizeof(void*) != 8 || offsetof(flashjit_attention_args, rel_bias) == 624,
+              "a rel_bias field starts inside the older struct's size");
 static_assert(sizeof(flashjit_attention_args::aux_pointers) / sizeof(void*) == ModAux::kPointers &&
                   sizeof(flashjit_attention_args::aux_scalars) / sizeof(float) == ModAux::kScalars &&
                   sizeof(flashjit_attention_args::aux_integers) / sizeof(int64_t) == ModAux::kIntegers,
@@ -266,6 +269,10 @@ Result<ForwardArgs> read_args(const flashjit_attention_args* args) {
   if (FLASHJIT_PRESENT(a, last_page_len)) p.last_page_len = a.last_page_len;
   read_block_mask(a, p.block_mask);
   FLASHJIT_TRY(read_bias(a, p));
+  if (FLASHJIT_PRESENT(a, rel_bias)) p.rel_bias = a.rel_bias;
+  if (FLASHJIT_PRESENT(a, rel_bias_head_stride)) p.rel_bias_head_stride = a.rel_bias_head_stride;
+  if (FLASHJIT_PRESENT(a, rel_bias_extent)) p.rel_bias_extent = a.rel_bias_extent;
+  if (FLASHJIT_PRESENT(a, rel_bias_offset)) p.rel_bias_offset = a.rel_bias_offset;
   return out;
 }
 
@@ -412,6 +419,8 @@ Result<KernelConfig> read_config_for(const char* json, const AttentionProblem& p
   from_problem("score_mod", std::string(problem.score_mod ? problem.score_mod : ""), config->score_mod);
   from_problem("mask_mod", std::string(problem.mask_mod ? problem.mask_mod : ""), config->mask_mod);
   from_problem("bias", problem.bias != nullptr ? problem.bias_type : BiasType::none, config->bias);
+  from_problem("rel_bias", problem.rel_bias != nullptr, config->rel_bias);
+  from_problem("seqused_k", problem.seqused_k != nullptr && !problem.paged(), config->seqused_k);
   if (!partial->has("arch")) {
     auto picked = runtime.select(problem);  // checks the problem and finds its device
     if (!picked.ok()) return std::move(picked).error();

@@ -9,14 +9,17 @@ namespace flashjit::codegen {
 
 const char* element_type(DType d) { return d == DType::bf16 ? "flashjit::bf16" : "flashjit::fp16"; }
 
-std::string variant_arg(bool softcap, bool alibi, bool sinks, bool score_mod, bool mask_mod, BiasType bias) {
+std::string variant_arg(bool softcap, bool alibi, bool sinks, bool score_mod, bool mask_mod, BiasType bias,
+                        bool rel_bias) {
   const bool has_bias = bias != BiasType::none;
-  if (!softcap && !alibi && !sinks && !score_mod && !mask_mod && !has_bias) return {};
+  if (!softcap && !alibi && !sinks && !score_mod && !mask_mod && !has_bias && !rel_bias) return {};
   std::string mods;
-  if (score_mod || mask_mod || has_bias)
+  if (score_mod || mask_mod || has_bias || rel_bias)
     mods = fmt::format(",\n        /*score_mod=*/{}, /*mask_mod=*/{}", score_mod ? "flashjit_score_mod" : "flashjit::NoMod",
                        mask_mod ? "flashjit_mask_mod" : "flashjit::NoMod");
-  if (has_bias) mods += fmt::format(", /*bias=*/flashjit::BiasType::{}", bias == BiasType::boolean ? "boolean" : to_string(bias));
+  if (has_bias || rel_bias)
+    mods += fmt::format(", /*bias=*/flashjit::BiasType::{}", bias == BiasType::boolean ? "boolean" : to_string(bias));
+  if (rel_bias) mods += ", /*rel_bias=*/true";
   return fmt::format(",\n    /*variant=*/flashjit::Variant</*softcap=*/{}, /*alibi=*/{}, /*sinks=*/{}{}>", softcap, alibi,
                      sinks, mods);
 }

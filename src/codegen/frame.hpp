@@ -32,8 +32,8 @@ const char* element_type(DType dtype);
 // The variant template argument (templates/attention/variant.cuh) that follows a kernel's last parameter,
 // ",\n    /*variant=*/flashjit::Variant<...>", when any variant is on; empty otherwise. The snippets are the
 // wrappers render() defines (flashjit_score_mod, flashjit_mask_mod); the bias its element type
-// (templates/attention/bias.cuh).
+// (templates/attention/bias.cuh); rel_bias names the bias (none without one) before its flag.
 std::string variant_arg(bool softcap, bool alibi, bool sinks, bool score_mod, bool mask_mod,
-                        BiasType bias);
+                        BiasType bias, bool rel_bias = false);
 
 }  // namespace flashjit::codegen

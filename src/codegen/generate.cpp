@@ -49,14 +49,17 @@ std::string kernel_template(const KernelConfig& c) {
 }
 
 // The template instantiation, one parameter per line with its name. Block-sparse kernels name the variant
-// (flashjit::NoVariant without one) before their flag; fa3 kernels that stage the bias name both before theirs.
+// (flashjit::NoVariant without one) before their flag; fa3 kernels that stage the bias name both before theirs;
+// seqused_k kernels name all of them (fa3: bias_tma too) before their own.
 std::string kernel_type(const KernelConfig& c) {
   std::string variant =
-      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias);
-  if (!c.block_sparse && !c.bias_tma) return kernel_template(c) + variant + ">";
+      variant_arg(c.softcap, c.alibi, c.sinks, !c.score_mod.empty(), !c.mask_mod.empty(), c.bias, c.rel_bias);
+  if (!c.block_sparse && !c.bias_tma && !c.seqused_k) return kernel_template(c) + variant + ">";
   if (variant.empty()) variant = ",\n    /*variant=*/flashjit::NoVariant";
-  const std::string tma = c.bias_tma ? ", /*bias_tma=*/true" : "";
-  return kernel_template(c) + variant + fmt::format(",\n    /*block_sparse=*/{}{}>", c.block_sparse, tma);
+  std::string flags = fmt::format(",\n    /*block_sparse=*/{}", c.block_sparse);
+  if (c.bias_tma || (c.seqused_k && c.algorithm == Algorithm::fa3)) flags += fmt::format(", /*bias_tma=*/{}", c.bias_tma);
+  if (c.seqused_k) flags += ",\n    /*seqused_k=*/true";
+  return kernel_template(c) + variant + flags + ">";
 }
 
 const char* kernel_header(Algorithm a) {

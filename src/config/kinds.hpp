@@ -28,7 +28,9 @@ struct Kind<KernelConfig> {
       Field<C, std::string>{"score_mod", &C::score_mod, nullptr, true},
       Field<C, std::string>{"mask_mod", &C::mask_mod, nullptr, true}, Field<C, BiasType>{"bias", &C::bias, nullptr, true},
       Field<C, bool>{"bias_tma", &C::bias_tma, has_consumer_warpgroups, true},
-      Field<C, bool>{"block_sparse", &C::block_sparse, nullptr, true});
+      Field<C, bool>{"rel_bias", &C::rel_bias, nullptr, true},
+      Field<C, bool>{"block_sparse", &C::block_sparse, nullptr, true},
+      Field<C, bool>{"seqused_k", &C::seqused_k, nullptr, true});
 };
 
 template <>

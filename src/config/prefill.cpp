@@ -68,8 +68,9 @@ void validate_fa3(const KernelConfig& c, std::vector<ConfigIssue>& out) {
   if (c.stages < 2 || c.stages > 4) add("stages", fmt::format("fa3 needs 2 to 4 stages, got {}", c.stages));
   // Packed rows span several query heads: the variants that take the head per tile (ALiBi's slope, the
   // snippets' head argument, the bias's head plane) are not packed yet.
-  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty() || c.bias != BiasType::none))
-    add("pack_gqa", "pack_gqa does not take alibi, score_mod, mask_mod or bias (they read the query head per tile)");
+  if (c.pack_gqa && (c.alibi || !c.score_mod.empty() || !c.mask_mod.empty() || c.bias != BiasType::none || c.rel_bias))
+    add("pack_gqa", "pack_gqa does not take alibi, score_mod, mask_mod, bias or rel_bias (they read the query head per "
+                    "tile)");
   if (c.bias_tma) {
     const int row_bytes = c.block_n * config::bias_element_bytes(c.bias);
     if (c.bias == BiasType::none) add("bias_tma", "bias_tma stages a bias tensor's tiles: set bias too");
@@ -181,6 +182,9 @@ std::vector<ConfigIssue> validate(const KernelConfig& c) {
     out.push_back({"block_sparse", "block_sparse kernels take dense batches: not with varlen, page_size or pack_gqa"});
   if (c.bias_tma && c.algorithm != Algorithm::fa3)
     out.push_back({"bias_tma", fmt::format("bias_tma is an fa3 kernel's (TMA), not {}'s", to_string(c.algorithm))});
+  if (c.seqused_k && (c.page_size > 0 || c.block_sparse))
+    out.push_back({"seqused_k", "seqused_k kernels take contiguous keys: not with page_size (paged kernels read "
+                                "seqused_k anyway) or block_sparse"});
   if (c.scheduler == Scheduler::persistent && c.algorithm != Algorithm::fa3)
     out.push_back({"scheduler", fmt::format("the persistent scheduler is implemented by fa3 only, not {}",
                                             to_string(c.algorithm))});
@@ -202,8 +206,8 @@ std::string readable_name(const KernelConfig& c) {
   arch.erase(arch.find('_'), 1);  // sm_90a -> sm90a
   const std::string varlen = std::string(c.varlen ? "_varlen" : "") +
                              (c.page_size > 0 ? fmt::format("_paged{}", c.page_size) : std::string()) +
-                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias) +
-                             (c.bias_tma ? "_tma" : "") + (c.block_sparse ? "_bsparse" : "");
+                             config::variant_tag(c.softcap, c.alibi, c.sinks, c.score_mod, c.mask_mod, c.bias, c.rel_bias) +
+                             (c.bias_tma ? "_tma" : "") + (c.block_sparse ? "_bsparse" : "") + (c.seqused_k ? "_sequsedk" : "");
   const std::string dims = value_head_dim(c) == c.head_dim ? fmt::format("d{}", c.head_dim)
                                                            : fmt::format("d{}_dv{}", c.head_dim, c.head_dim_v);
   if (c.algorithm == Algorithm::naive)

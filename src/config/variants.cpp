@@ -9,11 +9,12 @@
 namespace flashjit::config {
 
 std::string variant_tag(bool softcap, bool alibi, bool sinks, const std::string& score_mod, const std::string& mask_mod,
-                        BiasType bias) {
+                        BiasType bias, bool rel_bias) {
   std::string tag = std::string(softcap ? "_softcap" : "") + (alibi ? "_alibi" : "") + (sinks ? "_sinks" : "");
   if (!score_mod.empty()) tag += "_smod" + sha256_hex(score_mod).substr(0, 8);
   if (!mask_mod.empty()) tag += "_mmod" + sha256_hex(mask_mod).substr(0, 8);
   if (bias != BiasType::none) tag += std::string("_bias") + to_string(bias);
+  if (rel_bias) tag += "_relbias";
   return tag;
 }
 

@@ -13,10 +13,10 @@ namespace flashjit::config {
 // Longest snippet text a config takes (bytes).
 inline constexpr std::size_t kMaxSnippetBytes = 64 * 1024;
 
-// "_softcap_alibi_sinks_smod1a2b3c4d_mmod5e6f7a8b_biasbf16" for those compiled in, in declaration order (a snippet by
-// the first 8 hex digits of its text's SHA-256); empty without any.
+// "_softcap_alibi_sinks_smod1a2b3c4d_mmod5e6f7a8b_biasbf16_relbias" for those compiled in, in declaration order (a
+// snippet by the first 8 hex digits of its text's SHA-256); empty without any.
 std::string variant_tag(bool softcap, bool alibi, bool sinks, const std::string& score_mod, const std::string& mask_mod,
-                        BiasType bias = BiasType::none);
+                        BiasType bias = BiasType::none, bool rel_bias = false);
 
 // Bytes of one entry of a bias tensor of that type (0 for none).
 inline int bias_element_bytes(BiasType b) {

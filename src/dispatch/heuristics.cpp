@@ -153,6 +153,7 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
   variant(c.softcap, p.softcap > 0.f, "softcap", "softcap > 0");
   variant(c.alibi, p.alibi_slopes != nullptr, "alibi", "alibi_slopes");
   variant(c.sinks, p.sinks != nullptr, "sinks", "sinks");
+  variant(c.rel_bias, p.rel_bias != nullptr, "rel_bias", "rel_bias");
   if (c.score_mod != snippet_text(p.score_mod))
     why.push_back(c.score_mod.empty() ? "the problem has a score_mod but the kernel has none"
                                       : "the kernel's score_mod is not the problem's");
@@ -169,6 +170,9 @@ Status supports(const KernelConfig& c, const AttentionProblem& p, const Arch& de
     if (const std::string b = config::bias_tma_layout_issue(p.bias, p.bias_type, p.bias_strides); !b.empty())
       why.push_back("a bias_tma kernel stages the bias through TMA, but " + b);
   if (const std::string pack = config::pack_gqa_mismatch(c, p.heads_q, p.heads_kv); !pack.empty()) why.push_back(pack);
+  if (const bool dense = p.seqused_k != nullptr && !p.paged(); c.seqused_k != dense)
+    why.push_back(dense ? "the problem has seqused_k over contiguous keys but the kernel does not read it: set seqused_k"
+                        : "a seqused_k kernel needs a problem with seqused_k over contiguous keys (no page_table)");
   const BlockMask& bm = p.block_mask;
   if (const std::string b = config::block_mask_mismatch(c, bm.active() ? bm.q_block : 0, bm.kv_block); !b.empty())
     why.push_back(b);
@@ -228,6 +232,7 @@ void fit_bias_registers(KernelConfig& c) {
 
 void fit_variant_registers(KernelConfig& c) {
   if (c.algorithm != Algorithm::naive && c.bias != BiasType::none) fit_bias_registers(c);
+  if (c.algorithm != Algorithm::naive && c.rel_bias) fit_rel_bias_registers(c);
   if (c.algorithm != Algorithm::fa3 || !(c.softcap || c.alibi || c.sinks || !c.score_mod.empty() || !c.mask_mod.empty()))
     return;
   // A variant keeps a few more values live in the consumers (the cap, the slope, the sink's finalize): at
@@ -407,8 +412,10 @@ Result<KernelConfig> choose(const AttentionProblem& p, const Arch& arch, Algorit
     k.softcap = p.softcap > 0.f, k.alibi = p.alibi_slopes != nullptr, k.sinks = p.sinks != nullptr;
     k.score_mod = snippet_text(p.score_mod), k.mask_mod = snippet_text(p.mask_mod);
     k.bias = bias_of(p.bias, p.bias_type);
+    k.rel_bias = p.rel_bias != nullptr;
     fit_variant_registers(k);
     fit_pack_gqa(k, p);
+    fit_seqused(k, p);
     fit_pages(k, p);  // after the tiles' last change
     return k;
   };

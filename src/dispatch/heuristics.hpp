@@ -32,6 +32,10 @@ Result<KernelConfig> choose(const AttentionProblem& problem, const Arch& arch,
 // tiles would spill registers with them (a bias: two consumer warpgroups, or one at d256); other configs as they
 // are. choose() applies it.
 void fit_variant_registers(KernelConfig& config);
+// Its part for a relative-logits table (rel_bias; src/dispatch/register_fits.cpp): fa3 64-key tiles on three
+// consumer warpgroups, 96 on two with the persistent scheduler (the grid scheduler above d128), fa2 32-key tiles of
+// three stages.
+void fit_rel_bias_registers(KernelConfig& config);
 
 // fa3 configs for problems whose key range per row is short (sliding windows of at most 512 keys) with grouped
 // query heads: pack_gqa on (192-row tiles of 64 keys up to head dim 128), where the group divides block_m and
@@ -41,6 +45,9 @@ void fit_pack_gqa(KernelConfig& config, const AttentionProblem& problem);
 // of two below when the page size does not divide them (fa3 needs block_n and page_size to divide one another),
 // and the grid scheduler when pages are smaller than the key tile; fa2 then 64-row tiles.
 void fit_pages(KernelConfig& config, const AttentionProblem& problem);
+// The problem's seqused_k over contiguous keys (not paged) into the config, and for fa3 above head dim 128 on two
+// consumer warpgroups the grid scheduler (the persistent one spills there). choose() applies it.
+void fit_seqused(KernelConfig& config, const AttentionProblem& problem);
 
 // The problem's block mask (AttentionProblem::block_mask) into the config: block_sparse on, and tiles that lie
 // within one block (fa3: 128 or 64 rows, the widest key tile of at least 64 that divides kv_block; fa2: likewise

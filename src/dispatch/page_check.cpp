@@ -263,11 +263,33 @@ Status check_page_table(const cuda::Api& api, const AttentionProblem& p) {
                                    p.max_pages_per_seq, p.page_size, p.num_pages, p.page_indptr, p.last_page_len});
 }
 
+// Contiguous keys with seqused_k: each count in [0, seqlen_k], and varlen within its sequence's cu_seqlens_k
+// length (the offsets already checked).
+static Status check_used_keys(const cuda::Api& api, const AttentionProblem& p) {
+  FLASHJIT_TRY(check_keys(api, PagedKeys{p.seqused_k, "seqused_k", p.batch, p.seqlen_k, "seqlen_k", nullptr, 0, 0, 0}));
+  if (!p.varlen()) return {};
+  std::vector<int> used, offsets;
+  for (std::size_t first = 0; first < static_cast<std::size_t>(p.batch); first += kCheckChunk) {
+    const std::size_t count = std::min<std::size_t>(kCheckChunk, static_cast<std::size_t>(p.batch) - first);
+    FLASHJIT_TRY(copy_ints(api, p.seqused_k, first, count, used, "seqused_k"));
+    FLASHJIT_TRY(copy_ints(api, p.cu_seqlens_k, first, count + 1, offsets, "cu_seqlens_k"));
+    for (std::size_t i = 0; i < count; ++i)
+      if (used[i] > offsets[i + 1] - offsets[i])
+        return Error(ErrorCode::invalid_argument,
+                     fmt::format("seqused_k[{}] = {} is more keys than sequence {} has in cu_seqlens_k ({})", first + i,
+                                 used[i], first + i, offsets[i + 1] - offsets[i]));
+  }
+  return {};
+}
+
 Status check_seqlens(const cuda::Api& api, const AttentionProblem& p) {
   FLASHJIT_TRY(synchronize(api, static_cast<CUstream>(p.stream), "check_seqlens (FLASHJIT_CHECK_SEQLENS=1)"));
-  FLASHJIT_TRY(check_offsets(api, p.cu_seqlens_q, "cu_seqlens_q", p.batch, p.total_q, "total_q", p.seqlen_q, "seqlen_q"));
+  if (p.varlen())
+    FLASHJIT_TRY(check_offsets(api, p.cu_seqlens_q, "cu_seqlens_q", p.batch, p.total_q, "total_q", p.seqlen_q, "seqlen_q"));
   if (p.paged()) return {};  // the key counts are seqused_k's (check_page_table)
-  return check_offsets(api, p.cu_seqlens_k, "cu_seqlens_k", p.batch, p.total_k, "total_k", p.seqlen_k, "seqlen_k");
+  if (p.varlen())
+    FLASHJIT_TRY(check_offsets(api, p.cu_seqlens_k, "cu_seqlens_k", p.batch, p.total_k, "total_k", p.seqlen_k, "seqlen_k"));
+  return p.seqused_k != nullptr ? check_used_keys(api, p) : Status{};
 }
 
 }  // namespace flashjit::dispatch

@@ -10,6 +10,8 @@
 //     pages a sequence, each key count (or last_page_len in [1, page_size]) within the sequence's pages;
 //   varlen forward (AttentionProblem::check_seqlens, FLASHJIT_CHECK_SEQLENS=1): cu_seqlens_q and cu_seqlens_k
 //     non-decreasing from >= 0, the last offset at most total_q / total_k, no length above seqlen_q / seqlen_k;
+//     with seqused_k over contiguous keys (dense or varlen, the same option) every seqused_k in [0, seqlen_k] and
+//     within its sequence's cu_seqlens_k length;
 //   append (AppendProblem::check_pages, FLASHJIT_CHECK_PAGES=1): every cache_seqlens entry >= 0, ragged counts
 //     in [0, new_len] (cu_seqlens non-decreasing up to total_new), every position written below the capacity and
 //     on a page in [0, num_pages); over a CSR table also the offsets as above, each position within the sequence's

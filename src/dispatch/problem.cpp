@@ -139,10 +139,17 @@ Status check(const AttentionProblem& p) {
     if (p.cu_seqlens_k != nullptr)
       add("cu_seqlens_k must be null for a paged problem (seqused_k gives each sequence's key count)");
     if (p.total_k != 0) add(fmt::format("total_k must be 0 for a paged problem, got {}", p.total_k));
-  } else if (p.seqused_k != nullptr || p.page_indptr != nullptr || p.last_page_len != nullptr || p.page_size != 0 ||
-             p.num_pages != 0 || p.max_pages_per_seq != 0) {
-    add("seqused_k, page_indptr, last_page_len, page_size, num_pages and max_pages_per_seq are for paged problems: "
-        "set page_table, or leave them null and 0");
+  } else if (p.page_indptr != nullptr || p.last_page_len != nullptr || p.page_size != 0 || p.num_pages != 0 ||
+             p.max_pages_per_seq != 0) {
+    add("page_indptr, last_page_len, page_size, num_pages and max_pages_per_seq are for paged problems: set "
+        "page_table, or leave them null and 0");
+  }
+  if (!paged && p.seqused_k != nullptr) {
+    // Contiguous keys of which each sequence uses its first seqused_k[b] (within seqlen_k, or varlen within its
+    // cu_seqlens_k length).
+    check_int_array(p.seqused_k, "seqused_k", "");
+    if (p.block_mask.active())
+      add("seqused_k over contiguous keys does not take a block mask (block sparsity takes full-length sequences)");
   }
   if (varlen && paged) {
     // Ragged queries over pages: cu_seqlens_q and total_q.
@@ -230,6 +237,11 @@ Status check(const AttentionProblem& p) {
   for (auto& issue : dispatch::variant_issues(p.softcap, p.alibi_slopes, p.alibi_slopes_batch_stride, p.sinks,
                                                         p.score_mod, p.mask_mod))
     add(std::move(issue));
+  for (auto& issue : dispatch::rel_bias_issues(p.rel_bias, p.rel_bias_head_stride, p.rel_bias_extent, p.rel_bias_offset,
+                                               p.heads_q))
+    add(std::move(issue));
+  if (p.rel_bias != nullptr && (p.seqlen_q > (1 << 30) || p.seqlen_k > (1 << 30)))
+    add("rel_bias takes lengths up to 2^30 (its distances are int32)");
   for (auto& issue : dispatch::block_mask_issues(p)) add(std::move(issue));
   // The bias at the max lengths (varlen, paged: positions within each sequence).
   for (auto& issue : dispatch::bias_issues(p.bias, p.bias_type, p.bias_strides, p.batch, p.heads_q, p.seqlen_q, p.seqlen_k))

@@ -72,6 +72,8 @@ AttentionProblem to_problem(const ProblemShape& s) {
     p.num_pages = s.batch * p.max_pages_per_seq;
   }
   if (s.bias != BiasType::none) p.bias = kStandIn, p.bias_type = s.bias;  // strides 0: one entry for every pair
+  if (s.rel_bias) p.rel_bias = kStandIn, p.rel_bias_extent = 1;           // head stride 0: one row for every head
+  if (s.seqused_k) p.seqused_k = kStandInInts;
   if (s.block_size > 0) {
     BlockMask& m = p.block_mask;
     m.kv_num_blocks = m.kv_indices = kStandInInts;
@@ -117,6 +119,9 @@ std::vector<ConfigIssue> check_shape(const ProblemShape& s) {
                                              s.block_size)});
   if (s.block_size != 0 && s.page_size != 0)
     out.push_back({"block_size", "a block mask takes dense keys: not with page_size"});
+  if (s.seqused_k && (s.page_size != 0 || s.block_size != 0))
+    out.push_back({"seqused_k", "seqused_k over contiguous keys: not with page_size (paged problems have it anyway) "
+                                "or block_size"});
   if (uses_chunk(s.mask) && s.chunk_size < 1)
     out.push_back({"chunk_size", fmt::format("must be >= 1 for a {} mask, got {}", to_string(s.mask), s.chunk_size)});
   return out;
@@ -135,6 +140,8 @@ nlohmann::ordered_json to_json(const ProblemShape& s) {
   if (s.page_size > 0) j["page_size"] = s.page_size;
   if (s.bias != BiasType::none) j["bias"] = to_string(s.bias);
   if (s.block_size > 0) j["block_size"] = s.block_size;
+  for (auto [field, on] : {std::pair{"rel_bias", s.rel_bias}, {"seqused_k", s.seqused_k}})
+    if (on) j[field] = true;
   return j;
 }
 
@@ -143,7 +150,8 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
   static const char* const known[] = {"dtype",      "batch",        "seqlen_q",   "seqlen_k", "heads_q",
                                       "heads_kv",   "head_dim",     "mask",       "window_left",
                                       "window_right", "chunk_size", "softcap",    "alibi",    "sinks",
-                                      "score_mod",  "mask_mod",     "page_size",  "bias",     "block_size"};
+                                      "score_mod",  "mask_mod",     "page_size",  "bias",     "block_size",
+                                      "rel_bias",   "seqused_k"};
   for (const auto& [key, value] : j.items())
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       return field_error(key, "unknown field");
@@ -156,7 +164,8 @@ Result<ProblemShape> shape_from_json(const nlohmann::json& j) {
                             {"window_left", &s.window_left}, {"window_right", &s.window_right},
                             {"chunk_size", &s.chunk_size}, {"page_size", &s.page_size}, {"block_size", &s.block_size}})
     FLASHJIT_TRY(read_int(j, field, *dst));
-  for (auto [field, dst] : {std::pair{"softcap", &s.softcap}, {"alibi", &s.alibi}, {"sinks", &s.sinks}})
+  for (auto [field, dst] : {std::pair{"softcap", &s.softcap}, {"alibi", &s.alibi}, {"sinks", &s.sinks},
+                            {"rel_bias", &s.rel_bias}, {"seqused_k", &s.seqused_k}})
     FLASHJIT_TRY(read_bool(j, field, *dst));
   for (auto [field, dst] : {std::pair{"score_mod", &s.score_mod}, {"mask_mod", &s.mask_mod}}) {
     auto it = j.find(field);
@@ -177,10 +186,11 @@ std::string describe(const ProblemShape& s) {
   if (uses_chunk(s.mask)) mask += fmt::format("({})", s.chunk_size);
   std::string variants = config::variant_tag(s.softcap, s.alibi, s.sinks, s.score_mod, s.mask_mod);
   std::replace(variants.begin(), variants.end(), '_', ' ');
-  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}{}{}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
+  return fmt::format("{} B{} Sq{} Sk{} H{}/{} D{} {}{}{}{}{}{}{}", to_string(s.dtype), s.batch, s.seqlen_q, s.seqlen_k,
                      s.heads_q, s.heads_kv, s.head_dim, mask, variants,
                      s.page_size > 0 ? fmt::format(" paged{}", s.page_size) : "",
                      s.bias != BiasType::none ? fmt::format(" bias{}", to_string(s.bias)) : "",
+                     s.rel_bias ? " relbias" : "", s.seqused_k ? " sequsedk" : "",
                      s.block_size > 0 ? fmt::format(" blocks{}", s.block_size) : "");
 }
 

@@ -42,6 +42,10 @@ struct ProblemShape {
   // Block sparsity (AttentionProblem::block_mask): the blocks' size (q_block = kv_block), 0 without; in the JSON
   // only when set. to_problem's problem has stand-in lists (the dispatcher needs only the blocks' size).
   int block_size = 0;
+  // A relative-logits table (AttentionProblem::rel_bias) and seqused_k over contiguous keys: whether the problem has
+  // them; in the JSON only when on. to_problem's problem has stand-in arrays (a table of one entry).
+  bool rel_bias = false;
+  bool seqused_k = false;
 
   bool operator==(const ProblemShape&) const = default;
 };
@@ -66,8 +70,8 @@ nlohmann::ordered_json to_json(const ProblemShape& shape);
 Result<ProblemShape> shape_from_json(const nlohmann::json& j);
 
 // "bf16 B1 Sq4096 Sk4096 H32/8 D128 causal", then " softcap alibi sinks" for the variants on,
-// " smod1a2b3c4d mmod..." for the snippets (the first 8 hex digits of their text's SHA-256), " biasbf16" and
-// " blocks128"
+// " smod1a2b3c4d mmod..." for the snippets (the first 8 hex digits of their text's SHA-256), " biasbf16",
+// " relbias", " sequsedk" and " blocks128"
 std::string describe(const ProblemShape& shape);
 
 }  // namespace flashjit::dispatch

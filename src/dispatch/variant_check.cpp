@@ -66,6 +66,31 @@ std::vector<std::string> bias_issues(const void* bias, BiasType type, const Bias
   return out;
 }
 
+std::vector<std::string> rel_bias_issues(const float* rel_bias, std::int64_t head_stride, int extent, int offset,
+                                         std::int64_t heads) {
+  std::vector<std::string> out;
+  constexpr int kLimit = 1 << 30;
+  if (rel_bias == nullptr) {
+    if (head_stride != 0 || extent != 0 || offset != 0)
+      out.push_back(fmt::format("rel_bias_head_stride, rel_bias_extent and rel_bias_offset ({}, {}, {}) are set but "
+                                "rel_bias is null",
+                                head_stride, extent, offset));
+    return out;
+  }
+  if (reinterpret_cast<std::uintptr_t>(rel_bias) % 4 != 0)
+    out.push_back(fmt::format("rel_bias ({}) must be 4-byte aligned (fp32)", fmt::ptr(rel_bias)));
+  if (extent < 1 || extent > kLimit)
+    out.push_back(fmt::format("rel_bias_extent (entries per head of rel_bias) must be in [1, 2^30], got {}", extent));
+  if (head_stride < 0 || head_stride > (std::int64_t{1} << 40))
+    out.push_back(fmt::format("rel_bias_head_stride must be in [0, 2^40] elements (0: one row for every head), got {}",
+                              head_stride));
+  else if (extent >= 1 && (static_cast<__int128>(heads - 1) * head_stride + extent) * 4 > (static_cast<__int128>(1) << 48))
+    out.push_back("rel_bias_head_stride puts the last head's row more than 2^48 bytes past rel_bias");
+  if (offset < -kLimit || offset > kLimit)
+    out.push_back(fmt::format("rel_bias_offset must be in [-2^30, 2^30], got {}", offset));
+  return out;
+}
+
 std::vector<std::string> mask_constant_issues(MaskKind mask, int window_left, int window_right, int chunk_size) {
   std::vector<std::string> out;
   switch (mask) {

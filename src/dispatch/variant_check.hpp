@@ -19,6 +19,12 @@ std::vector<std::string> variant_issues(float softcap, const float* alibi_slopes
 // its pointer and type together, alignment to one entry, strides >= 0, and its last entry within reach.
 std::vector<std::string> bias_issues(const void* bias, BiasType type, const BiasStrides& strides, std::int64_t batch,
                                      std::int64_t heads, std::int64_t rows, std::int64_t keys);
+// The checks of a relative-logits table (AttentionProblem::rel_bias) of `heads` rows: its pointer (4-byte aligned)
+// beside an extent in [1, 2^30], the head stride in [0, 2^40] elements, the offset within [-2^30, 2^30]; none of
+// them set without a table.
+std::vector<std::string> rel_bias_issues(const float* rel_bias, std::int64_t head_stride, int extent, int offset,
+                                         std::int64_t heads);
+
 // The bias type a problem's kernel compiles in (none without a bias tensor).
 inline BiasType bias_of(const void* bias, BiasType type) { return bias != nullptr ? type : BiasType::none; }
 

@@ -15,7 +15,8 @@
 namespace flashjit::launch {
 
 static_assert(sizeof(AttentionParams) == 5 * 8 + 12 * 8 + 6 * 4 + 2 * 4 + 4 * 4 + 2 * 4 + 2 * 8 + 2 * 4 + 3 * 8 + 160 + 8 +
-                                              2 * 8 + 2 * 4 + 2 * 8 + 4 * 8 + 2 * 8 + 4 * 4 + 8 + 4 * 8 + 2 * 4,
+                                              2 * 8 + 2 * 4 + 2 * 8 + 4 * 8 + 2 * 8 + 4 * 4 + 8 + 4 * 8 + 2 * 4 +
+                                              2 * 8 + 2 * 4,
               "AttentionParams layout changed: check the device side");
 static_assert(offsetof(AttentionParams, total_q) == 5 * 8 + 12 * 8 + 48 &&
                   offsetof(AttentionParams, cu_seqlens_q) == 5 * 8 + 12 * 8 + 56 &&
@@ -61,10 +62,13 @@ AttentionParams make_params(const AttentionProblem& p) {
   if (p.softcap > 0.f) a.softcap = p.softcap, a.softcap_in = scale / p.softcap;
   a.alibi_slopes = p.alibi_slopes, a.alibi_batch = p.alibi_slopes_batch_stride;
   a.sinks = p.sinks;
+  a.rel_bias = p.rel_bias, a.rel_head = p.rel_bias_head_stride;
+  a.rel_extent = p.rel_bias_extent, a.rel_offset = p.rel_bias_offset;
   a.aux = aux_params(p.aux);
   set_bias(a, p.bias, p.bias_type, p.bias_strides);
+  a.seqused_k = p.seqused_k;  // paged kernels' key counts, or contiguous keys' (seqused_k kernels)
   if (p.paged()) {
-    a.page_table = p.page_table, a.seqused_k = p.seqused_k;
+    a.page_table = p.page_table;
     a.page_table_stride = p.max_pages_per_seq, a.num_pages = p.num_pages;
     a.page_indptr = p.page_indptr, a.last_page_len = p.last_page_len;
   }

@@ -291,7 +291,8 @@ struct Runtime::Impl {
     Status st = Devices::in_context(dev, [&]() -> Status {
       auto fn = function(config, dev, static_cast<CUstream>(problem.stream));
       if (!fn.ok()) return std::move(fn).error();
-      if (launch_it && problem.varlen() && (problem.check_seqlens || settings.check_seqlens))
+      const bool ragged = problem.varlen() || (problem.seqused_k != nullptr && !problem.paged());
+      if (launch_it && ragged && (problem.check_seqlens || settings.check_seqlens))
         FLASHJIT_TRY(dispatch::check_seqlens(**cuda::api(), problem));
       if (launch_it && problem.paged() && (problem.check_pages || settings.check_pages))
         FLASHJIT_TRY(dispatch::check_page_table(**cuda::api(), problem));

@@ -195,7 +195,7 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
   FLASHJIT_TRY(only_keys(entry,
                          {"kind", "dtype", "batch", "seqlen", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim",
                           "mask", "window_left", "window_right", "chunk_size", "softcap", "alibi", "sinks", "score_mod",
-                          "mask_mod", "page_size", "bias", "block_size"},
+                          "mask_mod", "page_size", "bias", "block_size", "rel_bias", "seqused_k"},
                          where));
   for (const char* required : {"heads_q", "head_dim"})
     if (!entry.contains(required)) return at(where + "." + required, "missing (required)");
@@ -245,6 +245,13 @@ Result<std::vector<ProblemShape>> expand_problem(const json& entry, const std::s
     axes.list.push_back({std::move(*v), [](ProblemShape& s, int x) { s.bias = static_cast<BiasType>(x); }});
   }
   FLASHJIT_TRY(axes.int_field("block_size", [](ProblemShape& s, int x) { s.block_size = x; }));  // 0: no block mask
+  // A relative-logits table and seqused_k over contiguous keys: flags (or lists of them), like the variants.
+  for (auto [field, flag] : {std::pair{"rel_bias", &ProblemShape::rel_bias}, {"seqused_k", &ProblemShape::seqused_k}}) {
+    if (!entry.contains(field)) continue;
+    auto v = flags(entry[field], where + "." + field, false);
+    if (!v.ok()) return std::move(v).error();
+    axes.list.push_back({std::move(*v), [flag = flag](ProblemShape& s, int x) { s.*flag = x != 0; }});
+  }
   return cross_product(axes.list, where);
 }
 

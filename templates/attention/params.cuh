@@ -44,7 +44,7 @@ struct AttentionParams {
   long long alibi_batch;      // its batch stride in elements (0: one [Hq] row for every sequence)
   const float* sinks;         // sinks kernels: [Hq] fp32 logits
   ModAuxParams aux;           // score_mod / mask_mod kernels: the snippets' auxiliary arguments
-  int top_left;               // varlen and paged kernels: 1 aligns each sequence's query i to its key i (offset 0)
+  int top_left;               // varlen, paged and seqused_k kernels: 1 aligns each sequence's query i to its key i (offset 0)
 
   // Paged kernels only: K and V are page pools [num_pages, page_size, Hkv, D] (k_batch / v_batch: the page
   // stride); key j of sequence b is in page page_table[b * page_table_stride + j / page_size], which has
@@ -52,7 +52,7 @@ struct AttentionParams {
   // pages are page_table[page_indptr[b] + j / page_size], and with last_page_len set it has (pages - 1) *
   // page_size + last_page_len[b] keys (seqused_k is null then).
   const int* page_table;
-  const int* seqused_k;
+  const int* seqused_k;  // also seqused_k kernels' (contiguous keys): sequence b uses its first seqused_k[b]
   int page_table_stride;  // max_pages_per_seq
   int num_pages;
   const int* page_indptr;    // [B + 1] or null (dense table)
@@ -75,6 +75,13 @@ struct AttentionParams {
   const void* bias;
   long long bias_batch, bias_head, bias_q, bias_k;
   int bias_pairs;  // 1: the entries of keys 2j and 2j + 1 of a row are one aligned load (bias_k 1, even offsets)
+
+  // Relative-logits kernels only (variant.cuh, RelBias): fp32 [Hq, rel_extent] at row stride rel_head elements (0:
+  // one row for every head); query row i aligned to key a and key k read entry clamp(a - k + rel_offset, 0,
+  // rel_extent - 1).
+  const float* rel_bias;
+  long long rel_head;
+  int rel_extent, rel_offset;
 };
 
 }  // namespace flashjit

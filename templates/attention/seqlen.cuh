@@ -4,14 +4,16 @@
 // masks are aligned to its own lengths (causal offset len_k - len_q). LSE is [B, Hq, Sq] for fixed lengths,
 // [Hq, total_q] for varlen. Paged kernels (kPageSize > 0) read each entry's key count from seqused_k and find
 // its keys through its page-table row (key_offset); their queries are fixed-length or varlen as above, their
-// masks aligned per entry like varlen's.
+// masks aligned per entry like varlen's. seqused_k kernels (kSequsedK) over contiguous keys, fixed-length or
+// varlen, take the entry's key count from seqused_k too (its keys still start where they would) and align its
+// masks to it.
 #pragma once
 
 #include "attention/params.cuh"
 
 namespace flashjit {
 
-template <bool kVarlen, int kPageSize = 0>
+template <bool kVarlen, int kPageSize = 0, bool kSequsedK = false>
 struct SeqInfo {
   static constexpr bool kPaged = kPageSize > 0;
   int seqlen_q, seqlen_k;  // this entry's lengths
@@ -49,7 +51,13 @@ struct SeqInfo {
       }
     } else if constexpr (kVarlen) {
       k_start = load(p.cu_seqlens_k + batch, fresh);
-      seqlen_k = load(p.cu_seqlens_k + batch + 1, fresh) - k_start;
+      if constexpr (kSequsedK) {
+        seqlen_k = load(p.seqused_k + batch, fresh);
+      } else {
+        seqlen_k = load(p.cu_seqlens_k + batch + 1, fresh) - k_start;
+      }
+    } else if constexpr (kSequsedK) {
+      seqlen_k = load(p.seqused_k + batch, fresh), k_start = 0;
     } else {
       seqlen_k = p.seqlen_k, k_start = 0;
     }
@@ -58,7 +66,9 @@ struct SeqInfo {
  public:
   // Query row i is aligned to key i + causal_offset (bottom-right per sequence, or top-left: 0).
   __device__ int causal_offset(const AttentionParams& p) const {
-    if constexpr (kVarlen || kPaged) return p.top_left ? 0 : seqlen_k - seqlen_q;
+    // The entry's own key count (varlen's offsets, the pages' seqused_k, a seqused_k kernel's). No static member
+    // for the condition: NVRTC emits a global for each, which would move every kernel's global memory.
+    if constexpr (kVarlen || kPaged || kSequsedK) return p.top_left ? 0 : seqlen_k - seqlen_q;
     return p.causal_offset;
   }
 

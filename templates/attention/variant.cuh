@@ -9,13 +9,15 @@
 //   softcap: x <- cap * tanh(x / cap) on the natural logit x (Gemma 2), before ALiBi and the mask;
 //   alibi:   x <- x - slope * |a - k| for query row aligned to key a (bottom-right: a = i + seqlen_k - seqlen_q)
 //            and key k (flash-attn's alibi_slopes), the slope in the softmax's unit;
+//   rel_bias: x <- x + table[h, clamp(a - k + offset, 0, extent - 1)], a relative-logits table per query head
+//            (RelBias, natural units) indexed by the distance of key k from the row's aligned key a, beside ALiBi;
 //   bias:    x <- x + bias[b, h, q, k], an entry of a tensor (attention/bias.cuh), after ALiBi and before score_mod
 //            (which sees the sum), in natural units: score() adds entry / unit. Kernels read the entries of a
 //            thread's key pairs with bias_pair() (FA3 before waiting for Q·Kᵀ) and pass each entry, as
 //            bias_value(), to score();
 //   sinks:   one logit per query head in each row's denominator and none in the numerator (gpt-oss);
 //            apply_sink() adds it to a row's final state.
-// Order: softcap, ALiBi, bias, score_mod, then the masks and mask_mod.
+// Order: softcap, ALiBi, rel_bias, bias, score_mod, then the masks and mask_mod.
 #pragma once
 
 #include "attention/bias.cuh"
@@ -38,17 +40,34 @@ struct VariantSite {
   ModContext ctx;
 };
 
+// A relative-logits table's row for one query head (AttentionParams::rel_bias): query row q, aligned to key
+// a = q + causal_offset, and key k read entry clamp(a - k + rel_offset, 0, last) = clamp(q + shift - k, 0, last)
+// with shift = causal_offset + rel_offset. Read through the read-only cache: a row is small and every score of a
+// tile reads it.
+struct RelBias {
+  const float* row = nullptr;
+  int shift = 0, last = 0;
+
+  static __device__ RelBias of(const AttentionParams& p, int head, int causal_offset) {
+    return {p.rel_bias + head * p.rel_head, causal_offset + p.rel_offset, p.rel_extent - 1};
+  }
+  __device__ __forceinline__ float at(int q, int k) const { return __ldg(row + min(max(q + shift - k, 0), last)); }
+};
+
 // ScoreMod / MaskMod: NoMod, or the generated wrappers of a call's snippets (attention/mod.cuh), which have
 // `static constexpr bool kOn = true` and a static apply() with the snippet's signature.
 template <bool kSoftcap, bool kAlibi, bool kSinks, class ScoreMod = NoMod, class MaskMod = NoMod,
-          BiasType kBias = BiasType::none>
+          BiasType kBias = BiasType::none, bool kRelBias = false>
 struct Variant {
   static constexpr bool kHasSoftcap = kSoftcap, kHasAlibi = kAlibi, kHasSinks = kSinks;
   static constexpr bool kHasScoreMod = ScoreMod::kOn, kHasMaskMod = MaskMod::kOn;
   static constexpr bool kHasBias = kBias != BiasType::none;
+  // Whether a relative-logits table is compiled in (a function, not one more static member: NVRTC emits a global
+  // for each, which would move every kernel's global memory).
+  static __device__ constexpr bool has_rel_bias() { return kRelBias; }
   // Whether scores change per element (then the kernel calls score() on every one), and whether pairs the
   // built-in mask shows may be hidden (then it asks visible() of every pair, on every tile).
-  static constexpr bool kTransformsScores = kSoftcap || kAlibi || kHasScoreMod || kHasBias;
+  static constexpr bool kTransformsScores = kSoftcap || kAlibi || kHasScoreMod || kHasBias || kRelBias;
   static constexpr bool kMasks = kHasMaskMod;
   using Bias = BiasView<kBias>;
   using BiasPair = typename Bias::Two;  // the entries of two adjacent keys of a row
@@ -56,24 +75,26 @@ struct Variant {
   float cap_in;    // softcap: raw score -> tanh argument (softmax_scale / cap)
   float slope;     // alibi: the slope in the softmax's unit
   float unit_;     // score_mod: the softmax's unit in natural logits
-  float bias_in;   // bias: natural units -> the softmax's (1 / unit)
+  float bias_in;   // bias, rel_bias: natural units -> the softmax's (1 / unit)
   VariantSite at;  // alibi (offset) and the snippets
   Bias bias;       // bias: the (batch entry, query head)'s entries
+  RelBias rel;     // rel_bias: the query head's table row
 
   // unit: the softmax's unit (unit()); softcap_in and the slope (natural units) as the params hold them.
-  __device__ Variant(float unit, float softcap_in, float alibi_slope, const VariantSite& site, const Bias& bias_view = {})
-      : at(site), bias(bias_view) {
+  __device__ Variant(float unit, float softcap_in, float alibi_slope, const VariantSite& site, const Bias& bias_view = {},
+                     const RelBias& rel_row = {})
+      : at(site), bias(bias_view), rel(rel_row) {
     if constexpr (kSoftcap) cap_in = softcap_in;
     if constexpr (kAlibi) slope = alibi_slope / unit;
     if constexpr (kHasScoreMod) unit_ = unit;
-    if constexpr (kHasBias) bias_in = 1.f / unit;
+    if constexpr (kHasBias || kRelBias) bias_in = 1.f / unit;
   }
   // The variant of a prefill kernel's (batch entry, query head), for a sequence of seqlen_q queries and
   // seqlen_k keys whose query row i is aligned to key i + causal_offset.
   __device__ Variant(const AttentionParams& p, int batch, int head, int causal_offset, int seqlen_q, int seqlen_k)
       : Variant(unit(p), p.softcap_in, kAlibi ? p.alibi_slopes[batch * p.alibi_batch + head] : 0.f,
                 VariantSite{batch, head, causal_offset, ModContext{seqlen_q, seqlen_k, &p.aux}},
-                Bias::of(p, batch, head, seqlen_q, seqlen_k)) {}
+                Bias::of(p, batch, head, seqlen_q, seqlen_k), kRelBias ? RelBias::of(p, head, causal_offset) : RelBias{}) {}
 
   // The bias entries of keys k, k + 1 (k even) of row q (zero bits outside the sequence), and entry e of them in
   // natural units: what score() takes as `bias`.
@@ -95,6 +116,7 @@ struct Variant {
   __device__ __forceinline__ float score(float s, int q, int k) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
     if constexpr (kAlibi) s = fmaf(-slope, fabsf(static_cast<float>(q + at.offset - k)), s);
+    if constexpr (kRelBias) s = fmaf(rel.at(q, k), bias_in, s);
     if constexpr (kHasBias) s = fmaf(bias.entry(q, k), bias_in, s);
     if constexpr (kHasScoreMod) s = ScoreMod::apply(s * unit_, at.batch, at.head, q, k, at.ctx) / unit_;
     return s;
@@ -111,6 +133,7 @@ struct Variant {
   __device__ __forceinline__ float score(float s, int q, int k, float base, float d, float b = 0.f) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
     if constexpr (kAlibi) s = fmaf(-slope, fabsf(base - d), s);
+    if constexpr (kRelBias) s = fmaf(rel.at(q, k), bias_in, s);
     if constexpr (kHasBias) s = fmaf(b, bias_in, s);
     if constexpr (kHasScoreMod) s = ScoreMod::apply(s * unit_, at.batch, at.head, q, k, at.ctx) / unit_;
     return s;
@@ -120,8 +143,9 @@ struct Variant {
   // per score and one per row: -slope (a - k) = -slope (a - k0) + slope d for key k = k0 + d. score_causal()
   // gives the score with the first (d a constant of an unrolled loop: one FFMA), alibi_row_term(base) the
   // second for base = distance_base(q, k0), for the softmax to add per row (OnlineSoftmax::update_lazy's
-  // offsets). Not with a score_mod, which must see the whole score. (The kernels test kHasAlibi && !kHasScoreMod
-  // locally: NVRTC emits a global for every static constexpr member.)
+  // offsets). Not with a score_mod, which must see the whole score, nor a rel_bias, which reads its row per key.
+  // (The kernels test kHasAlibi && !kHasScoreMod && !has_rel_bias() locally: NVRTC emits a global for every static
+  // constexpr member.)
   __device__ __forceinline__ float score_causal(float s, float d, float b = 0.f) const {
     if constexpr (kSoftcap) s = tanh_approx(s * cap_in);
     if constexpr (kAlibi) s = fmaf(slope, d, s);

@@ -18,6 +18,9 @@
 //
 // Block-sparse (kBlockSparse, attention/key_tiles.cuh): the key tiles are those of the key blocks the CTA's query
 // block lists; full blocks skip the mask_mod.
+//
+// seqused_k (kSequsedK): contiguous keys of which the sequence uses its first seqused_k[b] (SeqInfo); loads stop
+// there (cp.async zero fill), so no padding row is read.
 #pragma once
 
 #include "attention/key_tiles.cuh"
@@ -37,7 +40,8 @@ namespace flashjit::fa2 {
 // is padded to 16 for the mma k-steps: Q's and K's padding chunk is zeroed in shared memory, V's reaches only
 // O columns that are never stored.
 template <class T, int kHeadDim, int kHeadDimV, int kBM, int kBN, int kStages, int kWarps, MaskKind kMask,
-          bool kVarlen = false, int kPageSize = 0, class V = NoVariant, bool kBlockSparse = false>
+          bool kVarlen = false, int kPageSize = 0, class V = NoVariant, bool kBlockSparse = false,
+          bool kSequsedK = false>
 struct Kernel {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRowsPerWarp = kBM / kWarps;
@@ -73,7 +77,7 @@ struct Kernel {
     const int head = blockIdx.y, batch = blockIdx.z;
     const int kv_head = head / p.group;
     const int m0 = m_block * kBM;
-    const SeqInfo<kVarlen, kPageSize> seq(p, batch);
+    const SeqInfo<kVarlen, kPageSize, kSequsedK> seq(p, batch);
     if constexpr (kVarlen) {
       if (m0 >= seq.seqlen_q) return;  // this sequence is shorter than the m-block's start
     }
@@ -284,7 +288,7 @@ struct Kernel {
     // Epilogue: O / l as T, staged through shared memory (the Q tile) for 16-byte global stores.
     // Varlen: the sequence's offsets are read again here rather than kept in registers through the main loop
     // (the 32-row variants have none to spare).
-    const SeqInfo<kVarlen, kPageSize> out_seq = SeqInfo<kVarlen, kPageSize>::reread(p, batch);
+    const auto out_seq = SeqInfo<kVarlen, kPageSize, kSequsedK>::reread(p, batch);
     const int rows_out = kVarlen ? min(kBM, out_seq.seqlen_q - m0) : rows_valid;
     float inv_sum[2 * kMT], lse[2 * kMT];
     softmax.finalize(V::unit(p), inv_sum, lse);

@@ -167,7 +167,7 @@ struct Consumer {
     // per row (Variant::score_causal, alibi_row_term), the row's in the softmax's offsets. H200, llama3 causal
     // S 8192, 128-row tiles: −12% -> −9.8% against the plain kernel (bench/NOTES.md, 2026-12-02). Not on three
     // warpgroups (160 registers): with softcap + sinks at d96 ptxas spilled 12 bytes.
-    constexpr bool kAlibiRowTerm = V::kHasAlibi && !V::kHasScoreMod && kBM <= 128 &&
+    constexpr bool kAlibiRowTerm = V::kHasAlibi && !V::kHasScoreMod && !V::has_rel_bias() && kBM <= 128 &&
                                    (kMask == MaskKind::causal || kMask == MaskKind::chunked_causal);
     float row_term[2];
     if constexpr (kAlibiRowTerm) {

@@ -23,6 +23,9 @@
 // consumers walking the same list; full blocks skip the mask_mod.
 //
 // Staged bias (kBiasTma, fa3/bias_tile.cuh): the bias tensor's tile of each key tile comes through TMA with K.
+//
+// seqused_k (kSequsedK): contiguous keys of which the sequence uses its first seqused_k[b] (SeqInfo); the
+// producer warp copies a key tile's V past them without its padding rows (fa3/producer.cuh).
 #pragma once
 
 #include "fa3/bias_tile.cuh"
@@ -47,7 +50,9 @@ namespace flashjit::fa3 {
 
 // Registers per thread of the producer and of each consumer warpgroup (setmaxnreg; they add up to at most 64K).
 // A producer that gathers pages with cp.async (Producer::kGather) addresses every row itself: with two
-// consumer warpgroups it takes 8 registers of theirs (ptxas spilled 4-8 bytes in it at 24).
+// consumer warpgroups it takes 8 registers of theirs (ptxas spilled 4-8 bytes in it at 24). So does the warp of a
+// seqused_k kernel, which copies the V tiles that run past a sequence's keys (Producer::copy_v_tail; ptxas
+// spilled 44-76 bytes in it at 24 with the persistent scheduler).
 template <int kConsumers, bool kGather = false> struct RegisterSplit;
 template <bool kGather> struct RegisterSplit<1, kGather> { static constexpr int kProducer = 56, kConsumer = 256; };
 template <> struct RegisterSplit<2, false> { static constexpr int kProducer = 24, kConsumer = 240; };
@@ -57,7 +62,7 @@ template <bool kGather> struct RegisterSplit<3, kGather> { static constexpr int 
 // kHeadDim: Q's and K's head dim, kHeadDimV: V's and O's (each a multiple of 8 up to 256; fa3/columns.cuh).
 template <class T, int kHeadDim, int kHeadDimV, int kBN, int kStages, int kConsumers, MaskKind kMask,
           bool kPersistent, bool kVarlen = false, bool kPackGqa = false, int kPageSize = 0, class V = NoVariant,
-          bool kBlockSparse = false, bool kBiasTma = false>
+          bool kBlockSparse = false, bool kBiasTma = false, bool kSequsedK = false>
 struct Kernel {
   static constexpr int kBM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -72,8 +77,8 @@ struct Kernel {
   static constexpr int kSmemBytes = Storage::kAllocBytes;
   using ConsumerT = Consumer<T, Storage, kBM, kBN, kStages, kMask, V, kPackGqa, BiasT>;
   using Scheduler = TileScheduler<kPersistent, Mask<kMask>::kWorkGrowsWithRow>;
-  using Seq = SeqInfo<kVarlen, kPageSize>;
-  using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize, BiasT>;
+  using Seq = SeqInfo<kVarlen, kPageSize, kSequsedK>;
+  using ProducerT = Producer<Storage, kBM, kBN, kStages, kVarlen, kPackGqa, kPageSize, BiasT, kSequsedK>;
   using RowsT = Rows<kPackGqa, kBM>;
 
   // Whether the work tile has rows: varlen m-blocks past their sequence's length are skipped.
@@ -122,8 +127,8 @@ struct Kernel {
     const int wg = threadIdx.x / 128;
     const RowsT rows(p);
     if (wg == 0) {
-      ptx::setmaxnreg_dec<RegisterSplit<kConsumers, ProducerT::kGather>::kProducer>();
-      if (threadIdx.x >= (ProducerT::kGather ? 128 : ProducerT::kWarpLoads ? 32 : 1)) return;
+      ptx::setmaxnreg_dec<RegisterSplit<kConsumers, ProducerT::kGather || kSequsedK>::kProducer>();
+      if (threadIdx.x >= (ProducerT::kGather ? 128 : ProducerT::kWarpLoads || kSequsedK ? 32 : 1)) return;
       ProducerT::prefetch_descriptors(maps);
       int ring = 0, local = 0;
       for (Scheduler sched(p, rows.positions(), rows.tile_heads(p)); sched.valid(); sched.advance()) {
@@ -138,7 +143,7 @@ struct Kernel {
         ++local;
       }
     } else {
-      ptx::setmaxnreg_inc<RegisterSplit<kConsumers, ProducerT::kGather>::kConsumer>();
+      ptx::setmaxnreg_inc<RegisterSplit<kConsumers, ProducerT::kGather || kSequsedK>::kConsumer>();
       ConsumerT c;
       c.wg = wg - 1;
       c.consumers = kConsumers;

@@ -22,6 +22,10 @@
 // barrier counts one arrival per producer thread and, like a box's bytes, completes only when the tile is in.
 // A staged bias (Bias: fa3/bias_tile.cuh, bytes() > 0): the leader loads each key tile's bias boxes for the work
 // tile's rows on the K tile's full barrier, whose expected bytes then count both.
+// seqused_k (kSequsedK): contiguous keys of which the sequence uses its first seqused_k[b]; the rows past them in
+// a key tile are padding of any value. K's are masked (a select: NaN scores never count), but P·V would spread a
+// NaN or infinite V row even at P = 0, so the tile that runs past the keys takes its V from the producer warp
+// instead of a box (copy_v_tail), those rows zero-filled. The warp's other loads are lane 0's TMA as usual.
 #pragma once
 
 #include "fa3/bias_tile.cuh"
@@ -35,7 +39,7 @@
 namespace flashjit::fa3 {
 
 template <class Storage, int kBM, int kBN, int kStages, bool kVarlen = false, bool kPackGqa = false,
-          int kPageSize = 0, class Bias = NoStagedBias>
+          int kPageSize = 0, class Bias = NoStagedBias, bool kSequsedK = false>
 struct Producer {
   using QK = typename Storage::QK;
   using VO = typename Storage::VO;
@@ -161,6 +165,27 @@ struct Producer {
     }
   }
 
+  // kSequsedK: V tile [key0, key0 + kBN) of a sequence that has only `valid` of its keys, each lane of the producer
+  // warp copying 16-byte chunks (row0: key0's element offset in V, head included) with cp.async into the layout a
+  // box writes, rows from `valid` on and the padding columns zero-filled. Once the copies landed lane 0 arrives
+  // on the tile's full barrier (its one expected arrival, no bytes announced).
+  static __device__ void copy_v_tail(unsigned dst, const AttentionParams& p, long long row0, int valid, unsigned bar) {
+    constexpr int kChunks = VO::kPadded / 8;  // 16-byte chunks of a row, padding included
+    const int lane = threadIdx.x % 32;
+    const char* src = static_cast<const char*>(p.v) + 2 * row0;
+#pragma unroll 1
+    for (int e = lane; e < kBN * kChunks; e += 32) {
+      const int row = e / kChunks, chunk = e % kChunks;
+      const bool in = row < valid && chunk < VO::kChunks;
+      ptx::cp_async_16(dst + VO::swizzled(kBN, row, chunk), src + (in ? 2 * (row * p.v_seq + 8 * chunk) : 0), in);
+    }
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+    ptx::fence_proxy_async_shared();  // the consumers' wgmma reads the tile through the async proxy
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(bar);
+  }
+
   template <class Cols>
   static __device__ void prefetch(const TensorMap (&maps)[3]) {
     if constexpr (Cols::kWide > 0) ptx::tma_prefetch_descriptor(&maps[0]);
@@ -178,15 +203,15 @@ struct Producer {
   // its K/V tiles into the ring, whose running index starts at `ring` (it continues across work tiles).
   // q_start / k_start: the sequence's first rows in the packed tensors (varlen; 0 otherwise). m0 is the tile's
   // first position; head its query head (packed GQA: its KV head, the same as kv_head). Paged: table is the
-  // sequence's page-table row and seqlen_k its key count. With kWarpLoads every lane of the warp calls this;
-  // lane 0 alone arms the barriers and loads Q.
+  // sequence's page-table row and seqlen_k its key count. With kWarpLoads or kSequsedK every lane of the warp
+  // calls this; lane 0 alone arms the barriers and loads Q (kSequsedK: and issues the boxes).
   // tiles: the work tile's key tiles (attention/key_tiles.cuh).
   template <class Tiles>
   static __device__ void load_tile(const Storage& smem, const TensorMaps& maps, const AttentionParams& p, int local,
                                    int m0, int head, int kv_head, int batch, const Tiles& tiles, int ring,
                                    int q_start, int k_start, const int* table, int seqlen_k) {
     const int num_tiles = tiles.count;
-    const bool leader = (!kWarpLoads && !kGather) || threadIdx.x % (kGather ? kGatherThreads : 32) == 0;
+    const bool leader = (!kWarpLoads && !kGather && !kSequsedK) || threadIdx.x % (kGather ? kGatherThreads : 32) == 0;
     auto load_kv = [&](int i) {
       const int r = ring + i, stage = r % kStages;
       // The first pass through the ring finds every stage free (parity trick: wait on the phase before).
@@ -208,13 +233,22 @@ struct Producer {
       const TilePages pages = tile_pages(key0, table, seqlen_k);  // read before the wait: its latency hides
       ptx::mbarrier_wait(smem.k_empty(stage), free_parity);
       if (leader) ptx::mbarrier_arrive_expect_tx(smem.k_full(stage), Storage::kKBytes + Bias::bytes());
-      load_kv_tile<QK>(smem.k(stage), maps.k, smem.k_full(stage), n0, key0, kv_head, batch, pages);
+      if (kWarpLoads || leader)
+        load_kv_tile<QK>(smem.k(stage), maps.k, smem.k_full(stage), n0, key0, kv_head, batch, pages);
       if constexpr (Bias::bytes() > 0) {
         if (leader) Bias::load(smem.bias(stage), &maps.bias, smem.k_full(stage), p, key0, m0, head, batch);
       }
       ptx::mbarrier_wait(smem.v_empty(stage), free_parity);
+      if constexpr (kSequsedK) {
+        if (key0 + kBN > seqlen_k) {
+          const long long row = kVarlen ? n0 * p.v_seq : batch * p.v_batch + static_cast<long long>(key0) * p.v_seq;
+          copy_v_tail(smem.v(stage), p, row + kv_head * p.v_head, seqlen_k - key0, smem.v_full(stage));
+          return;
+        }
+      }
       if (leader) ptx::mbarrier_arrive_expect_tx(smem.v_full(stage), Storage::kVBytes);
-      load_kv_tile<VO>(smem.v(stage), maps.v, smem.v_full(stage), n0, key0, kv_head, batch, pages);
+      if (kWarpLoads || leader)
+        load_kv_tile<VO>(smem.v(stage), maps.v, smem.v_full(stage), n0, key0, kv_head, batch, pages);
     };
     // Q's buffer frees only when the epilogue of the work tile that last used it (which stages O there) is
     // done. With one buffer that is the previous tile, whose epilogue runs after its last GEMMs released the

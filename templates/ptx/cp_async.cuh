@@ -32,6 +32,12 @@ __device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(unsigned bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
+// Orders this thread's earlier shared-memory writes (st.shared, landed cp.async copies) before the async proxy's
+// later reads of them (wgmma operands, TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // Waits until at most N groups issued by this thread are still pending.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

@@ -5,6 +5,7 @@
 // (kPageSize > 0): each key's row is looked up in the sequence's page-table row; a page outside the pool reads
 // as zeros. Block-sparse (kBlockSparse): the keys are those of the key blocks the row's query block lists
 // (attention/key_tiles.cuh, one "tile" per block), walked block by block; full blocks skip the mask_mod.
+// seqused_k (kSequsedK): the sequence's first seqused_k[b] keys only (SeqInfo); no other key is read.
 #pragma once
 
 #include "attention/key_tiles.cuh"
@@ -19,7 +20,7 @@ namespace flashjit::reference {
 
 // kHeadDim: Q's and K's head dim; kHeadDimV: V's and O's.
 template <class T, int kHeadDim, int kHeadDimV, int kBlockThreads, MaskKind kMask, bool kVarlen = false,
-          int kPageSize = 0, class V = NoVariant, bool kBlockSparse = false>
+          int kPageSize = 0, class V = NoVariant, bool kBlockSparse = false, bool kSequsedK = false>
 struct Kernel {
   static constexpr int kThreads = kBlockThreads;
   static constexpr int kWarps = kThreads / 32;
@@ -46,7 +47,7 @@ struct Kernel {
 
     const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z, tid = threadIdx.x;
     const int kv_head = head / p.group;
-    const SeqInfo<kVarlen, kPageSize> seq(p, batch);
+    const SeqInfo<kVarlen, kPageSize, kSequsedK> seq(p, batch);
     if constexpr (kVarlen) {
       if (row >= seq.seqlen_q) return;  // past this sequence's length
     }

@@ -56,6 +56,22 @@ TEST_CASE("cli variants: select names the variant kernel", "[cli][select][varian
   CHECK(d["combine_kernel"]["config"]["sinks"] == true);
 }
 
+TEST_CASE("cli variants: select names the rel_bias and seqused_k kernels, prefill only", "[cli][select][variants]") {
+  Cli cli;
+  auto both = cli("select --json --head-dim 128 --mask causal --rel-bias --seqused-k --arch sm_90a", "", true);
+  CHECK(both.code == 0);
+  const json b = parsed(both);
+  CHECK(b["kernel"]["config"]["rel_bias"] == true);
+  CHECK(b["kernel"]["config"]["seqused_k"] == true);
+  CHECK(b["kernel"]["name"].get<std::string>().find("_relbias_sequsedk_sm90a") != std::string::npos);
+  CHECK(b["problem"]["rel_bias"] == true);
+  CHECK(b["problem"]["seqused_k"] == true);
+  auto decode = cli("select --decode --rel-bias");
+  INFO(decode);
+  CHECK(decode.code == 2);
+  CHECK(decode.has("--rel-bias and --seqused-k are prefill options"));
+}
+
 TEST_CASE("cli variants: precompile compiles a sweep's variant kernels", "[cli][precompile][variants]") {
   Cli cli;
   const auto sweep = cli.root() / "gemma.json";

@@ -439,6 +439,57 @@ TEST_CASE("generate: block_sparse follows the variant (NoVariant without one) an
   }
 }
 
+TEST_CASE("generate: seqused_k names the variant and block_sparse before its flag, and the kernel",
+          "[codegen][seqused]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
+    INFO(readable_name(c));
+    auto off = generate(c);
+    REQUIRE(off.ok());
+    CHECK(!contains(off->text, "seqused_k"));
+    CHECK(!contains(off->name, "_sequsedk"));
+    c.seqused_k = true;
+    auto plain = generate(c);
+    REQUIRE(plain.ok());
+    // fa3 names its bias_tma flag (after block_sparse) on the way.
+    const std::string flags = c.algorithm == flashjit::Algorithm::fa3 ? "/*block_sparse=*/false, /*bias_tma=*/false,\n"
+                                                                      : "/*block_sparse=*/false,\n";
+    CHECK(contains(plain->text, "/*page_size=*/0,\n    /*variant=*/flashjit::NoVariant,\n    " + flags +
+                                "    /*seqused_k=*/true>;"));
+    CHECK(contains(plain->name, "_sequsedk_"));
+    c.varlen = true, c.alibi = true;
+    auto with = generate(c);
+    REQUIRE(with.ok());
+    CHECK(contains(with->text, "/*varlen=*/true"));
+    CHECK(contains(with->text, "/*alibi=*/true"));
+    CHECK(contains(with->text, ">,\n    " + flags + "    /*seqused_k=*/true>;"));
+    CHECK(contains(with->name, "_varlen_alibi_sequsedk_"));
+  }
+}
+
+TEST_CASE("generate: rel_bias names the snippets and the bias (none) before its flag, and the kernel",
+          "[codegen][rel_bias]") {
+  for (KernelConfig c : {flashjit::dispatch::fa2_heuristic(DType::bf16, 128, MaskKind::causal, Arch{80, false}),
+                         flashjit::dispatch::fa3_heuristic(DType::fp16, 64, MaskKind::none, Arch{90, true}),
+                         flashjit::dispatch::naive_config(DType::bf16, 40, MaskKind::chunked, Arch{90, true})}) {
+    INFO(readable_name(c));
+    c.rel_bias = true;
+    auto plain = generate(c);
+    REQUIRE(plain.ok());
+    CHECK(contains(plain->text, "/*variant=*/flashjit::Variant</*softcap=*/false, /*alibi=*/false, /*sinks=*/false,\n"
+                                "        /*score_mod=*/flashjit::NoMod, /*mask_mod=*/flashjit::NoMod, "
+                                "/*bias=*/flashjit::BiasType::none, /*rel_bias=*/true>>;"));
+    CHECK(contains(plain->name, "_relbias_"));
+    c.bias = flashjit::BiasType::fp16, c.alibi = true;
+    auto with = generate(c);
+    REQUIRE(with.ok());
+    CHECK(contains(with->text, "/*alibi=*/true"));
+    CHECK(contains(with->text, "/*bias=*/flashjit::BiasType::fp16, /*rel_bias=*/true>>;"));
+    CHECK(contains(with->name, "_alibi_biasfp16_relbias_"));
+  }
+}
+
 TEST_CASE("generate: a block_mask kernel takes its mask and its mask_mod's wrapper", "[codegen][block_mask]") {
   flashjit::BlockMaskKernelConfig c;
   c.mask = MaskKind::sliding_window;

@@ -353,3 +353,27 @@ TEST_CASE("precompile plan: biased and block-sparse problems give their kernels,
   REQUIRE_FALSE(bias.ok());
   CHECK(bias.error().message.find("none, fp32, bf16, fp16, bool") != std::string::npos);
 }
+
+TEST_CASE("precompile plan: rel_bias and seqused_k problems give their kernels", "[tune][plan][rel_bias][seqused]") {
+  auto sweep = parse_sweep(R"({"problems": [{"heads_q": 32, "heads_kv": 8, "head_dim": 128, "seqlen": 4096,
+      "mask": "causal", "rel_bias": [false, true], "seqused_k": [false, true]}]})", "x.json");
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->problems.size() == 4);  // seqused_k turning fastest
+  const auto plan = precompile_plan(*sweep, {kSm90a}, {}, false);
+  REQUIRE(plan.configs.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    INFO(readable_name(plan.configs[i]));
+    CHECK(plan.configs[i].rel_bias == (i >= 2));
+    CHECK(plan.configs[i].seqused_k == (i % 2 == 1));
+    auto back = shape_from_json(to_json(sweep->problems[i]));
+    REQUIRE(back.ok());
+    CHECK(*back == sweep->problems[i]);
+  }
+  CHECK(!to_json(sweep->problems[0]).contains("rel_bias"));
+  CHECK(!to_json(sweep->problems[0]).contains("seqused_k"));
+  CHECK(describe(sweep->problems[3]).find(" relbias sequsedk") != std::string::npos);
+  auto paged = parse_sweep(R"({"problems": [{"heads_q": 8, "head_dim": 64, "seqlen": 64, "seqused_k": true,
+                                             "page_size": 16}]})", "x.json");
+  REQUIRE_FALSE(paged.ok());
+  CHECK(paged.error().message.find("seqused_k over contiguous keys") != std::string::npos);
+}

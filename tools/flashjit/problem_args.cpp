@@ -14,6 +14,7 @@ dispatch::ProblemShape shape_of(const AttentionProblem& p) {
   s.heads_q = p.heads_q, s.heads_kv = p.heads_kv, s.head_dim = p.head_dim, s.mask = p.mask;
   s.window_left = p.window_left, s.window_right = p.window_right, s.chunk_size = p.chunk_size;
   s.softcap = p.softcap > 0.f, s.alibi = p.alibi_slopes != nullptr, s.sinks = p.sinks != nullptr;
+  s.rel_bias = p.rel_bias != nullptr, s.seqused_k = p.seqused_k != nullptr && !p.paged();
   return s;
 }
 

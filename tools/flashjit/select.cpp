@@ -1,5 +1,5 @@
-// `flashjit select [problem options] [--softcap C] [--alibi] [--sinks] [--arch A] [--sms N] [--gpu NAME]
-// [--decode ...] [--json]`: which kernel a problem gets on a device of that arch and SM count, without a GPU. Prefill: the dispatcher's config (the
+// `flashjit select [problem options] [--softcap C] [--alibi] [--sinks] [--rel-bias] [--seqused-k] [--arch A]
+// [--sms N] [--gpu NAME] [--decode ...] [--json]`: which kernel a problem gets on a device of that arch and SM count, without a GPU. Prefill: the dispatcher's config (the
 // tuned tables of --gpu when given, as a Runtime on that GPU would use them). Decode (--decode): the split
 // planner's split kernel, split count and combine kernel.
 #include <fmt/format.h>
@@ -24,11 +24,14 @@ struct SelectArgs {
   float softcap = 0.f;  // the variants
   bool alibi = false;
   bool sinks = false;
+  bool rel_bias = false;   // prefill: a relative-logits table
+  bool seqused_k = false;  // prefill: seqused_k over contiguous keys
   bool json = false;
 };
 
 // What the problem's variant arrays point at: the dispatcher only asks whether they are there.
 const float kStandIn[1] = {0.f};
+const int kStandInInts[1] = {0};
 
 nlohmann::ordered_json config_json(const AnyKernelConfig& c) {
   return {{"name", readable_name(c)}, {"config", nlohmann::ordered_json::parse(to_json(c))}};
@@ -39,6 +42,8 @@ int select_prefill(const Globals& globals, const SelectArgs& args, const Arch& a
   p.softcap = args.softcap;
   if (args.alibi) p.alibi_slopes = kStandIn;
   if (args.sinks) p.sinks = kStandIn;
+  if (args.rel_bias) p.rel_bias = kStandIn, p.rel_bias_extent = 1;
+  if (args.seqused_k) p.seqused_k = kStandInInts;
   if (int rc = check_problem(p); rc != kOk) return rc;
   dispatch::TunedTables tables;
   if (!args.gpu.empty()) {
@@ -62,6 +67,9 @@ int select_prefill(const Globals& globals, const SelectArgs& args, const Arch& a
 }
 
 int select_decode(const SelectArgs& args, const Arch& arch, Output& out) {
+  if (args.rel_bias || args.seqused_k)
+    return report_usage("--rel-bias and --seqused-k are prefill options: decode takes neither (its cache_seqlens "
+                        "count each sequence's keys)");
   const AttentionProblem a = problem_of(args.problem);
   DecodeProblem p;
   p.dtype = a.dtype, p.batch = a.batch, p.q_len = args.q_len, p.heads_q = a.heads_q, p.heads_kv = a.heads_kv;
@@ -157,6 +165,9 @@ Command add_select(CLI::App& parent, const Globals& globals) {
       ->check(CLI::Range(0.0f, 3.4e38f));
   app->add_flag("--alibi", args->alibi, "Variant: ALiBi slopes (the kernel for alibi_slopes)");
   app->add_flag("--sinks", args->sinks, "Variant: learnable sinks, one logit per query head (gpt-oss)");
+  app->add_flag("--rel-bias", args->rel_bias, "Variant (prefill): a relative-logits table (the kernel for rel_bias)");
+  app->add_flag("--seqused-k", args->seqused_k,
+                "Prefill: per-sequence key counts over contiguous keys (the kernel for seqused_k)");
   add_json_flag(*app, args->json);
   return {app, [&globals, args] { return run_select(globals, *args); }};
 }

@@ -31,6 +31,7 @@ cases=(
   "decode: forced split counts (1, 2, 7, 32) and the planner's, with caller and runtime workspaces"
   "decode: splits merged in thread-block clusters and by the combine kernel match float64"
   "merge: 2 and 3 states over disjoint key sets match float64 over their union"
+  "seqused_k: fa3 packed GQA and the persistent scheduler"
 )
 escape() { printf '%s' "$1" | sed 's/[][,\\*"~]/\\&/g'; }
 
