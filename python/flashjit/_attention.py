@@ -179,14 +179,6 @@ def _output(out, q, v=None):
     return out
 
 
-def refuse_traced_rel_bias(function, traced, rel_bias):
-    """A relative-logits table is not yet taken through the custom ops: a traced call with one is refused
-    (ValueError) rather than compiled without it."""
-    if traced and rel_bias is not None:
-        raise ValueError(f"flashjit.{function}: rel_bias is not supported under torch.compile / torch.export (or fake "
-                         f"tensors) yet; call it outside the traced region")
-
-
 def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment,
                  with_alignment=True):
     """The call's checked Snippets (None without any; traced: of fake or meta aux tensors, for the custom ops). A
@@ -200,10 +192,15 @@ def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scal
                     with_alignment=with_alignment)
 
 
-def traced_variants(snip, bias, block_mask=None, alignment=True):
-    """The custom ops' keyword arguments for a traced call's bias, block mask (its lists and block sizes) and
-    snippets (checked: snip; the aux tensors as aux0 .. aux7)."""
+def traced_variants(snip, bias, block_mask=None, alignment=True, rel=(None, 0)):
+    """The custom ops' keyword arguments for a traced call's bias, block mask (its lists and block sizes),
+    relative-logits table (rel: (rel_bias, rel_bias_offset)) and snippets (checked: snip; the aux tensors as aux0 ..
+    aux7)."""
     kwargs = {} if bias is None else {"bias": bias}
+    rel_bias, rel_bias_offset = rel
+    if rel_bias is not None or not (type(rel_bias_offset) is int and rel_bias_offset == 0):
+        kwargs["rel_bias"] = rel_bias  # the fake implementation checks both (check_rel_bias)
+        kwargs["rel_bias_offset"] = _int_arg("rel_bias_offset", rel_bias_offset, -2**30, 2**30)
     if block_mask is not None:
         counts, indices, full_counts, full_indices, size = block_mask_lists(block_mask)
         kwargs.update(bm_kv_num_blocks=counts, bm_kv_indices=indices, bm_full_kv_num_blocks=full_counts,
@@ -328,11 +325,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, window_s
         window_size = renamed_window(window_size, window, "window", "flashjit.attention")
     traced = _traced_tensors("attention", _ATTENTION_NAMES, q, k, v, out)
     snip = _snippets_of("attention", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
-    refuse_traced_rel_bias("attention", traced, rel_bias)
     if traced:
         return _traced_call("attention", "attention", (q, k, v), (), causal, window_size, chunk_size, softmax_scale,
                             return_lse, out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k,
-                            variants=traced_variants(snip, bias, block_mask))
+                            variants=traced_variants(snip, bias, block_mask, rel=(rel_bias, rel_bias_offset)))
     o, lse = attention_eager(q, k, v, causal, window_size, chunk_size, softmax_scale, return_lse, out, config, stream,
                              softcap, alibi_slopes, sinks, snip, page_table, seqused_k, bias, block_mask,
                              (rel_bias, rel_bias_offset))
@@ -438,12 +434,11 @@ def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_s
     traced = _traced_tensors("attention_varlen", _VARLEN_NAMES, q, k, v, cu_seqlens_q, cu_seqlens_k, out)
     snip = _snippets_of("attention_varlen", traced, q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers,
                         alignment)
-    refuse_traced_rel_bias("attention_varlen", traced, rel_bias)
     if traced:
         return _traced_call("attention_varlen", "attention_varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k),
                             (max_seqlen_q, max_seqlen_k), causal, window_size, chunk_size, softmax_scale, return_lse,
                             out, config, stream, softcap, alibi_slopes, sinks, page_table, seqused_k,
-                            (page_indptr, last_page_len), traced_variants(snip, bias))
+                            (page_indptr, last_page_len), traced_variants(snip, bias, rel=(rel_bias, rel_bias_offset)))
     o, lse = attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                                     window_size, chunk_size, softmax_scale, return_lse, out, config, stream, softcap,
                                     alibi_slopes, sinks, snip, page_table, seqused_k, page_indptr, last_page_len, bias,

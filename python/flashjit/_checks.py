@@ -338,18 +338,19 @@ def check_bias(q, bias, dims, dim_names=BIAS_DIMS, traced=False):
 REL_BIAS_LIMIT = 1 << 30  # the largest extent and |offset| of a relative-logits table
 
 
-def check_rel_bias(q, rel_bias, rel_bias_offset, heads_q):
+def check_rel_bias(q, rel_bias, rel_bias_offset, heads_q, traced=False):
     """AttentionArgs fields of a relative-logits table (none without one; its address is set per call,
     rel_bias_address): a torch.float32 CUDA tensor [heads_q, extent] on q's device, extent >= 1, its last dimension
     contiguous ([1, extent], or an expand()ed view, serves every head: head stride 0); rel_bias_offset an int in
-    [-2^30, 2^30]. ValueError naming the argument."""
+    [-2^30, 2^30]. ValueError naming the argument. traced: a fake or meta tensor (the custom ops' fake
+    implementations), whose address is not read."""
     if rel_bias is None:
         if not (type(rel_bias_offset) is int and rel_bias_offset == 0):
             raise ValueError(f"rel_bias_offset ({rel_bias_offset!r}) is set but rel_bias is None")
         return {}
     if not hasattr(rel_bias, "data_ptr"):
         raise ValueError(f"rel_bias must be a torch.Tensor or None, got {type(rel_bias).__name__}")
-    _require_cuda("rel_bias", rel_bias)
+    _require_cuda("rel_bias", rel_bias, traced)
     _require_same_device("rel_bias", rel_bias, q)
     if str(rel_bias.dtype) != "torch.float32":
         raise ValueError(f"rel_bias: dtype {rel_bias.dtype} must be torch.float32")
@@ -363,7 +364,8 @@ def check_rel_bias(q, rel_bias, rel_bias_offset, heads_q):
     if shape[0] > 1 and stride[0] < 0:
         raise ValueError(f"rel_bias: strides must be >= 0, got {list(stride)}")
     offset = _int_arg("rel_bias_offset", rel_bias_offset, -REL_BIAS_LIMIT, REL_BIAS_LIMIT)
-    rel_bias_address(rel_bias)
+    if not traced:
+        rel_bias_address(rel_bias)
     return {"rel_bias_head_stride": stride[0] if shape[0] > 1 else 0, "rel_bias_extent": shape[1],
             "rel_bias_offset": offset}
 

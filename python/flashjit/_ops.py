@@ -5,13 +5,14 @@ flashjit's functions instead of stopping at a ctypes call:
 
 Each returns (O, LSE) as new tensors (LSE is empty, shape [0], when it was not asked for) and has a fake
 implementation that runs the argument checks of _checks.py on the fake tensors (traced=True) and makes outputs of
-the shapes _checks.py says. The variants go through them too: the bias tensor, a block mask (its lists and block
-sizes, attention only) and the snippets (their text, aux tensors, scalars and integers, and the alignment; the aux
-tensors as aux0 .. aux7, since a list of tensors takes no default in a schema), each defaulted, so a graph made
-before an argument was added still calls the op. The public functions (attention(), decode(), ...) call the ops when they are traced or
-given tensors that are not plain torch.Tensor (fake, meta, subclasses) or run under a torch dispatch mode; plain
-eager calls go straight to the library (the same code the ops' CUDA implementation runs), which costs less host
-time than the dispatcher. out= is then filled by a copy of the op's O.
+the shapes _checks.py says. The variants go through them too: the bias tensor, a relative-logits table (prefill), a
+block mask (its lists and block sizes, attention only) and the snippets (their text, aux tensors, scalars and
+integers, and the alignment; the aux tensors as aux0 .. aux7, since a list of tensors takes no default in a schema),
+each defaulted, so a graph made before an argument was added still calls the op. The public functions (attention(),
+decode(), ...) call the ops when they are traced or given tensors that are not plain torch.Tensor (fake, meta,
+subclasses) or run under a torch dispatch mode; plain eager calls go straight to the library (the same code the ops'
+CUDA implementation runs), which costs less host time than the dispatcher. out= is then filled by a copy of the op's
+O.
 
 The ops are forward only: an input that requires grad (with grad mode on) is refused by the public functions
 (_attention._traced_tensors, which also decides whether a call is traced), and the ops' autograd formula raises if
@@ -107,14 +108,18 @@ def register():
 
     @torch.library.custom_op("flashjit::attention", mutates_args=())
     def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, window_left: int, window_right: int, chunk_size: int,
-                  softmax_scale: Optional[float], return_lse: bool, config: Optional[str], softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
+                  softmax_scale: Optional[float], return_lse: bool, config: Optional[str], softcap: float = 0.0,
+                  alibi_slopes: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
                   page_table: Optional[Tensor] = None, seqused_k: Optional[Tensor] = None,
                   bias: Optional[Tensor] = None, bm_kv_num_blocks: Optional[Tensor] = None,
                   bm_kv_indices: Optional[Tensor] = None, bm_full_kv_num_blocks: Optional[Tensor] = None,
                   bm_full_kv_indices: Optional[Tensor] = None, bm_q_block: int = 0, bm_kv_block: int = 0,
                   score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
                   aux_scalars: Optional[List[float]] = None, aux_integers: Optional[List[int]] = None,
-                  alignment: str = "bottom_right", aux0: Optional[Tensor] = None, aux1: Optional[Tensor] = None, aux2: Optional[Tensor] = None, aux3: Optional[Tensor] = None, aux4: Optional[Tensor] = None, aux5: Optional[Tensor] = None, aux6: Optional[Tensor] = None, aux7: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                  alignment: str = "bottom_right", rel_bias: Optional[Tensor] = None, rel_bias_offset: int = 0,
+                  aux0: Optional[Tensor] = None, aux1: Optional[Tensor] = None, aux2: Optional[Tensor] = None,
+                  aux3: Optional[Tensor] = None, aux4: Optional[Tensor] = None, aux5: Optional[Tensor] = None,
+                  aux6: Optional[Tensor] = None, aux7: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.attention_out_shapes(q, k, v))
         aux_tensors = _aux([aux0, aux1, aux2, aux3, aux4, aux5, aux6, aux7])
         snip = _snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
@@ -122,7 +127,7 @@ def register():
                            bm_kv_block)
         o, lse = _attention.attention_eager(q, k, v, causal, (window_left, window_right), chunk_size, softmax_scale,
                                             return_lse, out, config, None, softcap, alibi_slopes, sinks, snip,
-                                            page_table, seqused_k, bias, mask)
+                                            page_table, seqused_k, bias, mask, (rel_bias, rel_bias_offset))
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention.register_fake
@@ -130,13 +135,15 @@ def register():
           alibi_slopes=None, sinks=None, page_table=None, seqused_k=None, bias=None, bm_kv_num_blocks=None,
           bm_kv_indices=None, bm_full_kv_num_blocks=None, bm_full_kv_indices=None, bm_q_block=0, bm_kv_block=0,
           score_mod=None, mask_mod=None, aux_scalars=None, aux_integers=None, alignment="bottom_right",
-          aux0=None, aux1=None, aux2=None, aux3=None, aux4=None, aux5=None, aux6=None, aux7=None):
+          rel_bias=None, rel_bias_offset=0, aux0=None, aux1=None, aux2=None, aux3=None, aux4=None, aux5=None,
+          aux6=None, aux7=None):
         aux_tensors = _aux([aux0, aux1, aux2, aux3, aux4, aux5, aux6, aux7])
         problem, pages = _checks.check_attention_inputs(q, k, v, page_table, seqused_k, traced=True)
         _checks.mask_of(causal, (int(window_left), int(window_right)), int(chunk_size))  # options: no symbols
         _checks.check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks, traced=True)
         dims = (problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k)
         _checks.check_bias(q, bias, dims, traced=True)
+        _checks.check_rel_bias(q, rel_bias, rel_bias_offset, problem.heads_q, traced=True)
         mask = _block_mask(bm_kv_num_blocks, bm_kv_indices, bm_full_kv_num_blocks, bm_full_kv_indices, bm_q_block,
                            bm_kv_block)
         if mask is not None:
@@ -157,21 +164,27 @@ def register():
                          last_page_len: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                          score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
                          aux_scalars: Optional[List[float]] = None, aux_integers: Optional[List[int]] = None,
-                         alignment: str = "bottom_right", aux0: Optional[Tensor] = None, aux1: Optional[Tensor] = None, aux2: Optional[Tensor] = None, aux3: Optional[Tensor] = None, aux4: Optional[Tensor] = None, aux5: Optional[Tensor] = None, aux6: Optional[Tensor] = None, aux7: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                         alignment: str = "bottom_right", rel_bias: Optional[Tensor] = None,
+                         rel_bias_offset: int = 0, aux0: Optional[Tensor] = None, aux1: Optional[Tensor] = None,
+                         aux2: Optional[Tensor] = None, aux3: Optional[Tensor] = None, aux4: Optional[Tensor] = None,
+                         aux5: Optional[Tensor] = None, aux6: Optional[Tensor] = None,
+                         aux7: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.varlen_out_shapes(q, k, v))
         aux_tensors = _aux([aux0, aux1, aux2, aux3, aux4, aux5, aux6, aux7])
         snip = _snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment)
         o, lse = _attention.attention_varlen_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                                    causal, (window_left, window_right), chunk_size, softmax_scale,
                                                    return_lse, out, config, None, softcap, alibi_slopes, sinks, snip,
-                                                   page_table, seqused_k, page_indptr, last_page_len, bias)
+                                                   page_table, seqused_k, page_indptr, last_page_len, bias,
+                                                   (rel_bias, rel_bias_offset))
         return o, (lse if lse is not None else _empty_lse(q))
 
     @attention_varlen.register_fake
     def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
           chunk_size, softmax_scale, return_lse, config, softcap=0.0, alibi_slopes=None, sinks=None,
           page_table=None, seqused_k=None, page_indptr=None, last_page_len=None, bias=None, score_mod=None,
-          mask_mod=None, aux_scalars=None, aux_integers=None, alignment="bottom_right", aux0=None, aux1=None, aux2=None, aux3=None, aux4=None, aux5=None, aux6=None, aux7=None):
+          mask_mod=None, aux_scalars=None, aux_integers=None, alignment="bottom_right", rel_bias=None,
+          rel_bias_offset=0, aux0=None, aux1=None, aux2=None, aux3=None, aux4=None, aux5=None, aux6=None, aux7=None):
         aux_tensors = _aux([aux0, aux1, aux2, aux3, aux4, aux5, aux6, aux7])
         problem, _pages = _checks.check_attention_varlen_inputs(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                                                 max_seqlen_k, page_table, seqused_k, True,
@@ -180,6 +193,7 @@ def register():
         _checks.check_variants(q, problem.batch, problem.heads_q, softcap, alibi_slopes, sinks, traced=True)
         _checks.check_bias(q, bias, (problem.batch, problem.heads_q, problem.max_seqlen_q, problem.max_seqlen_k),
                            traced=True)
+        _checks.check_rel_bias(q, rel_bias, rel_bias_offset, problem.heads_q, traced=True)
         _snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, alignment, traced=True)
         return _outputs(q, *_checks.varlen_out_shapes(q, k, v), return_lse)
 
@@ -191,7 +205,10 @@ def register():
                page_indptr: Optional[Tensor] = None, last_page_len: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
                aux_scalars: Optional[List[float]] = None,
-               aux_integers: Optional[List[int]] = None, aux0: Optional[Tensor] = None, aux1: Optional[Tensor] = None, aux2: Optional[Tensor] = None, aux3: Optional[Tensor] = None, aux4: Optional[Tensor] = None, aux5: Optional[Tensor] = None, aux6: Optional[Tensor] = None, aux7: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+               aux_integers: Optional[List[int]] = None, aux0: Optional[Tensor] = None, aux1: Optional[Tensor] = None,
+               aux2: Optional[Tensor] = None, aux3: Optional[Tensor] = None, aux4: Optional[Tensor] = None,
+               aux5: Optional[Tensor] = None, aux6: Optional[Tensor] = None,
+               aux7: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         out = _out(q, lambda: _checks.decode_out_shapes(q, k_cache, v_cache))
         aux_tensors = _aux([aux0, aux1, aux2, aux3, aux4, aux5, aux6, aux7])
         snip = _snippets(q, score_mod, mask_mod, aux_tensors, aux_scalars, aux_integers, with_alignment=False)

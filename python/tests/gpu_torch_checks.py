@@ -2,7 +2,8 @@
 
 - torch.compile(fullgraph=True) of a small block calling flashjit.attention and flashjit.decode (and one calling
   attention_varlen and merge, and one with a bias, a block mask, snippets and aux arguments) runs, matches eager,
-  and is one graph without a break (torch._dynamo.explain and a counting backend); torch.export of the block runs and matches eager too; inputs that require grad are refused.
+  and is one graph without a break (torch._dynamo.explain and a counting backend); torch.export of the block runs
+  and matches eager too; inputs that require grad are refused.
 - flash_attn_func, flash_attn_varlen_func and flash_attn_with_kvcache, called as flash-attn is (positionally and by
   keyword), against a float64 reference; flash_attn_with_kvcache also appends k and v into the cache.
 - flashjit.select / select_decode for the device's arch and SM count (no device used) agree with the device's.
@@ -87,10 +88,10 @@ SCALE = ("__device__ float score_mod(float s, int b, int h, int q, int k, const 
          "  return s * ctx.scalar(0) + 0.01f * ctx.integer(0);\n}\n")
 
 
-def variant_block(q, k, v, k_cache, v_cache, lens, bias, mask, ids):
-    """The bias, a block mask with its mask_mod, a score_mod with scalars and top-left alignment, varlen with a bias
-    and decode with a bias and a score_mod: each its custom op in the compiled graph."""
-    o = flashjit.attention(q, k, v, causal=True, bias=bias)
+def variant_block(q, k, v, k_cache, v_cache, lens, bias, mask, ids, table):
+    """The bias with a relative-logits table, a block mask with its mask_mod, a score_mod with scalars and top-left
+    alignment, varlen with a bias and decode with a bias and a score_mod: each its custom op in the compiled graph."""
+    o = flashjit.attention(q, k, v, causal=True, bias=bias, rel_bias=table, rel_bias_offset=q.shape[1] - 1)
     m = flashjit.attention(q, k, v, causal=True, block_mask=mask, mask_mod=DOCS, aux_tensors=[ids])
     s = flashjit.attention(q, k, v, score_mod=SCALE, aux_scalars=[0.5], aux_integers=[3], alignment="top_left")
     packed = q.reshape(-1, *q.shape[2:])
@@ -109,14 +110,15 @@ def check_compile_bias_block_masks_and_snippets_match_eager():
     bias = torch.randn(q.shape[0], q.shape[2], sq, k.shape[1], device="cuda", dtype=BF16)
     ids = (torch.arange(sq, device="cuda", dtype=torch.int32) // 100).contiguous()
     mask = flashjit.block_mask(DOCS, 1, 1, sq, k.shape[1], causal=True, aux_tensors=[ids])
-    args = (q, k, v, k_cache, v_cache, lens, bias, mask, ids)
+    table = torch.randn(q.shape[2], 2 * sq - 1, device="cuda", dtype=torch.float32)
+    args = (q, k, v, k_cache, v_cache, lens, bias, mask, ids, table)
     with torch.no_grad():
         eager = variant_block(*args)
         ops = _explain(variant_block, *args)
         assert sum("flashjit" in op for op in ops) >= 5, ops
         torch._dynamo.reset()
         compiled = torch.compile(variant_block, fullgraph=True)(*args)
-    for name, a, b in zip(("bias", "block mask + mask_mod", "score_mod", "varlen", "decode"), compiled, eager):
+    for name, a, b in zip(("bias + rel_bias", "block mask + mask_mod", "score_mod", "varlen", "decode"), compiled, eager):
         assert torch.equal(a, b), f"{name}: compiled differs from eager ({rel_l2(a, b):.3e})"
 
 

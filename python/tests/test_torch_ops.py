@@ -359,21 +359,22 @@ SCALE = "__device__ float score_mod(float s, int b, int h, int q, int k, const f
 
 
 def mod_tensors(device=META, b=2, s=64, hq=8, nq=1, nk=1):
-    """A bias [b, hq, s, s] (bf16), a flashjit.BlockMask of int32 lists [1, hq, nq(, nk)], document ids int32 [s]."""
+    """A bias [b, hq, s, s] (bf16), a flashjit.BlockMask of int32 lists [1, hq, nq(, nk)], document ids int32 [s], a
+    relative-logits table float32 [hq, 2s - 1]."""
     def t(*shape, dtype=torch.int32):
         return torch.empty(*shape, dtype=dtype, device=device)
     mask = flashjit.BlockMask(t(1, hq, nq), t(1, hq, nq, nk), t(1, hq, nq), t(1, hq, nq, nk), (128, 128), (s, s))
-    return t(b, hq, s, s, dtype=BF16), mask, t(s)
+    return t(b, hq, s, s, dtype=BF16), mask, t(s), t(hq, 2 * s - 1, dtype=torch.float32)
 
 
-def mod_block(q, k, v, k_cache, v_cache, lens, bias, mask, ids):
-    o = flashjit.attention(q, k, v, causal=True, bias=bias)
+def mod_block(q, k, v, k_cache, v_cache, lens, bias, mask, ids, table):
+    o = flashjit.attention(q, k, v, causal=True, bias=bias, rel_bias=table, rel_bias_offset=q.shape[1] - 1)
     m = flashjit.attention(q, k, v, causal=True, block_mask=mask, mask_mod=DOCS, aux_tensors=[ids])
     s = flashjit.attention(q, k, v, score_mod=SCALE, aux_scalars=[0.5], aux_integers=[1], alignment="top_left")
     packed = q.reshape(-1, *q.shape[2:])
     cu = torch.zeros(q.shape[0] + 1, dtype=torch.int32, device=q.device)
     pv = flashjit.attention_varlen(packed, k.reshape(-1, *k.shape[2:]), v.reshape(-1, *v.shape[2:]), cu, cu,
-                                   q.shape[1], k.shape[1], bias=bias, mask_mod=DOCS, aux_tensors=[ids])
+                                   q.shape[1], k.shape[1], bias=bias, mask_mod=DOCS, aux_tensors=[ids], rel_bias=table)
     d = flashjit.decode(q[:, -1:], k_cache, v_cache, lens, bias=bias[:, :, :1, :1], score_mod=SCALE,
                         aux_scalars=[2.0], aux_integers=[0])
     return o.sum() + m.sum() + s.sum() + pv.sum() + d.sum()
@@ -401,11 +402,12 @@ def test_bias_block_masks_and_snippets_trace_into_one_graph():
     assert [str(n.target) for n in calls] == ["flashjit.attention.default"] * 3 + ["flashjit.attention_varlen.default",
                                                                                    "flashjit.decode.default"]
     assert kwargs[0].get("bias") is not None and kwargs[0].get("bm_kv_indices") is None
+    assert kwargs[0]["rel_bias"] is not None and kwargs[0]["rel_bias_offset"] == 63 and kwargs[1]["rel_bias"] is None
     assert kwargs[1]["bm_kv_indices"] is not None and kwargs[1]["bm_q_block"] == 128
     assert kwargs[1]["mask_mod"] == DOCS and kwargs[1]["aux0"] is not None and kwargs[1].get("aux1") is None
     assert (kwargs[2]["score_mod"], list(kwargs[2]["aux_scalars"]), list(kwargs[2]["aux_integers"]),
             kwargs[2]["alignment"]) == (SCALE, [0.5], [1], "top_left")
-    assert kwargs[3]["bias"] is not None and kwargs[3]["mask_mod"] == DOCS
+    assert kwargs[3]["bias"] is not None and kwargs[3]["mask_mod"] == DOCS and kwargs[3]["rel_bias"] is not None
     assert "alignment" not in kwargs[4] and list(kwargs[4]["aux_scalars"]) == [2.0] and kwargs[4]["bias"] is not None
 
 
@@ -413,7 +415,7 @@ def test_fake_implementations_check_bias_block_masks_and_snippets():
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
         q, k, v, k_cache, v_cache, lens = tensors("cuda")
-        bias, mask, ids = mod_tensors("cuda")
+        bias, mask, ids, table = mod_tensors("cuda")
         o, lse = flashjit.attention(q, k, v, bias=bias[:1, :, :, :], block_mask=mask, mask_mod=DOCS,
                                     aux_tensors=[ids], return_lse=True)
         assert o.shape == q.shape and lse.shape == (2, 8, 64)
@@ -432,6 +434,14 @@ def test_fake_implementations_check_bias_block_masks_and_snippets():
             flashjit.attention(q, k, v, mask_mod=DOCS, aux_tensors=[torch.empty(4, device="cpu")])
         with pytest.raises(ValueError, match="bias: shape"):
             flashjit.decode(q[:, -1:], k_cache, v_cache, lens, bias=bias)
+        o = flashjit.attention(q, k, v, rel_bias=table[:1], rel_bias_offset=-5)
+        assert o.shape == q.shape
+        with pytest.raises(ValueError, match="rel_bias: dtype torch.bfloat16 must be torch.float32"):
+            flashjit.attention(q, k, v, rel_bias=table.bfloat16())
+        with pytest.raises(ValueError, match="rel_bias_offset \\(3\\) is set but rel_bias is None"):
+            flashjit.attention(q, k, v, rel_bias_offset=3)
+        with pytest.raises(ValueError, match="rel_bias_offset must be"):
+            flashjit.attention(q, k, v, rel_bias=table, rel_bias_offset=1.5)
 
 
 def test_op_schemas_take_bias_block_masks_and_snippets_with_defaults():
@@ -442,5 +452,6 @@ def test_op_schemas_take_bias_block_masks_and_snippets_with_defaults():
         for part in ("Tensor? bias=None", "str? score_mod=None", "str? mask_mod=None", "float[]? aux_scalars=None",
                      "Tensor? aux0=None", "Tensor? aux7=None"):
             assert part in schema, (name, part, schema)
+        assert ("Tensor? rel_bias=None" in schema) == (name != "decode"), schema
     assert "SymInt bm_q_block=0" in str(ops.attention.default._schema)
     assert 'str alignment="bottom_right"' in str(ops.attention_varlen.default._schema)
