@@ -501,11 +501,12 @@ def _scratch(device):
 
 
 def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, address, softcap=0.0, alibi=False,
-                  sinks=False, page_size=0, bias=None, **fields):
+                  sinks=False, page_size=0, bias=None, rel_bias=False, seqused_k=False, **fields):
     """AttentionArgs of a problem given by shapes, every tensor at `address` (nonzero), alibi_slopes and sinks too
     when asked for (else NULL), and a bias of dtype `bias` (broadcast everywhere: strides 0) unless None.
     page_size > 0: keys in pages of that many tokens (page_table and seqused_k at `address`, each sequence's
-    seqlen_k keys in its own pages)."""
+    seqlen_k keys in its own pages). rel_bias: a relative-logits table (one row for every head); seqused_k: key
+    counts over contiguous keys (with pages they are always there)."""
     b, sq, hq, d = shape4("q_shape", q_shape)
     _, sk, hkv, _ = shape4("k_shape", q_shape if k_shape is None else k_shape)
     code = dtype_code(dtype)
@@ -514,6 +515,13 @@ def _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, addr
     bias_type = bias_type_code(bias)
     if bias_type:
         fields.update(bias=address, bias_type=bias_type)
+    for name, flag in (("rel_bias", rel_bias), ("seqused_k", seqused_k)):
+        if type(flag) is not bool:
+            raise ValueError(f"{name} must be True or False (the kernel of a call with {name}=), got {flag!r}")
+    if rel_bias:
+        fields.update(rel_bias=address, rel_bias_extent=1)
+    if seqused_k:
+        fields.update(seqused_k=address)
     page_size = _int_arg("page_size", page_size, 0, 256)
     if page_size:
         if page_size not in PAGE_SIZES:
@@ -531,7 +539,7 @@ def set_addresses(args, address):
     """Moves every tensor of _problem_args' args to `address`: q, k, v, o, and alibi_slopes / sinks / page_table /
     seqused_k / bias when set."""
     args.q = args.k = args.v = args.o = address
-    for name in ("alibi_slopes", "sinks", "page_table", "seqused_k", "bias"):
+    for name in ("alibi_slopes", "sinks", "page_table", "seqused_k", "bias", "rel_bias"):
         if getattr(args, name):
             setattr(args, name, address)
 
@@ -541,7 +549,8 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
                window_size: Window = NO_WINDOW, chunk_size: int = 0, softcap: Union[float, bool] = 0.0,
                alibi: bool = False, sinks: bool = False, device: Any = None,
                window: Optional[Window] = None, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
-               alignment: str = "bottom_right", page_size: int = 0, bias: Any = None) -> dict:
+               alignment: str = "bottom_right", page_size: int = 0, bias: Any = None, rel_bias: bool = False,
+               seqused_k: bool = False) -> dict:
     """Gets a kernel ready ahead of use and returns its info (name, config, registers, spills, compile_ms,
     cache_hit, ...).
 
@@ -554,7 +563,8 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
     sinks=), score_mod and mask_mod (the snippets' text) and alignment, as for attention(); page_size > 0: the kernel
     of a call with page_table= over pages of that many tokens (k_shape's seqlen_k keys per sequence); bias: the
     kernel of a call with bias= of that dtype (torch.float32, bfloat16, float16, bool, or 'fp32', 'bf16', 'fp16',
-    'bool'). window: the deprecated name of window_size.
+    'bool'); rel_bias, seqused_k (True): that of a call with rel_bias=, or with seqused_k= over contiguous keys.
+    window: the deprecated name of window_size.
     """
     if window is not None:
         window_size = renamed_window(window_size, window, "window", "flashjit.precompile")
@@ -565,7 +575,7 @@ def precompile(config: Optional[Config] = None, *, q_shape: Optional[Tuple[int, 
         return json.loads(_runtime.text(_library.load().flashjit_compile, _runtime.handle(), explicit))
     snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, PLACEHOLDER, softcap, alibi, sinks,
-                         page_size, bias, config_json=explicit, **snippet_fields(snip))
+                         page_size, bias, rel_bias, seqused_k, config_json=explicit, **snippet_fields(snip))
     lib = _library.load()
     scratch = _scratch(device)
     set_addresses(args, scratch.data_ptr())

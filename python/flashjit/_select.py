@@ -64,7 +64,7 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
            arch: Optional[str] = None, sms: Optional[int] = None, gpu: Optional[str] = None,
            head_dim_v: int = 0, softcap: Union[float, bool] = 0.0, alibi: bool = False, sinks: bool = False,
            score_mod: Optional[str] = None, mask_mod: Optional[str] = None, alignment: str = "bottom_right",
-           page_size: int = 0, bias: Any = None) -> dict:
+           page_size: int = 0, bias: Any = None, rel_bias: bool = False, seqused_k: bool = False) -> dict:
     """The kernel config attention() gets for a problem (the dispatcher's choice: tuned tables, then heuristics),
     as a dict (the config's canonical JSON: algorithm, arch, tiles, ...).
 
@@ -78,7 +78,9 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
     alignment as for attention(). page_size > 0: keys in pages of that many tokens (a power of two in [1, 256]: the
     kernel of a call with page_table=; k_shape's seqlen_k keys per sequence, with varlen ragged queries over
     pages), the config's "page_size". bias: a bias dtype (torch.float32, bfloat16, float16, bool, or 'fp32', 'bf16',
-    'fp16', 'bool'): the kernel of a call with bias= of that dtype ("bias": "bf16", ...). arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one
+    'fp16', 'bool'): the kernel of a call with bias= of that dtype ("bias": "bf16", ...). rel_bias, seqused_k (True):
+    the kernel of a call with rel_bias= ("rel_bias": true) or with seqused_k= over contiguous keys ("seqused_k":
+    true). arch (e.g. "sm_90a", "sm_80"): answer for a GPU of that arch without one
     being present (no GPU, no torch needed), with sms multiprocessors (default 132; the prefill choice does not
     depend on it today, decode's does) and, with gpu (its name as `flashjit info` shows it), the tuned tables
     stamped for that GPU; without arch: on the current CUDA device (needs torch and a GPU).
@@ -88,7 +90,7 @@ def select(q_shape: Sequence[int], k_shape: Optional[Sequence[int]] = None, *, d
         raise ValueError(f"head_dim_v must be 0 (the same as head_dim) or a multiple of 8, got {head_dim_v!r}")
     snip = snippets(None, score_mod, mask_mod, alignment=alignment)
     args = _problem_args(q_shape, k_shape, dtype, causal, window_size, chunk_size, _PLACEHOLDER, softcap, alibi,
-                         sinks, page_size, bias, head_dim_v=head_dim_v, **snippet_fields(snip))
+                         sinks, page_size, bias, rel_bias, seqused_k, head_dim_v=head_dim_v, **snippet_fields(snip))
     paged = bool(args.page_table)
     if varlen:  # over pages: ragged queries only (seqused_k counts the keys)
         args.cu_seqlens_q = _PLACEHOLDER

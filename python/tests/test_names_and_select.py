@@ -145,6 +145,21 @@ def test_select_of_paged_problems():
             flashjit.select((1, 64, 8, 64), page_size=bad, arch="sm_90a")
 
 
+def test_select_of_relative_logits_and_key_counts():
+    """rel_bias= and seqused_k= (over contiguous keys) ask for the kernels of calls with them; their configs say so."""
+    plain = flashjit.select((2, 512, 32, 128), causal=True, arch="sm_90a")
+    assert "rel_bias" not in plain and "seqused_k" not in plain
+    rel = flashjit.select((2, 512, 32, 128), causal=True, rel_bias=True, arch="sm_90a")
+    used = flashjit.select((2, 512, 32, 128), (2, 1024, 8, 128), seqused_k=True, varlen=True, arch="sm_90a")
+    both = flashjit.select((2, 512, 8, 64), rel_bias=True, seqused_k=True, arch="sm_80")
+    assert rel["rel_bias"] is True and rel["algorithm"] == "fa3"
+    assert used["seqused_k"] is True and used["varlen"] is True
+    assert (both["rel_bias"], both["seqused_k"], both["algorithm"]) == (True, True, "fa2")
+    for name in ("rel_bias", "seqused_k"):
+        with pytest.raises(ValueError, match=f"{name} must be True or False"):
+            flashjit.select((1, 64, 8, 64), arch="sm_90a", **{name: 1})
+
+
 def test_select_decode_answers_per_sm_count():
     many = flashjit.select_decode((1, 1, 32, 128), (1, 32768, 8, 128), arch="sm_90a")
     assert many["num_splits"] > 1 and many["combine"]["kernel"] == "combine" and many["workspace_bytes"] > 0
