@@ -329,6 +329,9 @@ void fit_bias_tma(KernelConfig& c, const AttentionProblem& p) {
   // tile's addressing spilled there (NVRTC 13.0, -Xptxas=-v: d256 bf16 two warpgroups of 64-key tiles 4 bytes, fp32
   // one warpgroup 12-20), and the bias is half the bytes per FLOP of d128's.
   if (std::max(c.head_dim, value_head_dim(c)) > 192) return;
+  // Not yet beside a relative-logits table or key counts over contiguous keys, whose register fits do not count a
+  // staged tile (NVRTC 13.0, d128 causal persistent, 128-key tiles: rel_bias 68 bytes of spills, seqused_k 20).
+  if (c.rel_bias || c.seqused_k) return;
   if (!config::bias_tma_layout_issue(p.bias, p.bias_type, p.bias_strides).empty()) return;
   const BlockMask& m = p.block_mask;
   KernelConfig k = c;

@@ -201,4 +201,11 @@ TEST_CASE("fit_bias_tma: fa3 stages a bias TMA can read, supports() refuses a st
   AttentionProblem d256 = p;
   d256.head_dim = 256;
   CHECK_FALSE(staged(d256).bias_tma);
+  // Nor beside a relative-logits table or key counts over contiguous keys (their register fits count no staged tile).
+  AttentionProblem rel = p;
+  rel.rel_bias = static_cast<const float*>(fake(0x60000)), rel.rel_bias_extent = 7;
+  CHECK_FALSE(staged(rel).bias_tma);
+  AttentionProblem used = p;
+  used.seqused_k = static_cast<const int*>(fake(0x70000));
+  CHECK_FALSE(staged(used).bias_tma);
 }
