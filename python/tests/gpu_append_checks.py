@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import BF16, FP16, expect_close, run_all  # noqa: E402
+from gpu_checks import BF16, FP16, expect_close, main_of, named  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -301,13 +301,7 @@ CHECKS = [check_skips_outside_pool_and_capacity, check_bad_arguments_raise_befor
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: nothing to check")
-        return 0
-    torch.manual_seed(0)
-    runs = [(str(c), lambda c=c: check_append_case(c)) for c in APPEND_CASES]
-    runs += [(check.__name__, check) for check in CHECKS]
-    return run_all(runs)
+    return main_of(lambda: [(str(c), lambda c=c: check_append_case(c)) for c in APPEND_CASES] + named(CHECKS))
 
 
 if __name__ == "__main__":

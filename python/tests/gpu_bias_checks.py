@@ -15,8 +15,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import BF16, FP16, TOLERANCE, DecodeCase, cu_seqlens, decode_inputs, expect_close, rel_l2, run_all, \
-    visible_mask  # noqa: E402
+from gpu_checks import (BF16, FP16, TOLERANCE, DecodeCase, cu_seqlens, decode_inputs, expect_close, main_of,  # noqa: E402
+                        named, rel_l2, visible_mask)
 from gpu_variant_checks import expect_lse, sink_logits, variant_reference64  # noqa: E402
 
 F32 = torch.float32
@@ -168,11 +168,7 @@ CHECKS = [check_bias_matches_sdpa_attn_mask, check_bias_of_every_dtype_matches_f
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: nothing to check")
-        return 0
-    torch.manual_seed(0)
-    return run_all([(check.__name__, check) for check in CHECKS])
+    return main_of(lambda: named(CHECKS))
 
 
 if __name__ == "__main__":

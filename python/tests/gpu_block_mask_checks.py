@@ -14,7 +14,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import BF16, FP16, expect_close, run_all, visible_mask  # noqa: E402
+from gpu_checks import BF16, FP16, expect_close, main_of, named, visible_mask  # noqa: E402
 
 # Documents: ctx.pointer<int>(0) holds each position's document; odd heads (ctx.integer(0) set) lose every third key
 # but their own (so that no row is empty).
@@ -148,11 +148,7 @@ CHECKS = [check_block_mask_lists_the_blocks_flex_does, check_block_sparse_attent
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: nothing to check")
-        return 0
-    torch.manual_seed(0)
-    return run_all([(check.__name__, check) for check in CHECKS])
+    return main_of(lambda: named(CHECKS))
 
 
 if __name__ == "__main__":

@@ -830,17 +830,28 @@ CHECKS = [check_softmax_scale_and_strided_views, check_out_reuse, check_graph_ca
 
 
 def main():
+    def runs():
+        out = [(str(case), lambda case=case: check_case(case)) for case in CASES]
+        out += [(str(case), lambda case=case: check_varlen_case(case)) for case in VARLEN_CASES]
+        out += [(str(case), lambda case=case: check_decode_case(case)) for case in DECODE_CASES]
+        import gpu_torch_checks  # torch.compile, torch.export, flash-attn's names, select
+        return out + named(CHECKS) + named(gpu_torch_checks.CHECKS)
+    return main_of(runs)
+
+
+def named(checks):
+    """(name, check) runs of check functions, named by their functions."""
+    return [(check.__name__, check) for check in checks]
+
+
+def main_of(runs, skipped_as=None):
+    """A check script's main without pytest: 0 with a line when there is no CUDA GPU, else run_all(runs(),
+    skipped_as) (runs a function, so that nothing is made before the GPU is found) with torch's seed 0."""
     if not torch.cuda.is_available():
         print("no CUDA GPU: nothing to check")
         return 0
     torch.manual_seed(0)
-    runs = [(str(case), lambda case=case: check_case(case)) for case in CASES]
-    runs += [(str(case), lambda case=case: check_varlen_case(case)) for case in VARLEN_CASES]
-    runs += [(str(case), lambda case=case: check_decode_case(case)) for case in DECODE_CASES]
-    runs += [(check.__name__, check) for check in CHECKS]
-    import gpu_torch_checks  # torch.compile, torch.export, flash-attn's names, select
-    runs += [(check.__name__, check) for check in gpu_torch_checks.CHECKS]
-    return run_all(runs)
+    return run_all(runs(), skipped_as)
 
 
 def run_all(runs, skipped_as=None):

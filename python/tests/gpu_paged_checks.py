@@ -22,7 +22,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import BF16, FP16, cu_seqlens, expect_close, masked_reference64, run_all, visible_mask  # noqa: E402
+from gpu_checks import (BF16, FP16, cu_seqlens, expect_close, main_of, masked_reference64, named,  # noqa: E402
+                        visible_mask)
 
 
 @dataclass(frozen=True)
@@ -372,13 +373,7 @@ CHECKS = [check_page_outside_the_pool_reads_as_zeros, check_combined_kv_pool_and
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: nothing to check")
-        return 0
-    torch.manual_seed(0)
-    runs = [(str(c), lambda c=c: check_paged_case(c)) for c in PAGED_CASES]
-    runs += [(check.__name__, check) for check in CHECKS]
-    return run_all(runs)
+    return main_of(lambda: [(str(c), lambda c=c: check_paged_case(c)) for c in PAGED_CASES] + named(CHECKS))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
-from gpu_checks import BF16, FP16, TOLERANCE, cu_seqlens, rel_l2, run_all  # noqa: E402
+from gpu_checks import BF16, FP16, TOLERANCE, cu_seqlens, main_of, named, rel_l2  # noqa: E402
 from gpu_variant_checks import expect_lse  # noqa: E402
 
 
@@ -116,11 +116,7 @@ CHECKS = [check_padded_batch_matches_sdpa_key_padding, check_varlen_uses_a_prefi
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: nothing to check")
-        return 0
-    torch.manual_seed(0)
-    return run_all([(check.__name__, check) for check in CHECKS])
+    return main_of(lambda: named(CHECKS))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ def check_compile_bias_block_masks_and_snippets_match_eager():
         assert sum("flashjit" in op for op in ops) >= 5, ops
         torch._dynamo.reset()
         compiled = torch.compile(variant_block, fullgraph=True)(*args)
-    for name, a, b in zip(("bias + rel_bias", "block mask + mask_mod", "score_mod", "varlen", "decode"), compiled, eager):
+    names = ("bias + rel_bias", "block mask + mask_mod", "score_mod", "varlen", "decode")
+    for name, a, b in zip(names, compiled, eager):
         assert torch.equal(a, b), f"{name}: compiled differs from eager ({rel_l2(a, b):.3e})"
 
 

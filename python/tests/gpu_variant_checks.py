@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashjit  # noqa: E402
 from gpu_checks import (BF16, FP16, TOLERANCE, DecodeCase, cu_seqlens, decode_inputs, expect_close, rel_l2,  # noqa: E402
-                        run_all, visible_mask)
+                        main_of, named, visible_mask)
 
 
 class Skipped(Exception):
@@ -458,15 +458,12 @@ DECODE_CHECKS = [check_decode_sinks_rows_without_keys, check_flash_attn_with_kvc
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: nothing to check")
-        return 0
-    torch.manual_seed(0)
-    runs = [(str(c), lambda c=c: check_variant_case(c)) for c in VARIANT_CASES]
-    runs += [(str(c), lambda c=c: check_varlen_variant_case(c)) for c in VARLEN_VARIANT_CASES]
-    runs += [(str(c), lambda c=c: check_decode_variant_case(c)) for c in DECODE_VARIANT_CASES]
-    runs += [(check.__name__, check) for check in CHECKS + DECODE_CHECKS]
-    return run_all(runs, skipped_as=Skipped)
+    def runs():
+        out = [(str(c), lambda c=c: check_variant_case(c)) for c in VARIANT_CASES]
+        out += [(str(c), lambda c=c: check_varlen_variant_case(c)) for c in VARLEN_VARIANT_CASES]
+        out += [(str(c), lambda c=c: check_decode_variant_case(c)) for c in DECODE_VARIANT_CASES]
+        return out + named(CHECKS + DECODE_CHECKS)
+    return main_of(runs, skipped_as=Skipped)
 
 
 if __name__ == "__main__":
