@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 from . import _abi, _library, _memo, _runtime
 from ._abi import AttentionArgs, Strides
 from ._block_mask import block_mask_addresses, block_mask_fields, block_mask_key, block_mask_lists
-from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, _int_arg, bias_address, bias_type_code, bshd_strides,
-                      check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out, check_rel_bias,
-                      check_variants, dtype_code, mask_of, packed_strides, rel_bias_address, renamed_window, scale_of,
-                      shape4, shape_variants, snippet_fields, snippets, softcap_of, window_pair)
+from ._checks import (INT32_MAX, NO_WINDOW, PAGE_SIZES, REL_BIAS_LIMIT, _int_arg, bias_address, bias_type_code,
+                      bshd_strides, check_attention_inputs, check_attention_varlen_inputs, check_bias, check_out,
+                      check_rel_bias, check_variants, dtype_code, mask_of, packed_strides, rel_bias_address,
+                      renamed_window, scale_of, shape4, shape_variants, snippet_fields, snippets, softcap_of,
+                      window_pair)
 from ._config import config_json
 
 Config = Union[Mapping[str, Any], str]  # a kernel config: a dict or JSON text
@@ -192,7 +193,7 @@ def _snippets_of(function, traced, q, score_mod, mask_mod, aux_tensors, aux_scal
                     with_alignment=with_alignment)
 
 
-def traced_variants(snip, bias, block_mask=None, alignment=True, rel=(None, 0)):
+def traced_variants(snip, bias, block_mask=None, with_alignment=True, rel=(None, 0)):
     """The custom ops' keyword arguments for a traced call's bias, block mask (its lists and block sizes),
     relative-logits table (rel: (rel_bias, rel_bias_offset)) and snippets (checked: snip; the aux tensors as aux0 ..
     aux7)."""
@@ -200,7 +201,7 @@ def traced_variants(snip, bias, block_mask=None, alignment=True, rel=(None, 0)):
     rel_bias, rel_bias_offset = rel
     if rel_bias is not None or not (type(rel_bias_offset) is int and rel_bias_offset == 0):
         kwargs["rel_bias"] = rel_bias  # the fake implementation checks both (check_rel_bias)
-        kwargs["rel_bias_offset"] = _int_arg("rel_bias_offset", rel_bias_offset, -2**30, 2**30)
+        kwargs["rel_bias_offset"] = _int_arg("rel_bias_offset", rel_bias_offset, -REL_BIAS_LIMIT, REL_BIAS_LIMIT)
     if block_mask is not None:
         counts, indices, full_counts, full_indices, size = block_mask_lists(block_mask)
         kwargs.update(bm_kv_num_blocks=counts, bm_kv_indices=indices, bm_full_kv_num_blocks=full_counts,
@@ -216,7 +217,7 @@ def traced_variants(snip, bias, block_mask=None, alignment=True, rel=(None, 0)):
         kwargs["aux_scalars"] = list(snip.aux_scalars)
     if snip.aux_integers:
         kwargs["aux_integers"] = list(snip.aux_integers)
-    if alignment and snip.alignment == _abi.ALIGN_TOP_LEFT:
+    if with_alignment and snip.alignment == _abi.ALIGN_TOP_LEFT:
         kwargs["alignment"] = "top_left"
     kwargs.update({f"aux{i}": t for i, t in enumerate(snip.aux_tensors)})
     return kwargs

@@ -250,7 +250,7 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tens
         o, lse = _ops.ops().decode(q, k_cache, v_cache, seqlens_k, page_table, left, int(chunk_size),
                                    scale if scale > 0 else None, bool(return_lse), int(num_splits), split_merge,
                                    max_seqlen_k, softcap_of(softcap), alibi_slopes, sinks, **csr,
-                                   **traced_variants(snip, bias, alignment=False))
+                                   **traced_variants(snip, bias, with_alignment=False))
         if out is not None:
             out.copy_(o)
             o = out

@@ -25,9 +25,11 @@ struct SharedStorage {
   static constexpr int kVStride = (kVBytes + 1023) / 1024 * 1024;
   static constexpr int kKOffset = kQBuffers * kQBufferBytes;
   static constexpr int kVOffset = kKOffset + kStages * kKStride;
-  // One stage's bias tile (kBiasBytes_, 0: none staged) after the V stages. No members of their own: with
-  // -default-device NVRTC makes each static constexpr member a global, and plain kernels keep theirs as they were.
-  static constexpr int kBarrierOffset = kVOffset + kStages * kVStride + kStages * ((kBiasBytes_ + 1023) / 1024 * 1024);
+  // One stage's bias tile (kBiasBytes_, 0: none staged) after the V stages, at this stride. A function, not a
+  // member: with -default-device NVRTC makes each static constexpr data member a global, and plain kernels keep
+  // theirs as they were.
+  static constexpr int bias_stride() { return (kBiasBytes_ + 1023) / 1024 * 1024; }
+  static constexpr int kBarrierOffset = kVOffset + kStages * kVStride + kStages * bias_stride();
   // q_full per Q buffer, then per stage k_full, v_full, k_empty, v_empty, then q_empty per Q buffer
   static constexpr int kBarriers = 2 * kQBuffers + 4 * kStages;
   static constexpr int kBytes = kBarrierOffset + kBarriers * 8;
@@ -44,7 +46,7 @@ struct SharedStorage {
   __device__ unsigned k(int stage) const { return base + kKOffset + stage * kKStride; }
   __device__ unsigned v(int stage) const { return base + kVOffset + stage * kVStride; }
   __device__ unsigned bias(int stage) const {
-    return base + kVOffset + kStages * kVStride + stage * ((kBiasBytes_ + 1023) / 1024 * 1024);
+    return base + kVOffset + kStages * kVStride + stage * bias_stride();
   }
   __device__ unsigned q_full(int buffer) const { return base + kBarrierOffset + 8 * buffer; }
   __device__ unsigned k_full(int stage) const { return base + kBarrierOffset + 8 * (kQBuffers + stage); }
